@@ -1,0 +1,5 @@
+import sys
+
+from antsim.cli import main
+
+sys.exit(main())

@@ -1,0 +1,76 @@
+"""The ``antsim`` command: a dispatcher over small command modules.
+
+Each command lives in ``antsim/cli/<name>.py`` and defines ``HELP`` (one line), ``add_arguments(parser)``
+and ``run(args) -> int``. ``main`` alone turns an ``AntsimError`` into one line on stderr and exit
+status 2; ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from antsim.errors import AntsimError
+
+_COMMANDS: dict[str, str] = {
+    "zoo": "antsim.cli.zoo",
+    "simulate": "antsim.cli.simulate",
+    "gpu": "antsim.cli.gpu",
+    "compare": "antsim.cli.compare",
+    "report": "antsim.cli.report",
+    "sweep": "antsim.cli.sweep",
+    "capture": "antsim.cli.capture",
+    "measure": "antsim.cli.measure",
+}
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors in one line (exit 2) instead of usage + message."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from antsim import __version__
+
+    parser = _Parser(prog="antsim", description="Design-space explorer for sparse-training accelerators.")
+    parser.add_argument("--version", action="version", version=f"antsim {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks of errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, module_name in _COMMANDS.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:  # command not built yet
+                continue
+            raise
+        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(command)
+        command.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``antsim`` console script; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except AntsimError as exc:
+        if args.debug:
+            raise
+        sys.stderr.write(f"antsim {args.command}: error: {exc}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("antsim: interrupted\n")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+"""Accelerator architecture spec: YAML → frozen, validated ``ArchSpec``.
+
+One model class per YAML section (timeloopfe style). Ranges are declared once, here, with pydantic
+``Field`` constraints; the sweep code validates sampled points and range bounds by building an
+``ArchSpec`` through ``arch_from_dict`` — the same code path as a file.
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from antsim.errors import SpecError
+from antsim.spec.yamlio import load_yaml, validate_model
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+
+class Technology(_Section):
+    """Process node, clock and the energy/area tables that price actions."""
+
+    node_nm: int = Field(16, ge=5, le=180, description="process node (nm); informational, tables are per node")
+    clock_ghz: float = Field(1.0, gt=0, le=10, description="core clock (GHz)")
+    energy_table: str = Field("default_16nm", min_length=1,
+                              description="builtin table name (antsim/energy/tables/NAME.yaml) or YAML path")
+    area_table: str = Field("default_16nm", min_length=1,
+                            description="builtin table name (antsim/energy/tables/NAME.yaml) or YAML path")
+
+
+class PEArray(_Section):
+    """A rows × cols grid of PEs, each an F × I multiplier array (all F·I pairs per cycle)."""
+
+    rows: int = Field(8, ge=1, le=64, description="PE rows (tiles along the plane's height)")
+    cols: int = Field(8, ge=1, le=64, description="PE columns (tiles along the plane's width)")
+    F: int = Field(4, ge=1, le=64, description="streamed-operand vector width (weights in fprop)")
+    I: int = Field(4, ge=1, le=64, description="stationary-operand vector width (activations in fprop)")
+    multiplier_bits: int = Field(16, ge=4, le=32, description="operand width (bits)")
+
+    @property
+    def n_pes(self) -> int:
+        return self.rows * self.cols
+
+    @property
+    def multipliers(self) -> int:
+        return self.rows * self.cols * self.F * self.I
+
+
+class Accumulators(_Section):
+    """Banked accumulator buffer behind the F·I × banks scatter crossbar, per PE."""
+
+    banks: int = Field(32, ge=1, le=1024, description="accumulator banks per PE")
+    entries_per_bank: int = Field(32, ge=1, le=65536, description="entries per bank (per buffer half)")
+    value_bits: int = Field(24, ge=8, le=64, description="partial-sum width (bits)")
+    double_buffered: bool = Field(True, description="drain one half while the other accumulates")
+
+
+class Buffers(_Section):
+    """Per-PE on-chip buffers (SCNN: 10 KB IARAM + 10 KB OARAM, 50-entry weight FIFO)."""
+
+    input_kb: float = Field(10.0, gt=0, le=4096, description="stationary-operand buffer per PE (KB)")
+    output_kb: float = Field(10.0, gt=0, le=4096, description="output buffer per PE (KB)")
+    weight_fifo_entries: int = Field(50, ge=1, le=65536, description="streamed-operand FIFO entries per PE")
+
+
+class Mapping(_Section):
+    """How a phase is laid onto the PE array."""
+
+    output_channel_group: int = Field(8, ge=1, le=4096, description="Kc: output channels per group (barrier unit)")
+    stride_phases: bool = Field(False, description="split strided operands into stride phases (fewer RCPs)")
+
+
+class Anticipation(_Section):
+    """The RCP anticipation unit (ANT) in front of each PE's multiplier array."""
+
+    policy: Literal["none", "ant", "oracle"] = Field("none", description="none | ant | oracle")
+    pairs_per_cycle: float = Field(4.0, gt=0, le=1024, description="candidate vector pairs screened per cycle")
+    fetch_filter: bool = Field(True, description="fetch only streamed rows that can reach the stationary tile")
+
+
+class Compression(_Section):
+    """Compressed operand format: values plus indices."""
+
+    format: Literal["zero_run", "bitmap", "coordinate", "dense"] = Field("zero_run", description="index format")
+    value_bits: int = Field(16, ge=4, le=32, description="bits per stored value")
+    index_bits: int = Field(4, ge=0, le=32, description="bits per index (zero-run length, coordinate, …)")
+
+
+class Dram(_Section):
+    """Off-chip memory channel shared by all PEs."""
+
+    bandwidth_gbps: float = Field(25.6, gt=0, le=100000, description="bandwidth (GB/s)")
+    technology: str = Field("lpddr4", min_length=1, description="energy-table key for DRAM pJ/bit")
+
+
+class ArchSpec(_Section):
+    """A whole accelerator design."""
+
+    kind: Literal["arch"] = "arch"
+    version: Literal[1] = 1
+    name: str = Field(min_length=1)
+    description: str = ""
+    sparsity_support: bool = Field(True, description="false: a dense design that multiplies zeros too")
+    technology: Technology = Technology()
+    pe_array: PEArray = PEArray()
+    accumulators: Accumulators = Accumulators()
+    buffers: Buffers = Buffers()
+    mapping: Mapping = Mapping()
+    anticipation: Anticipation = Anticipation()
+    compression: Compression = Compression()
+    dram: Dram = Dram()
+
+    @model_validator(mode="after")
+    def _dense_has_no_anticipation(self) -> ArchSpec:
+        if not self.sparsity_support and self.anticipation.policy != "none":
+            raise ValueError("a dense design (sparsity_support: false) needs anticipation.policy: none")
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+_TABLE_KEYS = ("energy_table", "area_table")
+
+
+def _resolve_table_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Make table paths that look like files relative to the arch file's folder."""
+    tech = data.get("technology")
+    if not isinstance(tech, dict):
+        return data
+    data = copy.deepcopy(data)
+    for key in _TABLE_KEYS:
+        value = data["technology"].get(key)
+        if isinstance(value, str) and (value.endswith((".yaml", ".yml")) or "/" in value):
+            path = Path(value)
+            data["technology"][key] = str(path if path.is_absolute() else (base / path).resolve())
+    return data
+
+
+def arch_from_dict(data: dict[str, Any], source: str = "<dict>") -> ArchSpec:
+    """Validate a plain dict as an ``ArchSpec``.
+
+    Raises:
+        SpecError: naming ``source``, the dotted key path and the value.
+    """
+    return validate_model(ArchSpec, data, source)
+
+
+def load_arch(path: str | Path) -> ArchSpec:
+    """Load and validate an arch YAML file (``kind: arch``).
+
+    Raises:
+        SpecError: missing file, malformed YAML, unknown key, wrong type or out-of-range value.
+    """
+    path = Path(path)
+    data = load_yaml(path, kind="arch")
+    return arch_from_dict(_resolve_table_paths(data, path.parent), source=str(path))
+
+
+def arch_field_paths() -> dict[str, Any]:
+    """Every tunable leaf of ``ArchSpec`` as ``dotted.path → pydantic FieldInfo`` (for sweeps and docs)."""
+    out: dict[str, Any] = {}
+    for section, info in ArchSpec.model_fields.items():
+        ann = info.annotation
+        if isinstance(ann, type) and issubclass(ann, _Section):
+            for leaf, leaf_info in ann.model_fields.items():
+                out[f"{section}.{leaf}"] = leaf_info
+        elif section not in ("kind", "version", "name", "description"):
+            out[section] = info
+    return out
+
+
+__all__ = ["ArchSpec", "SpecError", "arch_field_paths", "arch_from_dict", "load_arch"]
