@@ -1,0 +1,279 @@
+"""Measured and external per-layer results read from CSV files into a ``NetworkResult``.
+
+Two formats are read (chosen from the header):
+
+* **antsim CSV** (what ``antsim measure`` writes; also the format for any external model's outputs):
+  columns ``name, phase, time_s`` and optionally ``energy_j``; optionally the layer shape
+  ``N, C, K, H, W, R, S, stride, pad`` (with ``stride_h, stride_w, pad_h, pad_w`` overriding the square
+  values). Any other column (``device``, ``device_name``, ``time_min_s``, ``algorithm``, …) is kept in the
+  record's ``details``; columns whose value is the same on every row also go to the result's ``meta``.
+* **DeepBench CSV** (``/work/shared/data/deepbench/*.csv``): one row per (layer shape, precision) with
+  ``gpu, precision, source, W, H, C, N, K, R, S, pad_h, pad_w, stride_h, stride_w, fwd_ms, dgrad_ms,
+  wgrad_ms, fwd_algo``. Each row gives three records: ``fwd_ms`` → fprop, ``dgrad_ms`` → dgrad,
+  ``wgrad_ms`` → wgrad (milliseconds → seconds). DeepBench leaves dgrad empty or zero for input layers
+  (not measured): such a phase has no record. Rows are joined to the workload by shape only, and only
+  the rows of one precision are used (``fp32`` when present, unless ``precision`` says otherwise).
+
+Joining: each workload layer is looked up by name first; when its name is not in the CSV and the CSV
+has shape columns, by its shape (batch included). A row found by name whose shape columns disagree
+with the layer is an error, so a measurement at another batch size is never silently compared.
+Several rows of one shape: the first in file order is used.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from antsim.errors import WorkloadError
+from antsim.results import LayerResult, NetworkResult
+from antsim.workloads.layers import PHASES, Layer
+
+SHAPE_COLUMNS = ("N", "C", "K", "H", "W", "R", "S", "stride", "pad")
+_HW_COLUMNS = ("stride_h", "stride_w", "pad_h", "pad_w")
+_DEEPBENCH_PHASES = {"fprop": "fwd_ms", "dgrad": "dgrad_ms", "wgrad": "wgrad_ms"}
+_DEEPBENCH_REQUIRED = ("gpu", "precision", "W", "H", "C", "N", "K", "R", "S", "pad_h", "pad_w",
+                       "stride_h", "stride_w", *_DEEPBENCH_PHASES.values())
+_CORE_COLUMNS = ("name", "phase", "time_s", "energy_j")
+
+ShapeKey = tuple[int, ...]
+
+
+def shape_key(layer: Layer) -> ShapeKey:
+    """The join key of a layer: ``(N, C, K, H, W, R, S, stride_h, stride_w, pad_h, pad_w)``."""
+    return (layer.N, layer.C, layer.K, layer.H, layer.W, layer.R, layer.S,
+            layer.stride_h, layer.stride_w, layer.pad_h, layer.pad_w)
+
+
+def read_results_csv(path: str | Path, layers: Sequence[Layer], design: str | None = None,
+                     backend: str = "measured", precision: str | None = None,
+                     phases: Sequence[str] | None = None) -> NetworkResult:
+    """Read a measurement / external-model CSV (antsim or DeepBench format) for a workload.
+
+    Args:
+        path: The CSV file.
+        layers: The workload, in network order, at the batch size that was measured.
+        design: Name of the design; default from the file (``device:device_name`` columns, DeepBench's
+            ``gpu`` column, else the file stem).
+        backend: ``"measured"`` (default) or ``"external"`` (a model's outputs).
+        precision: DeepBench only: which ``precision`` rows to use (default ``fp32`` if present).
+        phases: Phases required for every layer (default: every phase the file has, in PHASES order).
+
+    Returns:
+        One record per (layer, phase) in workload order; ``time_s`` in seconds, ``energy_j`` in joules
+        when the file has it.
+
+    Raises:
+        WorkloadError: missing/unreadable file, missing columns, bad values, or a workload layer (or
+            phase) the file lacks — the message names the first missing layer.
+    """
+    path = Path(path)
+    header, rows = _read_rows(path)
+    if not layers:
+        raise WorkloadError(f"{path}: the workload has no layers")
+    if "fwd_ms" in header:
+        table, meta = _deepbench_table(path, header, rows, precision)
+        default_design = str(meta.get("gpu", path.stem))
+    else:
+        table, meta = _antsim_table(path, header, rows)
+        default_design = _design_from_meta(meta, path)
+    wanted = tuple(p for p in PHASES if p in (phases if phases is not None else table.phases))
+    records = [record for layer in layers for record in table.records(layer, wanted)]
+    workload = {"network": path.stem, "layers": [layer.to_dict() for layer in layers],
+                "batch": layers[0].N, "phases": list(wanted)}
+    spec = {"source": str(path), "format": table.format}
+    return NetworkResult(design=design or default_design, backend=backend, records=tuple(records),
+                         spec=spec, workload=workload, meta=meta)
+
+
+def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    if not path.is_file():
+        raise WorkloadError(f"{path}: results CSV not found")
+    try:
+        with path.open(newline="") as handle:
+            reader = csv.DictReader(handle)
+            header = [h.strip() for h in (reader.fieldnames or [])]
+            rows = [(line, {(k or "").strip(): (v or "").strip() for k, v in row.items()})
+                    for line, row in enumerate(reader, start=2)]
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise WorkloadError(f"{path}: not a readable CSV ({exc})") from None
+    if not rows:
+        raise WorkloadError(f"{path}: no data rows")
+    return header, rows
+
+
+class _Table:
+    """Rows of one CSV indexed by layer name and by shape; builds records for workload layers."""
+
+    def __init__(self, path: Path, fmt: str, has_shape: bool) -> None:
+        self.path, self.format, self.has_shape = path, fmt, has_shape
+        self.by_name: dict[str, dict[str, LayerResult]] = {}
+        self.shape_of: dict[str, ShapeKey] = {}
+        self.by_shape: dict[ShapeKey, dict[str, LayerResult]] = {}
+        self.phases: set[str] = set()
+
+    def add(self, name: str, shape: ShapeKey | None, record: LayerResult) -> None:
+        self.phases.add(record.phase)
+        self.by_name.setdefault(name, {}).setdefault(record.phase, record)
+        if shape is not None:
+            self.shape_of.setdefault(name, shape)
+            self.by_shape.setdefault(shape, {}).setdefault(record.phase, record)
+
+    def records(self, layer: Layer, phases: Sequence[str]) -> list[LayerResult]:
+        key = shape_key(layer)
+        if layer.name in self.by_name:
+            found = self.by_name[layer.name]
+            if self.has_shape and self.shape_of.get(layer.name, key) != key:
+                raise WorkloadError(
+                    f"{self.path}: layer {layer.name!r}: CSV shape {_fmt(self.shape_of[layer.name])} differs "
+                    f"from the workload's {_fmt(key)} (another batch size?)")
+        elif self.has_shape and key in self.by_shape:
+            found = self.by_shape[key]
+        else:
+            how = "by name or shape" if self.has_shape else "by name (the CSV has no shape columns)"
+            raise WorkloadError(f"{self.path}: layer {layer.name!r} {_fmt(key)} not found {how}")
+        out = []
+        for phase in phases:
+            if phase not in found:
+                if self.format == "deepbench":
+                    continue  # DeepBench did not measure it (input layer); documented in the module doc
+                raise WorkloadError(f"{self.path}: layer {layer.name!r} has no {phase} row")
+            r = found[phase]
+            out.append(LayerResult(layer=layer.name, phase=phase, time_s=r.time_s, energy_j=r.energy_j,
+                                   details=r.details))
+        return out
+
+
+def _fmt(key: ShapeKey) -> str:
+    n, c, k, h, w, r, s, sh, sw, ph, pw = key
+    return f"(N={n} C={c} K={k} H={h} W={w} R={r} S={s} stride={sh}x{sw} pad={ph}x{pw})"
+
+
+def _number(path: Path, line: int, column: str, text: str, kind: type = float) -> Any:
+    try:
+        value = kind(text)
+    except ValueError:
+        raise WorkloadError(f"{path}: line {line}: column {column} must be a number; got {text!r}") from None
+    if kind is float and not (value >= 0 and value != float("inf")):
+        raise WorkloadError(f"{path}: line {line}: column {column} must be a finite number >= 0;"
+                            f" got {text!r}")
+    return value
+
+
+def _row_shape(path: Path, line: int, row: dict[str, str]) -> ShapeKey:
+    ints = {c: _number(path, line, c, row.get(c, ""), int)
+            for c in ("N", "C", "K", "H", "W", "R", "S")}
+    hw = {}
+    pairs = (("stride_h", "stride"), ("stride_w", "stride"), ("pad_h", "pad"), ("pad_w", "pad"))
+    for column, square in pairs:
+        text = row.get(column) or row.get(square, "")
+        hw[column] = _number(path, line, column if row.get(column) else square, text, int)
+    return (ints["N"], ints["C"], ints["K"], ints["H"], ints["W"], ints["R"], ints["S"],
+            hw["stride_h"], hw["stride_w"], hw["pad_h"], hw["pad_w"])
+
+
+def _details(row: dict[str, str], skip: Sequence[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for column, text in row.items():
+        if column in skip or column == "" or text == "":
+            continue
+        try:
+            out[column] = float(text)
+        except ValueError:
+            out[column] = text
+    return out
+
+
+def _constant_columns(rows: list[tuple[int, dict[str, str]]], skip: Sequence[str]) -> dict[str, Any]:
+    first = rows[0][1]
+    return {c: v for c, v in _details(first, skip).items()
+            if all(row.get(c, "") == first[c] for _, row in rows)}
+
+
+def _antsim_table(path: Path, header: list[str], rows: list[tuple[int, dict[str, str]]]
+                  ) -> tuple[_Table, dict[str, Any]]:
+    missing = [c for c in ("name", "phase", "time_s") if c not in header]
+    if missing:
+        raise WorkloadError(f"{path}: header lacks column {missing[0]!r} (needs name, phase, time_s"
+                            f"[, energy_j][, {','.join(SHAPE_COLUMNS)}]; or the DeepBench columns)")
+    has_shape = all(c in header for c in SHAPE_COLUMNS)
+    table = _Table(path, "antsim", has_shape)
+    skip = (*_CORE_COLUMNS, *SHAPE_COLUMNS, *_HW_COLUMNS)
+    for line, row in rows:
+        phase = row["phase"]
+        if phase not in PHASES:
+            raise WorkloadError(f"{path}: line {line}: column phase must be one of {', '.join(PHASES)};"
+                                f" got {phase!r}")
+        if not row["name"]:
+            raise WorkloadError(f"{path}: line {line}: column name is empty")
+        energy = row.get("energy_j", "")
+        time_s = _number(path, line, "time_s", row["time_s"])
+        record = LayerResult(layer=row["name"], phase=phase, time_s=time_s,
+                             energy_j=_number(path, line, "energy_j", energy) if energy else None,
+                             details=_details(row, skip))
+        table.add(row["name"], _row_shape(path, line, row) if has_shape else None, record)
+    return table, _constant_columns(rows, skip)
+
+
+def _deepbench_table(path: Path, header: list[str], rows: list[tuple[int, dict[str, str]]],
+                     precision: str | None) -> tuple[_Table, dict[str, Any]]:
+    missing = [c for c in _DEEPBENCH_REQUIRED if c not in header]
+    if missing:
+        raise WorkloadError(f"{path}: DeepBench CSV lacks column {missing[0]!r}")
+    available = sorted({row["precision"] for _, row in rows})
+    if precision is None and "fp32" not in available and len(available) > 1:
+        raise WorkloadError(f"{path}: several precisions ({', '.join(available)}); choose one")
+    chosen = precision or ("fp32" if "fp32" in available else available[0])
+    if chosen not in available:
+        raise WorkloadError(f"{path}: precision {chosen!r} not in the file; it has {', '.join(available)}")
+    rows = [(line, row) for line, row in rows if row["precision"] == chosen]
+    table = _Table(path, "deepbench", has_shape=True)
+    skip = (*_DEEPBENCH_REQUIRED, "fwd_algo")
+    for line, row in rows:
+        shape = _row_shape(path, line, row)
+        name = f"deepbench-{line}"
+        for phase, column in _DEEPBENCH_PHASES.items():
+            ms = _number(path, line, column, row[column]) if row[column] else 0.0
+            if ms <= 0:
+                continue  # not measured (DeepBench's input layers have no dgrad)
+            details = _details(row, skip) | {"deepbench_line": line}
+            if phase == "fprop" and row.get("fwd_algo"):
+                details["algorithm"] = row["fwd_algo"]
+            table.add(name, shape, LayerResult(layer=name, phase=phase, time_s=ms * 1e-3, details=details))
+    meta = {"gpu": rows[0][1]["gpu"], "precision": chosen, "source_format": "deepbench"}
+    return table, meta
+
+
+def _design_from_meta(meta: dict[str, Any], path: Path) -> str:
+    device, name = meta.get("device"), meta.get("device_name")
+    if device and name:
+        return f"{device}:{name}"
+    return str(device or name or path.stem)
+
+
+def read_deepbench_layers(path: str | Path, precision: str | None = None) -> list[Layer]:
+    """The distinct layer shapes of a DeepBench CSV as a workload (names ``deepbench-<line>``).
+
+    Feed the result to ``read_results_csv(path, layers)`` to get DeepBench's times for them.
+
+    Raises:
+        WorkloadError: not a DeepBench CSV, or a row with an impossible shape.
+    """
+    path = Path(path)
+    header, rows = _read_rows(path)
+    if "fwd_ms" not in header:
+        raise WorkloadError(f"{path}: not a DeepBench CSV (no fwd_ms column)")
+    table, _ = _deepbench_table(path, header, rows, precision)
+    layers, seen = [], set()
+    for name, shape in table.shape_of.items():
+        if shape in seen:
+            continue
+        seen.add(shape)
+        n, c, k, h, w, r, s, sh, sw, ph, pw = shape
+        try:
+            layers.append(Layer(name=name, N=n, C=c, K=k, H=h, W=w, R=r, S=s, stride=(sh, sw), pad=(ph, pw)))
+        except WorkloadError as exc:
+            raise WorkloadError(f"{path}: {exc}") from None
+    return layers
