@@ -11,7 +11,7 @@ import copy
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from antsim.errors import SpecError
 from antsim.spec.yamlio import load_yaml, validate_model
@@ -114,12 +114,6 @@ class ArchSpec(_Section):
     compression: Compression = Compression()
     dram: Dram = Dram()
 
-    @model_validator(mode="after")
-    def _dense_has_no_anticipation(self) -> ArchSpec:
-        if not self.sparsity_support and self.anticipation.policy != "none":
-            raise ValueError("a dense design (sparsity_support: false) needs anticipation.policy: none")
-        return self
-
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
 
@@ -147,7 +141,11 @@ def arch_from_dict(data: dict[str, Any], source: str = "<dict>") -> ArchSpec:
     Raises:
         SpecError: naming ``source``, the dotted key path and the value.
     """
-    return validate_model(ArchSpec, data, source)
+    arch = validate_model(ArchSpec, data, source)
+    if not arch.sparsity_support and arch.anticipation.policy != "none":
+        raise SpecError(source, "anticipation.policy", "must be 'none' in a dense design (sparsity_support: false)",
+                        arch.anticipation.policy)
+    return arch
 
 
 def load_arch(path: str | Path) -> ArchSpec:

@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from antsim import Layer, Tensors, load_tensors, save_tensors
+from antsim.errors import WorkloadError
+from antsim.sparsity.generators import make_tensors
+
+LAYER = Layer(name="conv1", N=2, C=3, K=4, H=7, W=7, R=3, S=3, stride=2, pad=1)
+
+
+def test_packed_round_trip_keeps_masks_exactly_and_values_to_fp16(tmp_path) -> None:
+    t = make_tensors(LAYER, 0.3, 0.5, 0.2, density_a_saved=0.1, seed=0)
+    # a tiny gradient that float16 would flush to zero without scaling
+    grad = t.grad_output * 1e-9
+    t = Tensors(t.weights, t.activations, grad, t.saved_activations)
+    save_tensors(tmp_path / "t.npz", {"conv1": t, "conv2": t})
+    loaded = load_tensors(tmp_path / "t.npz")
+    assert list(loaded) == ["conv1", "conv2"]
+    for name in ("weights", "activations", "grad_output", "saved_activations"):
+        a, b = getattr(t, name), getattr(loaded["conv1"], name)
+        assert np.array_equal(a != 0, b != 0), name
+        np.testing.assert_allclose(b, a, rtol=1e-3, atol=0)
+    loaded["conv1"].check_shapes(LAYER)
+
+
+def test_dense_storage_and_mixed_files(tmp_path) -> None:
+    t = make_tensors(LAYER, seed=1)
+    save_tensors(tmp_path / "d.npz", {"conv1": t}, packed=False)
+    loaded = load_tensors(tmp_path / "d.npz")["conv1"]
+    assert np.array_equal(loaded.weights, t.weights) and loaded.saved_activations is None
+
+
+def test_shape_mismatch_and_bad_files(tmp_path) -> None:
+    t = make_tensors(LAYER, seed=1)
+    with pytest.raises(WorkloadError, match="grad_output has shape"):
+        t.check_shapes(Layer(name="conv1", N=2, C=3, K=4, H=7, W=7, R=3, S=3, stride=1, pad=1))
+    with pytest.raises(WorkloadError, match="not found"):
+        load_tensors(tmp_path / "none.npz")
+    (tmp_path / "junk.npz").write_bytes(b"not a zip")
+    with pytest.raises(WorkloadError, match="not a readable"):
+        load_tensors(tmp_path / "junk.npz")
+    np.savez(tmp_path / "partial.npz", **{"conv1/weights": t.weights})
+    with pytest.raises(WorkloadError, match="lacks activations, grad_output"):
+        load_tensors(tmp_path / "partial.npz")
