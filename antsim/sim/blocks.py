@@ -1,0 +1,192 @@
+"""Hardware blocks of the outer-product accelerator as simpy processes (one event per chunk, not per product).
+
+Blocks hold their ``env``, their simpy resources and their counters; behaviours are generator methods
+named after what the hardware does (STYLE.md habits 4–6). All state lives on the blocks, so several
+simulations can run in one process.
+
+* ``DramChannel`` — one channel shared by all PEs (a capacity-1 ``Resource``): transfers are serialised
+  and take ``bits / bits_per_cycle`` cycles.
+* ``StreamFetcher`` — loads each pass's stationary operand, then prefetches the streamed operand chunk by
+  chunk into ``staging_chunks`` on-chip slots (a ``Container``): double-buffered prefetch.
+* ``RcpAnticipator`` — ANT's unit in front of one PE: screens a chunk's candidate pairs at
+  ``pairs_per_cycle``, up to ``lookahead`` chunks ahead of the multipliers.
+* ``PE`` — multiplies its chunk's issued pairs at one F×I pair per cycle plus bank-conflict stalls; the
+  chunk is done when both the multipliers and the screening are done; then waits at the barrier.
+* ``ChunkBarrier`` — releases all PEs when the last one arrives.
+* ``AccumulatorDrain`` — after each chunk: halo exchange with neighbours, cross-PE reduction (wgrad),
+  then the write-back of the chunk's outputs over DRAM. It frees the accumulator half it drained.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from typing import Any
+
+import numpy as np
+import simpy
+
+from antsim.sim.schedule import Schedule
+
+Proc = Generator[simpy.Event, Any, None]
+
+
+class DramChannel:
+    """Off-chip memory channel shared by all PEs.
+
+    Args:
+        env: Simulation environment.
+        bits_per_cycle: Bandwidth in bits per core cycle (GB/s × 8 / GHz).
+    """
+
+    def __init__(self, env: simpy.Environment, bits_per_cycle: float) -> None:
+        self.env = env
+        self.bits_per_cycle = bits_per_cycle
+        self.port = simpy.Resource(env, capacity=1)
+        self.read_bits = 0.0
+        self.write_bits = 0.0
+        self.busy_cycles = 0.0
+
+    def transfer(self, bits: float, write: bool = False) -> Proc:
+        """Move ``bits`` over the channel, waiting for it to be free first."""
+        if bits <= 0:
+            return
+        with self.port.request() as request:
+            yield request
+            duration = bits / self.bits_per_cycle
+            yield self.env.timeout(duration)
+        self.busy_cycles += duration
+        if write:
+            self.write_bits += bits
+        else:
+            self.read_bits += bits
+
+
+class StreamFetcher:
+    """Loads the stationary operand per pass and prefetches streamed chunks into staging slots.
+
+    Args:
+        env: Simulation environment.
+        dram: The shared channel.
+        schedule: Bits per step.
+        staging_chunks: On-chip slots for streamed chunks (2 = double buffering).
+        released: Per-step events fired when every PE has finished the step (frees the input buffer).
+    """
+
+    def __init__(self, env: simpy.Environment, dram: DramChannel, schedule: Schedule, staging_chunks: int,
+                 released: list[simpy.Event]) -> None:
+        self.env = env
+        self.dram = dram
+        self.schedule = schedule
+        self.released = released
+        self.staging = simpy.Container(env, capacity=staging_chunks, init=staging_chunks)
+        self.ready = [env.event() for _ in range(schedule.n_steps)]
+        env.process(self.prefetch_chunks())
+
+    def prefetch_chunks(self) -> Proc:
+        """Stream each step's operand as soon as a staging slot is free, in step order."""
+        for step in range(self.schedule.n_steps):
+            stationary = self.schedule.stationary_bits[step]
+            if stationary > 0:
+                if step > 0:  # the next pass overwrites the input buffer: wait until it is no longer read
+                    yield self.released[step - 1]
+                yield from self.dram.transfer(stationary)
+            yield self.staging.get(1)
+            yield from self.dram.transfer(self.schedule.streamed_bits[step])
+            self.ready[step].succeed()
+
+    def free_slot(self) -> None:
+        """A step finished on every PE: its staging slot can take the next chunk."""
+        self.staging.put(1)
+
+
+class RcpAnticipator:
+    """ANT's RCP anticipation unit of one PE: a pipeline stage that screens candidate vector pairs.
+
+    Args:
+        env: Simulation environment.
+        screen_cycles: Cycles to screen each step's candidates (candidates / pairs_per_cycle).
+        ready: Per-step events: the streamed chunk is on chip.
+        started: Per-step events of the PE it feeds: the PE started multiplying that step.
+        lookahead: How many steps it may run ahead of its PE (its pair queue).
+    """
+
+    def __init__(self, env: simpy.Environment, screen_cycles: np.ndarray, ready: list[simpy.Event],
+                 started: list[simpy.Event], lookahead: int) -> None:
+        self.env = env
+        self.screen_cycles = screen_cycles
+        self.ready = ready
+        self.started = started
+        self.lookahead = lookahead
+        self.screened = [env.event() for _ in range(len(screen_cycles))]
+        self.busy_cycles = 0.0
+        env.process(self.screen_pairs())
+
+    def screen_pairs(self) -> Proc:
+        """Screen each step's candidates once its operands are on chip and the queue has room."""
+        for step, cycles in enumerate(self.screen_cycles):
+            yield self.ready[step]
+            if step - self.lookahead >= 0:
+                yield self.started[step - self.lookahead]
+            yield self.env.timeout(cycles)
+            self.busy_cycles += cycles
+            self.screened[step].succeed()
+
+
+class ChunkBarrier:
+    """Synchronises all PEs at the end of every step (SCNN's output-channel-group boundary).
+
+    Args:
+        env: Simulation environment.
+        n_pes: PEs that must arrive.
+        n_steps: Steps.
+        on_release: Called with the step index when the last PE arrives.
+    """
+
+    def __init__(self, env: simpy.Environment, n_pes: int, n_steps: int,
+                 on_release: Callable[[int], None]) -> None:
+        self.n_pes = n_pes
+        self.arrived = [0] * n_steps
+        self.released = [env.event() for _ in range(n_steps)]
+        self.on_release = on_release
+
+    def arrive(self, step: int) -> simpy.Event:
+        """Register one PE at ``step``; returns the event that fires when all have arrived."""
+        self.arrived[step] += 1
+        if self.arrived[step] == self.n_pes:
+            self.released[step].succeed()
+            self.on_release(step)
+        return self.released[step]
+
+
+class AccumulatorDrain:
+    """Halo exchange, cross-PE reduction and write-back after each step, one step at a time.
+
+    Args:
+        env: Simulation environment.
+        dram: The shared channel (for the write-back).
+        schedule: Halo / reduction cycles and output bits per step.
+    """
+
+    def __init__(self, env: simpy.Environment, dram: DramChannel, schedule: Schedule) -> None:
+        self.env = env
+        self.dram = dram
+        self.schedule = schedule
+        self.links = simpy.Resource(env, capacity=1)
+        self.drained = [env.event() for _ in range(schedule.n_steps)]
+        self.halo_end = np.zeros(schedule.n_steps)
+        self.drained_at = np.zeros(schedule.n_steps)
+
+    def start(self, step: int) -> None:
+        """Begin draining ``step`` (called when its barrier releases)."""
+        self.env.process(self.drain_chunk(step))
+
+    def drain_chunk(self, step: int) -> Proc:
+        """Exchange halos, reduce partial sums, free the accumulator half, then write the outputs back."""
+        with self.links.request() as request:
+            yield request
+            yield self.env.timeout(self.schedule.halo_cycles[step])
+            self.halo_end[step] = self.env.now
+            yield self.env.timeout(self.schedule.reduction_cycles[step])
+        self.drained_at[step] = self.env.now
+        self.drained[step].succeed()
+        yield from self.dram.transfer(self.schedule.output_bits[step], write=True)

@@ -1,0 +1,59 @@
+"""Action counts of one (layer, phase): the boundary between timing and energy (STYLE.md habit 7).
+
+Names follow ``antsim/energy/actions.py``. Assumptions:
+
+* every issued product is multiplied, gets its output coordinate computed and traverses the scatter
+  crossbar — RCPs included: the coordinate is only known after the multiply-and-compute stage, so an
+  RCP is dropped at the accumulator bank, not before the crossbar [assumption, SCNN's pipeline order];
+* accumulator updates = valid products (halo products included); drains = partial outputs per PE;
+* the anticipation unit screens every candidate pair (only when the design has one);
+* reduction adds = Σ partial outputs − outputs (reducing m copies of one output takes m − 1 adds);
+* the input buffer is written once with each stationary value (each pass loads its own part) and
+  read ``stationary_reads`` times; the weight FIFO is written and read once per delivered streamed
+  value; the output buffer is written with each PE's drained entries and read once per written-back
+  output;
+* DRAM bits are those the channel actually moved (re-streaming for passes included).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from antsim.dataflow.work import PhaseWork
+from antsim.spec.arch import ArchSpec
+
+
+def _total(array: np.ndarray) -> float:
+    return float(array.sum(dtype="int64"))
+
+
+def action_counts(arch: ArchSpec, work: PhaseWork, dram_read_bits: float,
+                  dram_write_bits: float) -> dict[str, dict[str, float]]:
+    """Component → action → count for one simulated (layer, phase).
+
+    Args:
+        arch: The design (does it have an anticipation unit?).
+        work: The dataflow's per-chunk, per-PE work.
+        dram_read_bits: Bits the DRAM channel read (stationary + streamed, re-streams included).
+        dram_write_bits: Bits written back.
+
+    Returns:
+        Counts named as in ``antsim.energy.actions.ACTIONS``.
+    """
+    issued_products = _total(work.issued_products)
+    partials = _total(work.partial_outputs)
+    outputs = _total(work.output_values)
+    has_unit = arch.sparsity_support and arch.anticipation.policy != "none"
+    return {
+        "multiplier": {"multiply": issued_products},
+        "coordinate": {"compute": issued_products},
+        "crossbar": {"route": issued_products},
+        "accumulator": {"update": _total(work.valid_products), "drain": partials},
+        "input_buffer": {"read": _total(work.stationary_reads), "write": _total(work.stationary_values)},
+        "weight_fifo": {"read": _total(work.streamed_delivered), "write": _total(work.streamed_delivered)},
+        "output_buffer": {"read": outputs, "write": partials},
+        "anticipation": {"screen": _total(work.candidate_pairs) if has_unit else 0.0},
+        "halo": {"transfer": _total(work.halo_outputs)},
+        "reduction": {"add": max(0.0, partials - outputs) if work.needs_reduction else 0.0},
+        "dram": {"read_bits": float(round(dram_read_bits)), "write_bits": float(round(dram_write_bits))},
+    }

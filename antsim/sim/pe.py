@@ -1,0 +1,90 @@
+"""The processing element: an F×I multiplier array fed one vector pair per cycle, with its stall ledger."""
+
+from __future__ import annotations
+
+import simpy
+
+from antsim.sim.blocks import AccumulatorDrain, ChunkBarrier, Proc, RcpAnticipator, StreamFetcher
+from antsim.sim.schedule import Schedule
+
+STALL_KEYS = ("busy", "bank_conflict", "anticipation", "barrier_wait", "halo", "reduction", "memory_stall")
+
+
+class PE:
+    """One PE: multiplies its steps in order and accounts every cycle to one stall category.
+
+    Per step: wait for the streamed chunk (``memory_stall``), wait for a free accumulator half
+    (``halo`` / ``reduction``, whichever drain phase it waits through), multiply ``issued`` pairs
+    (``busy``) plus ``conflicts`` stall cycles (``bank_conflict``), wait for the anticipation unit to
+    finish screening the step (``anticipation``), then wait at the barrier (``barrier_wait``).
+
+    Args:
+        env: Simulation environment.
+        index: PE index (row * cols + col).
+        schedule: Work per step.
+        fetcher: Provides ``ready`` events per step.
+        drain: Provides ``drained`` events and halo end times per step.
+        barrier: The array-wide step barrier.
+        halves: Accumulator halves (2 when double-buffered): step s reuses the half of step s − halves.
+        anticipator: The PE's RCP anticipation unit, or ``None``.
+    """
+
+    def __init__(self, env: simpy.Environment, index: int, schedule: Schedule, fetcher: StreamFetcher,
+                 drain: AccumulatorDrain, barrier: ChunkBarrier, halves: int,
+                 anticipator: RcpAnticipator | None = None) -> None:
+        self.env = env
+        self.index = index
+        self.issued = schedule.issued[:, index].tolist()
+        self.conflicts = schedule.conflicts[:, index].tolist()
+        self.fetcher = fetcher
+        self.drain = drain
+        self.barrier = barrier
+        self.halves = halves
+        self.anticipator = anticipator
+        self.started = [env.event() for _ in range(schedule.n_steps)]
+        self.stalls = dict.fromkeys(STALL_KEYS, 0.0)
+        self.last_release = 0.0
+        env.process(self.multiply_chunks())
+
+    def multiply_chunks(self) -> Proc:
+        """Run every step: operands, accumulator half, multiply, screen, barrier."""
+        env = self.env
+        for step, issued in enumerate(self.issued):
+            t0 = env.now
+            yield self.fetcher.ready[step]
+            self.stalls["memory_stall"] += env.now - t0
+            if step >= self.halves:
+                yield from self._wait_for_half(step - self.halves)
+            self.started[step].succeed()
+            yield env.timeout(issued + self.conflicts[step])
+            self.stalls["busy"] += issued
+            self.stalls["bank_conflict"] += self.conflicts[step]
+            if self.anticipator is not None:
+                t2 = env.now
+                yield self.anticipator.screened[step]
+                self.stalls["anticipation"] += env.now - t2
+            t3 = env.now
+            yield self.barrier.arrive(step)
+            self.stalls["barrier_wait"] += env.now - t3
+        self.last_release = env.now
+
+    def _wait_for_half(self, drained_step: int) -> Proc:
+        t0 = self.env.now
+        yield self.drain.drained[drained_step]
+        self.account_drain_wait(t0, self.env.now, drained_step)
+
+    def account_drain_wait(self, start: float, end: float, drained_step: int) -> None:
+        """Split a wait on the drain of ``drained_step`` into its halo and reduction parts."""
+        halo_part = max(0.0, min(end, self.drain.halo_end[drained_step]) - start)
+        self.stalls["halo"] += halo_part
+        self.stalls["reduction"] += (end - start) - halo_part
+
+    def account_tail(self, end: float) -> None:
+        """Cycles after the PE's last barrier until the layer ends: last drains, then the write-back."""
+        last = len(self.issued) - 1
+        if last < 0:
+            self.stalls["memory_stall"] += end
+            return
+        drained_at = self.drain.drained_at[last]
+        self.account_drain_wait(self.last_release, min(end, drained_at), last)
+        self.stalls["memory_stall"] += max(0.0, end - drained_at)

@@ -1,0 +1,216 @@
+"""The accelerator backend end to end: tensors → dataflow → discrete-event timing → energy → results.
+
+``simulate_layer`` runs one (layer, phase); ``simulate_network`` runs every layer and phase of a
+network (generating sparse operands per layer with a seed derived from the run seed and the layer
+index, unless tensors are given) and returns the ``antsim.result/1`` ``NetworkResult``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from antsim.errors import AntsimError, WorkloadError
+from antsim.results import LayerResult, NetworkResult
+from antsim.sim import Densities, SimParams, simulate_phase
+from antsim.sparsity.tensors import Tensors
+from antsim.spec.arch import ArchSpec
+from antsim.workloads.layers import PHASES, Layer
+
+FIDELITIES = ("fast", "exact")
+DEFAULT_DENSITIES: Mapping[str, float] = {"w": 0.1, "a": 0.1, "g": 0.1}
+DENSITY_KEYS = ("w", "a", "g", "a_saved")
+
+
+def operand_array(tensors: Tensors, operand: str, phase: str) -> np.ndarray:
+    """The array a phase uses for ``operand`` (wgrad reads the SWAT-saved copy of A when there is one)."""
+    if operand == "activations" and phase == "wgrad":
+        return tensors.wgrad_activations
+    return getattr(tensors, operand)
+
+
+def _density(array: np.ndarray) -> float:
+    return float(np.count_nonzero(array)) / array.size if array.size else 1.0
+
+
+def stream_densities(arch: ArchSpec, work: Any, tensors: Tensors, phase: str) -> Densities:
+    """Densities that set the compressed sizes of the stationary and streamed streams.
+
+    A dense design (``sparsity_support: false``) stores and moves every value, so its streams have
+    density 1 whatever the tensors hold.
+    """
+    if not arch.sparsity_support:
+        return Densities(1.0, 1.0, 1.0)
+    return Densities(
+        stationary=_density(operand_array(tensors, work.stationary_operand, phase)),
+        streamed=_density(operand_array(tensors, work.streamed_operand, phase)),
+        output=SimParams().output_density,
+    )
+
+
+def _check_choice(name: str, value: str, allowed: Sequence[str]) -> None:
+    if value not in allowed:
+        raise AntsimError(f"{name}: unknown value {value!r}; known: {', '.join(allowed)}")
+
+
+def _price(arch: ArchSpec, actions: Mapping[str, Mapping[str, float]], time_s: float) -> dict[str, float]:
+    from antsim.energy import price
+
+    return {k: float(v) for k, v in price(actions, arch, time_s).items()}
+
+
+def design_area_mm2(arch: ArchSpec) -> float:
+    """Total area of the design (mm²) from the area table."""
+    from antsim.energy import area
+
+    return float(math.fsum(area(arch).values()))
+
+
+def simulate_layer(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fidelity: str = "exact",
+                   seed: int = 0, params: SimParams | None = None) -> LayerResult:
+    """Simulate one (layer, phase) of a training step on ``arch``.
+
+    Args:
+        arch: The design.
+        layer: The convolution (batch included).
+        phase: ``fprop`` | ``dgrad`` | ``wgrad``.
+        tensors: W, A, dY (zeros are sparsity), shapes matching ``layer``.
+        fidelity: ``exact`` (every product enumerated; functional output) or ``fast`` (vector granularity).
+        seed: Echoed in ``details`` (the dataflow itself is deterministic).
+        params: Timing parameters not in the arch spec (link widths, staging, lookahead).
+
+    Returns:
+        The ``LayerResult`` with cycles, time, energy (and breakdown), area, products, stalls, actions.
+
+    Raises:
+        AntsimError: unknown phase or fidelity; WorkloadError: tensor shapes do not match the layer.
+    """
+    from antsim.dataflow import map_phase
+
+    _check_choice("phase", phase, PHASES)
+    _check_choice("fidelity", fidelity, FIDELITIES)
+    tensors.check_shapes(layer)
+    work = map_phase(arch, layer, phase, tensors, fidelity)
+    timing = simulate_phase(arch, work, stream_densities(arch, work, tensors, phase), params)
+    time_s = timing.cycles / (arch.technology.clock_ghz * 1e9)
+    energy = _price(arch, timing.actions, time_s)
+    details = {
+        "fidelity": fidelity, "seed": int(seed), "tiling": dict(work.tiling), "notes": list(work.notes),
+        "stationary_operand": work.stationary_operand, "streamed_operand": work.streamed_operand,
+        "chunks": work.n_chunks, **timing.details,
+    }
+    return LayerResult(
+        layer=layer.name, phase=phase, time_s=time_s, cycles=timing.cycles,
+        energy_j=math.fsum(energy.values()), energy_breakdown_j=energy, products=work.products,
+        stalls=dict(timing.stalls), actions=timing.actions, details=details,
+        area_mm2=design_area_mm2(arch), output=work.output,
+    )
+
+
+def layer_seed(seed: int, index: int) -> int:
+    """Seed of layer ``index`` in a run seeded with ``seed`` (independent streams per layer)."""
+    return int(np.random.SeedSequence([int(seed), int(index)]).generate_state(1)[0])
+
+
+def check_densities(densities: Mapping[str, float] | None) -> dict[str, float]:
+    """Fill defaults and validate keys (``w``, ``a``, ``g``, optional ``a_saved``) and ranges [0, 1].
+
+    Raises:
+        AntsimError: an unknown key or a density outside [0, 1], naming both.
+    """
+    merged = dict(DEFAULT_DENSITIES)
+    merged.update(densities or {})
+    for key, value in merged.items():
+        if key not in DENSITY_KEYS:
+            raise AntsimError(f"densities: unknown key {key!r}; known: {', '.join(DENSITY_KEYS)}")
+        if not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
+            raise AntsimError(f"densities.{key} must be in [0, 1]; got {value!r}")
+    return {k: float(v) for k, v in merged.items()}
+
+
+def _layer_tensors(layer: Layer, index: int, densities: Mapping[str, float], sparsity: str,
+                   tensors: Mapping[str, Tensors] | None, seed: int) -> Tensors:
+    if tensors is not None:
+        if layer.name not in tensors:
+            raise WorkloadError(f"tensors: no entry for layer {layer.name!r}")
+        return tensors[layer.name]
+    from antsim.sparsity.generators import make_tensors
+
+    return make_tensors(layer, densities["w"], densities["a"], densities["g"], model=sparsity,
+                        seed=layer_seed(seed, index), density_a_saved=densities.get("a_saved"))
+
+
+def _iterate(layers: Sequence[Layer], progress: bool, desc: str) -> Iterable[tuple[int, Layer]]:
+    if not progress:
+        return enumerate(layers)
+    from antsim.cli._common import progress as bar
+
+    return bar(enumerate(layers), total=len(layers), desc=desc, unit="layer")
+
+
+def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[str] = PHASES,
+                     densities: Mapping[str, float] | None = None, sparsity: str = "topk_field",
+                     tensors: Mapping[str, Tensors] | None = None, fidelity: str = "fast", seed: int = 0,
+                     progress: bool = False, params: SimParams | None = None,
+                     workload: Mapping[str, Any] | None = None) -> NetworkResult:
+    """Simulate every (layer, phase) of ``layers`` on ``arch``.
+
+    Args:
+        arch: The design.
+        layers: Conv layers in network order (batch included).
+        phases: Subset of ``PHASES`` (run in canonical order).
+        densities: ``{"w", "a", "g"[, "a_saved"]}`` densities for generated operands (default 0.1 each).
+        sparsity: Generator model name (``antsim.sparsity.generators``) when ``tensors`` is not given.
+        tensors: ``{layer name: Tensors}`` overriding generation (every layer must be present).
+        fidelity: ``fast`` (default) or ``exact``.
+        seed: Run seed; layer ``i`` uses ``layer_seed(seed, i)``.
+        progress: Show a progress bar over layers on stderr.
+        params: Timing parameters not in the arch spec.
+        workload: Extra keys echoed in the result's workload (``network``, ``tensors`` file, ``batch``…).
+
+    Returns:
+        A ``NetworkResult`` (backend ``accelerator``), records layer-major then phase.
+
+    Raises:
+        AntsimError: bad phase, fidelity, density or sparsity model; WorkloadError: a layer missing
+            from ``tensors`` or tensors of the wrong shape.
+    """
+    dens = check_densities(densities)
+    _check_choice("fidelity", fidelity, FIDELITIES)
+    for phase in phases:
+        _check_choice("phase", phase, PHASES)
+    if tensors is None:
+        from antsim.sparsity.generators import sparsity_models
+
+        _check_choice("sparsity", sparsity, sparsity_models())
+    ordered = [p for p in PHASES if p in phases]
+    records: list[LayerResult] = []
+    for index, layer in _iterate(layers, progress, arch.name):
+        t = _layer_tensors(layer, index, dens, sparsity, tensors, seed)
+        for phase in ordered:
+            result = simulate_layer(arch, layer, phase, t, fidelity=fidelity, seed=seed, params=params)
+            records.append(_without_output(result))
+    echo = {
+        "network": None, "layers": [layer.to_dict() for layer in layers],
+        "batch": layers[0].N if layers else None, "phases": ordered, "densities": dens,
+        "sparsity": None if tensors is not None else sparsity, "tensors": None, "seed": int(seed),
+        "fidelity": fidelity, **dict(workload or {}),
+    }
+    return NetworkResult(design=arch.name, backend="accelerator", records=tuple(records),
+                         spec=arch.to_dict(), workload=echo, area_mm2=design_area_mm2(arch),
+                         meta={"sim_params": _params_dict(params)})
+
+
+def _without_output(result: LayerResult) -> LayerResult:
+    from dataclasses import replace
+
+    return replace(result, output=None)
+
+
+def _params_dict(params: SimParams | None) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    return asdict(params or SimParams())
