@@ -1,0 +1,157 @@
+"""``antsim compare``: speedup and energy reduction of designs over a baseline on one workload.
+
+Reads ``antsim.result/1`` JSON / measurement CSV files, and/or runs designs itself: ``--arch`` files
+through the simulator and ``--gpu`` names through the GPU model, on the workload given by the workload
+arguments. Writes ``antsim.compare/1`` JSON or CSV (``--out``) and optionally a full report folder
+(``--report-out``); prints a summary table on stdout, progress on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from antsim.cli._common import add_workload_arguments, check_out_path, resolve_workload
+from antsim.errors import AntsimError
+from antsim.results import NetworkResult
+
+HELP = "compare designs on one workload (result files, --arch, --gpu): speedups and energy reductions"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results", nargs="*", type=Path, metavar="RESULTS",
+                        help="result files: antsim.result/1 .json (simulate, gpu) or measurement .csv")
+    parser.add_argument("--arch", action="extend", nargs="+", type=Path, default=[], metavar="PATH",
+                        help="simulate these arch YAML files on the workload (repeatable)")
+    parser.add_argument("--gpu", action="extend", nargs="+", default=[], metavar="NAME",
+                        help="run the GPU model for these GPUs (builtin name such as v100, h100, or a YAML path)")
+    parser.add_argument("--gpu-precision", default="fp32", help="GPU arithmetic precision (default fp32)")
+    parser.add_argument("--baseline", default=None,
+                        help="design the ratios are over (default: scnn if present, else the first design)")
+    parser.add_argument("--out", type=Path, default=None, help="comparison file: .json (antsim.compare/1) or .csv")
+    parser.add_argument("--report-out", type=Path, default=None,
+                        help="also write a report folder here (as 'antsim report --out')")
+    parser.add_argument("--sweep", type=Path, default=None,
+                        help="with --report-out: add the Pareto plots of an 'antsim sweep --export' folder")
+    add_workload_arguments(parser)
+    add_sparsity_arguments(parser)
+
+
+def add_sparsity_arguments(parser: argparse.ArgumentParser) -> None:
+    """Operand-sparsity and simulation arguments for ``--arch`` runs (as ``antsim simulate``)."""
+    group = parser.add_argument_group("sparsity and simulation (for --arch)")
+    group.add_argument("--density-w", type=float, default=0.1, help="weight density (default 0.1)")
+    group.add_argument("--density-a", type=float, default=0.1, help="activation density (default 0.1)")
+    group.add_argument("--density-g", type=float, default=0.1, help="output-gradient (dY) density (default 0.1)")
+    group.add_argument("--sparsity", default="topk_field", help="sparsity model (uniform, topk_field, channel)")
+    group.add_argument("--tensors", type=Path, default=None, help="captured tensors .npz instead of a model")
+    group.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    group.add_argument("--fidelity", choices=("fast", "exact"), default="fast", help="simulation fidelity")
+
+
+def run(args: argparse.Namespace) -> int:
+    _check_outputs(args)
+    results, sources = gather_results(args)
+    from antsim.report.compare import compare_results, format_summary
+
+    comparison = compare_results(results, sources, baseline=args.baseline)
+    if args.out is not None:
+        comparison.write(str(args.out))
+    if args.report_out is not None:
+        from antsim.report.build import build_report
+
+        build_report(comparison, args.report_out, sweep_dir=args.sweep, progress=_note,
+                     command=command_line())
+        _note(f"report written to {args.report_out}/index.html")
+    sys.stdout.write(format_summary(comparison) + "\n")
+    return 0
+
+
+def command_line() -> str:
+    """The command as typed (for the report's rerun section)."""
+    return "antsim " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+
+def _note(message: str) -> None:
+    sys.stderr.write(f"antsim: {message}\n")
+    sys.stderr.flush()
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Reject bad output paths before any work (and outputs that the report folder would swallow)."""
+    if args.out is None and args.report_out is None:
+        _note("no --out or --report-out: printing the summary only")
+    if args.out is not None:
+        check_out_path(args.out, (".json", ".csv"))
+    if args.sweep is not None and args.report_out is None:
+        raise AntsimError("--sweep needs --report-out")
+    if args.report_out is not None:
+        from antsim.report.build import check_report_target
+
+        check_report_target(args.report_out)
+        if args.out is not None and args.report_out.resolve() in args.out.resolve().parents:
+            raise AntsimError(f"--out {args.out}: inside --report-out {args.report_out}, which is replaced whole;"
+                              " the report holds data/comparison.json already")
+
+
+def gather_results(args: argparse.Namespace) -> tuple[list[NetworkResult], list[str]]:
+    """Results from files, then from ``--arch`` simulations, then from ``--gpu`` models."""
+    from antsim.report.inputs import load_results
+
+    workload_cache: dict[str, Any] = {}
+
+    def workload() -> tuple[list[Any], dict[str, Any]]:
+        if not workload_cache:
+            workload_cache["value"] = resolve_workload(args)
+        return workload_cache["value"]
+
+    results, sources = load_results(args.results, fallback_layers=lambda: workload()[0])
+    for path in args.arch:
+        _note(f"simulating {path} on {workload()[1]['network']} (batch {args.batch})")
+        results.append(_simulate(path, args, *workload()))
+        sources.append(f"--arch {path}")
+    for name in args.gpu:
+        _note(f"GPU model {name} ({args.gpu_precision})")
+        results.append(_gpu(name, args, *workload()))
+        sources.append(f"--gpu {name}")
+    if not results:
+        raise AntsimError("nothing to compare: give result files, --arch PATH or --gpu NAME")
+    return results, sources
+
+
+def _simulate(path: Path, args: argparse.Namespace, layers: list[Any], echo: dict[str, Any]) -> NetworkResult:
+    from antsim.simulate import simulate_network
+    from antsim.spec.arch import load_arch
+
+    arch = load_arch(path)
+    tensors = None
+    if args.tensors is not None:
+        from antsim.sparsity.tensors import load_tensors
+
+        tensors = load_tensors(args.tensors)
+    result = simulate_network(arch, layers, phases=tuple(echo["phases"]),
+                              densities={"w": args.density_w, "a": args.density_a, "g": args.density_g},
+                              sparsity=args.sparsity, tensors=tensors, fidelity=args.fidelity, seed=args.seed,
+                              progress=True)
+    return _with_echo(result, echo)
+
+
+def _gpu(name: str, args: argparse.Namespace, layers: list[Any], echo: dict[str, Any]) -> NetworkResult:
+    from antsim.gpu import estimate_gpu, load_gpu
+
+    gpu = load_gpu(name)
+    result = estimate_gpu(gpu, layers, phases=tuple(echo["phases"]), precision=args.gpu_precision)
+    return _with_echo(result, echo)
+
+
+def _with_echo(result: NetworkResult, echo: dict[str, Any]) -> NetworkResult:
+    """Fill workload keys the backend did not echo (network name, batch…) from the CLI's workload."""
+    merged = dict(result.workload)
+    for key, value in echo.items():
+        if merged.get(key) is None:
+            merged[key] = value
+    return replace(result, workload=merged)

@@ -1,0 +1,209 @@
+"""Thin matplotlib renderers of the report infos (``antsim.report.data``, ``antsim.report.sweep``).
+
+matplotlib is imported lazily, inside the renderers, and only through ``matplotlib.figure.Figure``
+(Agg canvas, no pyplot state), so the simulator and the other commands never load it.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from antsim.report.data import CycleInfo, EnergyBreakdownInfo, ProductInfo, RatioInfo
+from antsim.report.sweep import OBJECTIVES, SweepInfo
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+_RATIO_LABELS = {"speedup": "speedup", "energy_reduction": "energy reduction"}
+# Colours that stay distinct in print and for the common colour-vision deficiencies (Okabe–Ito).
+_PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000",
+            "#999999", "#882255", "#44AA99", "#117733")
+
+
+def design_colors(designs: Sequence[str]) -> dict[str, str]:
+    """One colour per design, stable across every figure of a report."""
+    return {d: _PALETTE[i % len(_PALETTE)] for i, d in enumerate(designs)}
+
+
+def _figure(width: float = 10.0, height: float = 4.6, ncols: int = 1, **kwargs: Any) -> tuple[Figure, Any]:
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+    axes = fig.subplots(1, ncols, **kwargs)
+    return fig, axes
+
+
+def figure_bytes(fig: Figure, fmt: str) -> bytes:
+    """PNG or SVG bytes without timestamps or version strings (same data → same bytes)."""
+    import matplotlib
+
+    buffer = io.BytesIO()
+    metadata = {"Software": None} if fmt == "png" else {"Date": None, "Creator": None}
+    with matplotlib.rc_context({"svg.hashsalt": "antsim", "svg.fonttype": "path"}):
+        fig.savefig(buffer, format=fmt, metadata=metadata, dpi=110)
+    return buffer.getvalue()
+
+
+def _scale(values: np.ndarray, unit: str) -> tuple[float, str]:
+    """Divisor and label so the largest value reads between 1 and 1000 (``mJ``, ``×10⁹ products``)."""
+    top = float(np.nanmax(values)) if values.size and np.isfinite(np.nanmax(values)) else 1.0
+    prefixes = ((1e-12, "p"), (1e-9, "n"), (1e-6, "µ"), (1e-3, "m"), (1.0, ""), (1e3, "k"), (1e6, "M"),
+                (1e9, "G"), (1e12, "T"))
+    if unit in ("J", "s"):
+        scale, prefix = next(((s, p) for s, p in reversed(prefixes) if top >= s), prefixes[0])
+        return scale, f"{prefix}{unit}"
+    exponent = int(np.floor(np.log10(top) / 3) * 3) if top > 0 else 0
+    return 10.0 ** exponent, (f"×10^{exponent} {unit}" if exponent else unit)
+
+
+def render_ratio(info: RatioInfo, colors: dict[str, str]) -> Figure:
+    """Grouped bars: one group per layer, then the whole network and the geomean over layers (log y)."""
+    groups = [*info.layers, "network", "geomean\n(layers)"]
+    data = np.concatenate([info.per_layer, info.network[:, None], info.geomean[:, None]], axis=1)
+    fig, ax = _figure(width=max(10.0, 0.45 * len(groups) * max(1, len(info.designs)) ** 0.5))
+    n = max(1, len(info.designs))
+    width = 0.8 / n
+    x = np.arange(len(groups), dtype=float)
+    x[-2:] += 0.6  # a gap sets the network-level groups apart from the per-layer ones
+    for d, design in enumerate(info.designs):
+        ax.bar(x + (d - (n - 1) / 2) * width, data[d], width, label=design, color=colors.get(design))
+    ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
+    ax.set_yscale("log")
+    ax.set_xticks(x, groups, rotation=60, ha="right", fontsize=8)
+    label = _RATIO_LABELS[info.metric]
+    ax.set_ylabel(f"{label} over {info.baseline} (×, log scale)")
+    ax.set_xlabel("layer (three training phases summed)")
+    ax.set_title(f"{label.capitalize()} over {info.baseline} per layer, whole network and geomean")
+    ax.grid(axis="y", which="both", alpha=0.3)
+    ax.legend(fontsize=8, ncols=min(n, 6), loc="best")
+    return fig
+
+
+def render_energy_breakdown(info: EnergyBreakdownInfo) -> Figure:
+    """Stacked bars per design: absolute energy per component (left) and the same as shares (right)."""
+    fig, (ax_abs, ax_share) = _figure(ncols=2)
+    scale, unit = _scale(info.energy_j.sum(axis=1), "J")
+    shares = info.energy_j / np.where(info.energy_j.sum(axis=1, keepdims=True) > 0,
+                                      info.energy_j.sum(axis=1, keepdims=True), 1.0) * 100
+    x = np.arange(len(info.designs))
+    cmap = _component_colors(len(info.components))
+    for ax, values in ((ax_abs, info.energy_j / scale), (ax_share, shares)):
+        bottom = np.zeros(len(info.designs))
+        for k, component in enumerate(info.components):
+            ax.bar(x, values[:, k], 0.6, bottom=bottom, label=component, color=cmap[k])
+            bottom += values[:, k]
+        ax.set_xticks(x, info.designs)
+        ax.set_xlabel("design")
+    ax_abs.set_ylabel(f"energy per training step ({unit})")
+    ax_share.set_ylabel("share of design energy (%)")
+    ax_abs.set_title("Energy by component")
+    ax_share.set_title("Energy shares")
+    ax_share.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return fig
+
+
+def _component_colors(n: int) -> list[Any]:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab20"]
+    return [cmap(i % 20) for i in range(n)]
+
+
+def _stacked_groups(ax: Axes, stacks: list[tuple[str, np.ndarray, Any, str | None]], designs: Sequence[str],
+                    phases: Sequence[str]) -> None:
+    """Bars per (phase, design) stacked over ``stacks`` [(label, values[d, p], colour, hatch)]."""
+    n = len(designs)
+    positions = np.array([[p * (n + 1) + d for p in range(len(phases))] for d in range(n)], dtype=float)
+    bottom = np.zeros((n, len(phases)))
+    for label, values, color, hatch in stacks:
+        ax.bar(positions.ravel(), values.ravel(), 0.85, bottom=bottom.ravel(), label=label, color=color,
+               hatch=hatch, edgecolor="white" if hatch is None else "#444444", linewidth=0.4)
+        bottom += values
+    ticks = positions.T.ravel()
+    labels = [f"{design}\n{phase}" if d == 0 else design
+              for phase in phases for d, design in enumerate(designs)]
+    ax.set_xticks(ticks, labels, fontsize=7, rotation=90 if n > 3 else 0)
+
+
+def render_products(info: ProductInfo) -> Figure:
+    """Product composition per phase and design: valid / RCP skipped / RCP issued (absolute and share)."""
+    fig, (ax_abs, ax_share) = _figure(width=11.0, height=4.8, ncols=2)
+    scale, unit = _scale(info.total.astype(float), "products")
+    safe_total = np.where(info.total > 0, info.total, 1).astype(float)
+    parts = (("valid", info.valid, "#009E73", None), ("RCP skipped (anticipated)", info.rcp_skipped, "#BBBBBB", "//"),
+             ("RCP issued", info.rcp_issued, "#D55E00", None))
+    _stacked_groups(ax_abs, [(n, v / scale, c, h) for n, v, c, h in parts], info.designs, info.phases)
+    _stacked_groups(ax_share, [(n, v / safe_total * 100, c, h) for n, v, c, h in parts], info.designs, info.phases)
+    ax_abs.set_ylabel(f"Cartesian products per step ({unit})")
+    ax_share.set_ylabel("share of products formed (%)")
+    ax_abs.set_title("Products per phase")
+    ax_share.set_title("Product composition per phase")
+    for ax in (ax_abs, ax_share):
+        ax.set_xlabel("design, grouped by phase")
+    ax_share.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return fig
+
+
+def render_cycles(info: CycleInfo) -> Figure:
+    """Cycle breakdown per phase and design (absolute and share)."""
+    fig, (ax_abs, ax_share) = _figure(width=11.0, height=4.8, ncols=2)
+    heights = info.cycles.sum(axis=2)
+    scale, unit = _scale(heights, "cycles")
+    safe = np.where(heights > 0, heights, 1.0)
+    colors = _component_colors(len(info.categories))
+    stacks_abs = [(c, info.cycles[:, :, k] / scale, colors[k], None) for k, c in enumerate(info.categories)]
+    stacks_share = [(c, info.cycles[:, :, k] / safe * 100, colors[k], None) for k, c in enumerate(info.categories)]
+    _stacked_groups(ax_abs, stacks_abs, info.designs, info.phases)
+    _stacked_groups(ax_share, stacks_share, info.designs, info.phases)
+    ax_abs.set_ylabel(f"cycles per step ({unit})")
+    ax_share.set_ylabel("share of cycles (%)")
+    ax_abs.set_title("Cycle breakdown per phase")
+    ax_share.set_title("Cycle shares per phase")
+    for ax in (ax_abs, ax_share):
+        ax.set_xlabel("design, grouped by phase")
+    ax_share.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return fig
+
+
+def _objective_label(name: str) -> str:
+    return OBJECTIVES.get(name, name)
+
+
+def _scatter_pair(ax: Axes, info: SweepInfo, i: int, j: int) -> None:
+    feasible, pareto = info.feasible & ~info.pareto, info.pareto
+    infeasible = ~info.feasible & np.all(np.isfinite(info.values[:, [i, j]]), axis=1)
+    ax.scatter(info.values[infeasible, i], info.values[infeasible, j], marker="x", s=14, color="#BBBBBB",
+               label="infeasible")
+    ax.scatter(info.values[feasible, i], info.values[feasible, j], s=14, color="#56B4E9", alpha=0.7,
+               label="feasible")
+    order = np.argsort(info.values[pareto, i])
+    ax.plot(info.values[pareto, i][order], info.values[pareto, j][order], "o-", color="#D55E00", markersize=5,
+            linewidth=1, label="Pareto set")
+    ax.set_xlabel(_objective_label(info.objectives[i]))
+    ax.set_ylabel(_objective_label(info.objectives[j]))
+    ax.grid(alpha=0.3)
+
+
+def render_pareto(info: SweepInfo) -> Figure:
+    """The first two objectives of every trial, with the Pareto set drawn as a front."""
+    fig, ax = _figure(width=7.5, height=5.0)
+    _scatter_pair(ax, info, 0, 1)
+    ax.set_title(f"Pareto front: {info.objectives[0]} vs {info.objectives[1]}")
+    ax.legend(fontsize=8)
+    return fig
+
+
+def render_tradeoffs(info: SweepInfo) -> Figure:
+    """Every pair of objectives side by side."""
+    pairs = info.pairs()
+    fig, axes = _figure(width=min(15.0, 5.0 * len(pairs)), height=4.4, ncols=len(pairs), squeeze=False)
+    for ax, (i, j) in zip(axes[0], pairs, strict=True):
+        _scatter_pair(ax, info, i, j)
+    axes[0][0].legend(fontsize=8)
+    fig.suptitle("Trade-offs between objectives (Pareto set of all objectives in orange)")
+    return fig

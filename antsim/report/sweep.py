@@ -1,0 +1,133 @@
+"""Reading an ``antsim sweep --export`` folder (``trials.csv``, ``pareto.csv``) for the report.
+
+The exporter is another module's; this reader is deliberately tolerant: it needs a ``number`` column
+and at least two numeric objective columns, takes feasibility from a boolean-ish column when there is
+one (else every trial with all objectives is feasible), and takes the Pareto set from ``pareto.csv``
+when present (else it computes the non-dominated feasible trials itself, all objectives minimised).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from itertools import combinations
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+
+from antsim.errors import AntsimError
+
+# Objective columns recognised by name (all minimised), in display order, with their axis labels.
+OBJECTIVES: dict[str, str] = {
+    "time_s": "training-step time (s)",
+    "energy_j": "energy per step (J)",
+    "area_mm2": "area (mm²)",
+    "edp_js": "energy-delay product (J·s)",
+    "cycles": "cycles",
+}
+_FEASIBLE_COLUMNS = ("feasible", "is_feasible", "user_attrs_feasible", "constraints_satisfied")
+_TRUE = {"true", "1", "yes", "y", "t"}
+
+
+class SweepInfo(NamedTuple):
+    """Trials of a sweep: ``values[t, o]`` for ``objectives[o]``; boolean masks per trial."""
+
+    source: str
+    objectives: tuple[str, ...]
+    numbers: np.ndarray
+    values: np.ndarray
+    feasible: np.ndarray
+    pareto: np.ndarray
+
+    def pairs(self) -> list[tuple[int, int]]:
+        """Objective index pairs of the trade-off plots."""
+        return list(combinations(range(len(self.objectives)), 2))
+
+
+def _get_sweep_info(folder: str | Path) -> SweepInfo:
+    """Trials, feasibility and Pareto set of an exported sweep.
+
+    Raises:
+        AntsimError: the folder or ``trials.csv`` is missing, or it lacks ``number`` / two objectives.
+    """
+    folder = Path(folder)
+    trials_path = folder / "trials.csv"
+    if not trials_path.is_file():
+        raise AntsimError(f"--sweep {folder}: no trials.csv there (expected 'antsim sweep --export' output)")
+    header, rows = _read_csv(trials_path)
+    if "number" not in header:
+        raise AntsimError(f"{trials_path}: no 'number' column; columns: {', '.join(header)}")
+    objectives = _objective_columns(header, rows)
+    if len(objectives) < 2:
+        raise AntsimError(f"{trials_path}: needs two objective columns among {', '.join(OBJECTIVES)} or values_*;"
+                          f" found {objectives or 'none'}")
+    numbers = np.array([int(float(r["number"])) for r in rows], dtype=np.int64)
+    values = np.array([[_float(r.get(o)) for o in objectives] for r in rows], dtype=float).reshape(len(rows), -1)
+    feasible = _feasibility(header, rows) & np.all(np.isfinite(values), axis=1)
+    pareto = _pareto_from_file(folder / "pareto.csv", numbers)
+    if pareto is None:
+        pareto = pareto_mask(values, feasible)
+    return SweepInfo(str(folder), tuple(objectives), numbers, values, feasible, pareto & feasible)
+
+
+def pareto_mask(values: np.ndarray, feasible: np.ndarray) -> np.ndarray:
+    """Non-dominated feasible rows of ``values`` (all columns minimised)."""
+    mask = np.zeros(len(values), dtype=bool)
+    candidates = np.flatnonzero(feasible)
+    for i in candidates:
+        others = values[candidates]
+        dominated = np.any(np.all(others <= values[i], axis=1) & np.any(others < values[i], axis=1))
+        mask[i] = not dominated
+    return mask
+
+
+def _read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
+    with path.open(newline="") as handle:
+        reader = csv.DictReader(handle)
+        rows = [{(k or "").strip(): (v or "").strip() for k, v in row.items()} for row in reader]
+        header = [h.strip() for h in (reader.fieldnames or [])]
+    return header, rows
+
+
+def _objective_columns(header: list[str], rows: list[dict[str, str]]) -> list[str]:
+    named = [c for c in OBJECTIVES if c in header]
+    if len(named) >= 2:
+        return named
+    generic = [c for c in header if c.startswith("values_") or c == "value"]
+    numeric = [c for c in generic if any(math.isfinite(_float(r.get(c))) for r in rows)]
+    return named + numeric
+
+
+def _feasibility(header: list[str], rows: list[dict[str, str]]) -> np.ndarray:
+    column = next((c for c in _FEASIBLE_COLUMNS if c in header), None)
+    if column is not None:
+        return np.array([r.get(column, "").lower() in _TRUE for r in rows], dtype=bool)
+    if "state" in header:
+        return np.array([r.get("state", "").upper() in ("COMPLETE", "TRIALSTATE.COMPLETE") for r in rows], dtype=bool)
+    return np.ones(len(rows), dtype=bool)
+
+
+def _pareto_from_file(path: Path, numbers: np.ndarray) -> np.ndarray | None:
+    if not path.is_file():
+        return None
+    header, rows = _read_csv(path)
+    if "number" not in header:
+        return None
+    chosen = {int(float(r["number"])) for r in rows if r.get("number")}
+    return np.isin(numbers, sorted(chosen))
+
+
+def _float(text: str | None) -> float:
+    try:
+        return float(text) if text not in (None, "") else math.nan
+    except ValueError:
+        return math.nan
+
+
+def sweep_rows(info: SweepInfo) -> list[list[object]]:
+    """CSV rows (header first) behind the sweep figures."""
+    rows: list[list[object]] = [["number", *info.objectives, "feasible", "pareto"]]
+    for t, number in enumerate(info.numbers):
+        rows.append([int(number), *info.values[t], bool(info.feasible[t]), bool(info.pareto[t])])
+    return rows
