@@ -93,6 +93,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _pct(part: float, whole: float) -> float:
+    return 100.0 * part / whole if whole else 0.0
+
+
 def summary(result: Any) -> str:
     """Short human summary of a NetworkResult: totals, products and where the cycles went."""
     totals = result.totals
@@ -100,15 +104,14 @@ def summary(result: Any) -> str:
     valid = sum(r.products.valid for r in result.records if r.products)
     skipped = sum(r.products.skipped for r in result.records if r.products)
     rcp = total - valid
-    pct = (lambda a, b: 100.0 * a / b if b else 0.0)
     w = result.workload
     lines = [
         f"{result.design}: {w.get('network')} x{len(result.records)} (layer, phase) records,"
         f" batch {w.get('batch')}, fidelity {w.get('fidelity')}",
         f"  cycles {totals['cycles']:,}  time {totals['time_s'] * 1e3:.4f} ms"
         f"  energy {(totals['energy_j'] or 0.0) * 1e3:.4f} mJ  area {result.area_mm2 or 0.0:.3f} mm2",
-        f"  products {total:,}  valid {valid:,}  RCP {pct(rcp, total):.1f}%"
-        f"  skipped {pct(skipped, total):.1f}% of products ({pct(skipped, rcp):.1f}% of RCPs)",
+        f"  products {total:,}  valid {valid:,}  RCP {_pct(rcp, total):.1f}%"
+        f"  skipped {_pct(skipped, total):.1f}% of products ({_pct(skipped, rcp):.1f}% of RCPs)",
     ]
     for phase in w.get("phases", []):
         cycles = sum(r.cycles or 0 for r in result.records if r.phase == phase)

@@ -1,0 +1,67 @@
+"""Synthetic PhaseWork builders for the timing-model tests (no dataflow needed)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from antsim.dataflow.work import PhaseWork
+from antsim.results import ProductCounts
+from antsim.spec.arch import ArchSpec, arch_from_dict
+
+
+def _grid(value: Any, shape: tuple[int, int]) -> np.ndarray:
+    if np.isscalar(value):
+        return np.full(shape, value, dtype=np.int64)
+    array = np.asarray(value, dtype=np.int64)
+    assert array.shape == shape
+    return array
+
+
+def build_work(n_chunks: int, n_pes: int, issued: Any, candidates: Any = None, conflicts: Any = 0,
+               halo: Any = 0, partial: Any = 0, streamed: Any = 0, outputs: Any = 0, stationary: Any = 0,
+               needs_reduction: bool = False) -> PhaseWork:
+    """A PhaseWork whose per-PE arrays are given (scalars broadcast); 16 products per issued pair."""
+    shape = (n_chunks, n_pes)
+    iss = _grid(issued, shape)
+    cand = iss if candidates is None else _grid(candidates, shape)
+
+    def chunk(value: Any) -> np.ndarray:
+        return np.broadcast_to(np.asarray(value, dtype=np.int64), (n_chunks,)).copy()
+
+    return PhaseWork(
+        layer_name="synthetic", phase="fprop", n_pes=n_pes, candidate_pairs=cand, issued_pairs=iss,
+        conflict_cycles=_grid(conflicts, shape), issued_products=iss * 16, valid_products=iss * 12,
+        stationary_reads=iss * 4, streamed_delivered=iss * 4, halo_outputs=_grid(halo, shape),
+        partial_outputs=_grid(partial, shape), streamed_dram_values=chunk(streamed),
+        output_values=chunk(outputs),
+        stationary_values=np.broadcast_to(np.asarray(stationary, dtype=np.int64), (n_pes,)).copy(),
+        stationary_operand="activations", streamed_operand="weights", needs_reduction=needs_reduction,
+        products=ProductCounts(int(cand.sum() * 16), int(iss.sum() * 12), int((cand - iss).sum() * 16)),
+    )
+
+
+def build_arch(**sections: dict[str, Any]) -> ArchSpec:
+    """An arch with ``sections`` overriding the defaults (name 'test'); DRAM effectively unlimited."""
+    data: dict[str, Any] = {"name": "test", "dram": {"bandwidth_gbps": 100000.0}}
+    for key, value in sections.items():
+        data[key] = {**data.get(key, {}), **value}
+    return arch_from_dict(data)
+
+
+@pytest.fixture
+def make_work() -> Callable[..., PhaseWork]:
+    return build_work
+
+
+@pytest.fixture
+def make_arch() -> Callable[..., ArchSpec]:
+    return build_arch
+
+
+@pytest.fixture
+def rng() -> np.random.Generator:
+    return np.random.default_rng(1234)
