@@ -1,0 +1,112 @@
+"""Evaluators: an arch and a workload in, the sweep's metrics out.
+
+An evaluator is any callable ``(arch, workload, fidelity, seed) -> dict[str, float]`` returning at least
+``time_s``, ``energy_j`` and ``area_mm2`` (``antsim.dse.objective.complete_metrics`` derives the rest). It
+raises ``MappingError`` for a design the workload cannot be mapped onto (the trial is then recorded as
+infeasible, not failed). Registered names: ``simulator`` (the real model, ``antsim.simulate``) and
+``analytic`` (a closed-form toy, cheap and deterministic, for tests of the sweep machinery only); any
+``package.module:function`` path also works, so worker processes can import it.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+from antsim.dse.workload import Workload
+from antsim.errors import MappingError, SpecError
+from antsim.results import NetworkResult
+from antsim.spec.arch import ArchSpec
+
+Evaluator = Callable[[ArchSpec, Workload, str, int], dict[str, float]]
+
+
+@functools.lru_cache(maxsize=4)
+def _tensors(path: str) -> dict[str, Any]:
+    from antsim.sparsity.tensors import load_tensors
+
+    return load_tensors(path)
+
+
+def network_metrics(result: NetworkResult) -> dict[str, float]:
+    """``time_s``, ``energy_j``, ``area_mm2``, ``cycles`` and ``rcp_fraction`` of a simulator result."""
+    totals = result.totals
+    products = [r.products for r in result.records if r.products is not None]
+    formed = sum(p.total for p in products)
+    out = {"time_s": float(totals["time_s"] or 0.0), "energy_j": float(totals["energy_j"] or 0.0),
+           "area_mm2": float(totals["area_mm2"] or 0.0)}
+    if totals["cycles"] is not None:
+        out["cycles"] = float(totals["cycles"])
+    if formed:
+        out["rcp_fraction"] = sum(p.rcp for p in products) / formed
+    return out
+
+
+def simulator(arch: ArchSpec, workload: Workload, fidelity: str = "fast", seed: int = 0) -> dict[str, float]:
+    """Evaluate with ``antsim.simulate.simulate_network`` (the real discrete-event model)."""
+    from antsim.simulate import simulate_network
+
+    tensors = _tensors(workload.tensors_path) if workload.tensors_path else None
+    result = simulate_network(arch, list(workload.layers), phases=workload.phases,
+                              densities=dict(workload.densities), sparsity=workload.sparsity,
+                              tensors=tensors, fidelity=fidelity, seed=seed)
+    return network_metrics(result)
+
+
+def analytic(arch: ArchSpec, workload: Workload, fidelity: str = "fast", seed: int = 0,
+             delay_s: float = 0.0, min_input_bytes_per_pe: float = 0.0) -> dict[str, float]:
+    """A closed-form toy model for testing sweep mechanics (NOT a model of any accelerator).
+
+    time = Σ non-zero MACs / (multipliers · clock) + bytes / DRAM bandwidth; energy = MACs · 1 pJ ·
+    (bits/16)² + bytes · 20 pJ + 50 mW leakage · time; area = PEs · (F·I · 0.002 + SRAM KB · 0.01)
+    mm². ``delay_s`` sleeps that long (to exercise kills mid-trial); a design whose input buffer holds
+    fewer than ``min_input_bytes_per_pe`` bytes raises ``MappingError``.
+    """
+    if delay_s > 0:
+        time.sleep(delay_s)
+    pe, buf = arch.pe_array, arch.buffers
+    if buf.input_kb * 1024 < min_input_bytes_per_pe:
+        raise MappingError(f"input buffer {buf.input_kb} KB < {min_input_bytes_per_pe:.0f} B per PE")
+    dens = workload.densities
+    macs = sum(layer.macs for layer in workload.layers) * len(workload.phases)
+    nz_macs = macs * dens.get("w", 1.0) * max(dens.get("a", 1.0), dens.get("g", 1.0))
+    bytes_moved = sum(layer.N * layer.C * layer.H * layer.W + layer.K * layer.C * layer.R * layer.S
+                      for layer in workload.layers) * 2.0 * len(workload.phases)
+    # A toy stand-in for anticipation: fewer RCP slots with ant/oracle, an imbalance term for big arrays.
+    waste = {"none": 3.0, "ant": 1.4, "oracle": 1.0}[arch.anticipation.policy]
+    imbalance = 1.0 + 0.02 * math.sqrt(pe.n_pes) + 0.1 / max(arch.mapping.output_channel_group, 1)
+    compute_s = nz_macs * waste * imbalance / (pe.multipliers * arch.technology.clock_ghz * 1e9)
+    memory_s = bytes_moved / (arch.dram.bandwidth_gbps * 1e9)
+    t = compute_s + memory_s
+    bits = (pe.multiplier_bits / 16.0) ** 2
+    energy = nz_macs * waste * 1e-12 * bits + bytes_moved * 20e-12 + 0.05 * t * arch.technology.clock_ghz
+    area = pe.n_pes * (pe.F * pe.I * 0.002 * bits + (buf.input_kb + buf.output_kb) * 0.01
+                       + arch.accumulators.banks * 0.0005)
+    return {"time_s": t, "energy_j": energy, "area_mm2": area, "cycles": t * arch.technology.clock_ghz * 1e9}
+
+
+_BUILTIN: dict[str, Evaluator] = {"simulator": simulator, "analytic": analytic}
+
+
+def resolve_evaluator(name: str, options: dict[str, Any] | None = None, source: str = "<sweep>") -> Evaluator:
+    """The evaluator called ``name`` (a builtin or ``module:function``) with ``options`` bound.
+
+    Raises:
+        SpecError: unknown name, or a ``module:function`` that cannot be imported.
+    """
+    if name in _BUILTIN:
+        func = _BUILTIN[name]
+    elif ":" in name:
+        module_name, _, attr = name.partition(":")
+        try:
+            func = getattr(importlib.import_module(module_name), attr)
+        except (ImportError, AttributeError) as exc:
+            raise SpecError(source, "evaluator.name", f"cannot import evaluator ({exc})", name) from None
+    else:
+        raise SpecError(source, "evaluator.name",
+                        f"unknown evaluator; known: {', '.join(_BUILTIN)} or module:function", name)
+    return functools.partial(func, **(options or {})) if options else func

@@ -1,0 +1,126 @@
+"""Exporting a study: ``trials.csv``, ``pareto.csv`` / ``pareto.json``, one arch YAML per Pareto point,
+``summary.json`` (counts, multi-fidelity savings) and figures (``antsim.dse.figures``)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+import optuna
+import yaml
+from optuna.trial import FrozenTrial, TrialState
+
+from antsim.dse import storage as st
+from antsim.dse.objective import arch_dict
+from antsim.dse.pareto import non_dominated
+from antsim.dse.spec import SweepSpec
+from antsim.errors import AntsimError
+from antsim.results import write_text_atomic
+
+
+def load_existing_study(url: str, study_name: str) -> optuna.Study:
+    """Load a study without creating anything.
+
+    Raises:
+        AntsimError: no such study in the storage.
+    """
+    names = st.study_names(url)
+    if study_name not in names:
+        raise AntsimError(f"--study {study_name!r}: no such study in {url}; known: {', '.join(names) or 'none'}")
+    return optuna.load_study(study_name=study_name, storage=st.make_storage(url, heartbeat_s=60))
+
+
+def trial_row(spec: SweepSpec, t: FrozenTrial) -> dict[str, Any]:
+    """One flat row per trial: identity, parameters, objectives, feasibility, metrics, user attributes."""
+    attrs = t.user_attrs
+    row: dict[str, Any] = {"number": t.number, "state": t.state.name,
+                           "duration_s": t.duration.total_seconds() if t.duration else None}
+    row.update({f"param.{k}": t.params.get(k) for k in spec.space})
+    values = t.values or [None] * len(spec.objectives)
+    row.update({f"objective.{k}": v for k, v in zip(spec.objectives, values, strict=True)})
+    row["feasible"] = attrs.get("feasible", False) if t.state == TrialState.COMPLETE else False
+    reason = attrs.get("reason") or attrs.get(st.ERROR_ATTR) or ""
+    if t.state == TrialState.FAIL and st.ERROR_ATTR not in attrs:
+        reason = "abandoned: worker died mid-trial (stale heartbeat)"
+    row.update({"reason": reason, "stage": attrs.get("stage", ""), "eval_s": attrs.get("eval_s"),
+                "proxy_eval_s": attrs.get("proxy_eval_s"), "worker": attrs.get(st.WORKER_ATTR, "")})
+    for prefix, key in (("metric", "metrics"), ("proxy", "proxy_metrics"), ("estimate", "estimate")):
+        row.update({f"{prefix}.{k}": v for k, v in (attrs.get(key) or {}).items()})
+    return row
+
+
+def pareto_trials(spec: SweepSpec, trials: list[FrozenTrial]) -> list[FrozenTrial]:
+    """Feasible complete trials that no other feasible complete trial dominates, by trial number."""
+    feasible = [t for t in trials if t.state == TrialState.COMPLETE and t.user_attrs.get("feasible")]
+    signs = [1.0 if d == "minimize" else -1.0 for d in spec.directions]
+    points = [[s * v for s, v in zip(signs, t.values, strict=True)] for t in feasible]
+    return sorted((feasible[i] for i in non_dominated(points)), key=lambda t: t.number)
+
+
+def _csv(rows: list[dict[str, Any]]) -> str:
+    columns: list[str] = []
+    for row in rows:
+        columns += [c for c in row if c not in columns]
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=columns, lineterminator="\n", restval="")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buffer.getvalue()
+
+
+def multi_fidelity_summary(trials: list[FrozenTrial]) -> dict[str, Any]:
+    """Evaluations and evaluation time spent, and what a full evaluation of every trial would have cost."""
+    evaluated = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
+    full = [t for t in evaluated if t.user_attrs.get("stage") == "full"]
+    screened = [t for t in evaluated if t.user_attrs.get("stage") == "proxy"]
+    full_s = [t.user_attrs["eval_s"] for t in full if "eval_s" in t.user_attrs]
+    proxy_s = sum(t.user_attrs.get("proxy_eval_s", 0.0) for t in evaluated)
+    spent = sum(full_s) + proxy_s
+    would = statistics.mean(full_s) * (len(full) + len(screened)) if full_s else None
+    return {"full_evaluations": len(full), "screened_by_proxy": len(screened),
+            "proxy_evaluations": sum("proxy_eval_s" in t.user_attrs for t in evaluated),
+            "eval_seconds": spent, "eval_seconds_if_all_full": would,
+            "saving_fraction": (1 - spent / would) if would else None}
+
+
+def export_study(spec: SweepSpec, url: str, study_name: str, folder: Path, figures: bool = True) -> list[Path]:
+    """Write the study's tables, Pareto archs and figures to ``folder``; return the paths written.
+
+    Raises:
+        AntsimError: no such study.
+    """
+    study = load_existing_study(url, study_name)
+    trials = study.get_trials(deepcopy=False)
+    folder.mkdir(parents=True, exist_ok=True)
+    written = [folder / "trials.csv"]
+    write_text_atomic(written[0], _csv([trial_row(spec, t) for t in trials]))
+    points = []
+    for t in pareto_trials(spec, trials):
+        name = t.user_attrs.get("arch_name", f"trial{t.number}")
+        arch_path = folder / f"arch_trial{t.number}.yaml"
+        write_text_atomic(arch_path, yaml.safe_dump(arch_dict(spec, t.params, name), sort_keys=False))
+        written.append(arch_path)
+        points.append({"number": t.number, "params": t.params,
+                       "objectives": dict(zip(spec.objectives, t.values, strict=True)),
+                       "metrics": t.user_attrs.get("metrics", {}), "arch": arch_path.name})
+    rows = [{"number": p["number"], **{f"param.{k}": v for k, v in p["params"].items()},
+             **{f"objective.{k}": v for k, v in p["objectives"].items()}, "arch": p["arch"]} for p in points]
+    write_text_atomic(folder / "pareto.csv", _csv(rows) if rows else "number\n")
+    doc = {"study": study_name, "objectives": spec.objectives, "points": points}
+    write_text_atomic(folder / "pareto.json", json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    counts = st.count_trials(study)
+    summary = {"study": study_name, "storage": url, "trials": len(trials), "finished": counts.finished,
+               "complete": counts.complete, "pruned": counts.pruned, "failed": counts.errors,
+               "abandoned": counts.abandoned, "running": counts.running, "pareto_size": len(points),
+               "multi_fidelity": multi_fidelity_summary(trials)}
+    write_text_atomic(folder / "summary.json", json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    written += [folder / "pareto.csv", folder / "pareto.json", folder / "summary.json"]
+    if figures:
+        from antsim.dse.figures import write_figures
+
+        written += write_figures(spec, study, trials, folder)
+    return written

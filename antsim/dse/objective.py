@@ -1,0 +1,200 @@
+"""The Optuna objective: sample a design, check it, evaluate it (proxy first when multi-fidelity), record it.
+
+Each trial stores, as user attributes: ``arch_name``, ``metrics`` (full evaluation), ``proxy_metrics`` and
+``estimate`` (multi-fidelity), ``stage`` (``full`` | ``proxy`` | ``none``), ``feasible``, ``reason``,
+``constraints`` (one value per constraint, ≤ 0 satisfied — also fed to the NSGA-II / TPE
+``constraints_func``) and ``eval_s`` (evaluation wall time). Infeasible designs never crash the sweep:
+an arch rule broken by a combination of sampled values, or a ``MappingError`` (e.g. a buffer too small),
+makes the trial ``PRUNED`` with its reason; a violated constraint keeps the trial ``COMPLETE`` with its
+objective values and ``feasible: false``.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import statistics
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import optuna
+from optuna.trial import FrozenTrial, TrialState
+
+from antsim.dse.spec import SweepSpec, param_kind
+from antsim.dse.workload import Workload
+from antsim.errors import MappingError, SpecError
+from antsim.spec.arch import ArchSpec, arch_from_dict
+
+if TYPE_CHECKING:
+    from antsim.dse.evaluators import Evaluator
+
+
+def suggest(trial: optuna.Trial, spec: SweepSpec) -> dict[str, Any]:
+    """Ask the trial for one value per search-space parameter (the parameter name is its dotted path)."""
+    params: dict[str, Any] = {}
+    for path, p in spec.space.items():
+        if p.choices is not None:
+            params[path] = trial.suggest_categorical(path, list(p.choices))
+        elif param_kind(path) == "int":
+            params[path] = trial.suggest_int(path, int(p.low), int(p.high), step=int(p.step or 1),  # type: ignore[arg-type]
+                                             log=p.log)
+        else:
+            params[path] = trial.suggest_float(path, float(p.low), float(p.high), step=p.step,  # type: ignore[arg-type]
+                                               log=p.log)
+    return params
+
+
+def arch_dict(spec: SweepSpec, params: dict[str, Any], name: str) -> dict[str, Any]:
+    """The base arch as a plain dict with ``params`` (dotted paths) substituted and renamed."""
+    assert spec.base_arch_spec is not None, "load the spec with load_sweep"
+    data = copy.deepcopy(spec.base_arch_spec.to_dict())
+    for path, value in params.items():
+        node = data
+        *parents, leaf = path.split(".")
+        for part in parents:
+            node = node[part]
+        node[leaf] = value
+    data["name"] = name
+    data["description"] = f"{spec.stem} sweep point from {spec.base_arch_spec.name}"
+    return data
+
+
+def build_arch(spec: SweepSpec, params: dict[str, Any], name: str) -> ArchSpec:
+    """Validate a sampled point with the arch's own rules.
+
+    Raises:
+        SpecError: a combination of values the arch rejects (an infeasible point).
+    """
+    return arch_from_dict(arch_dict(spec, params, name), source=name)
+
+
+def complete_metrics(metrics: dict[str, float]) -> dict[str, float]:
+    """Add the derived metrics ``edp`` (J·s) and ``power_w`` (W) to an evaluator's output."""
+    out = {k: float(v) for k, v in metrics.items()}
+    t, e = out["time_s"], out["energy_j"]
+    out["edp"] = e * t
+    out["power_w"] = e / t if t > 0 else math.inf
+    return out
+
+
+def constraint_values(spec: SweepSpec, metrics: dict[str, float]) -> tuple[list[float], list[str]]:
+    """Normalised violation per bound (≤ 0 means satisfied) and a reason for each broken bound."""
+    values: list[float] = []
+    reasons: list[str] = []
+    for name, c in spec.constraints.items():
+        v = metrics.get(name, math.nan)
+        for bound, sign in ((c.max, 1.0), (c.min, -1.0)):
+            if bound is None:
+                continue
+            excess = sign * (v - bound) / (abs(bound) or 1.0)
+            values.append(excess if math.isfinite(excess) else 1.0)
+            if not excess <= 0:
+                reasons.append(f"{name} {v:.4g} {'>' if sign > 0 else '<'} {bound:.4g}")
+    return values, reasons
+
+
+def constraints_func(trial: FrozenTrial) -> Sequence[float]:
+    """Constraint values for NSGA-II / TPE: stored by the objective; a pruned trial counts as infeasible."""
+    return trial.user_attrs.get("constraints_for_sampler", [0.0])
+
+
+class Objective:
+    """Callable Optuna objective for one sweep.
+
+    Args:
+        spec: The validated sweep.
+        workload: The full workload.
+        evaluator: ``(arch, workload, fidelity, seed) -> metrics``.
+        proxy: The multi-fidelity proxy workload, or None for a full evaluation of every trial.
+    """
+
+    def __init__(self, spec: SweepSpec, workload: Workload, evaluator: Evaluator,
+                 proxy: Workload | None = None) -> None:
+        self.spec, self.workload, self.evaluator, self.proxy = spec, workload, evaluator, proxy
+        self.n_bounds = sum((c.max is not None) + (c.min is not None) for c in spec.constraints.values())
+
+    def __call__(self, trial: optuna.Trial) -> tuple[float, ...]:
+        params = suggest(trial, self.spec)
+        name = f"{self.spec.base_arch_spec.name}-trial{trial.number}"  # type: ignore[union-attr]
+        trial.set_user_attr("arch_name", name)
+        try:
+            arch = build_arch(self.spec, params, name)
+        except SpecError as exc:
+            self._infeasible(trial, f"arch rule: {exc.key}: {exc.rule}")
+        if self.proxy is not None:
+            self._screen(trial, arch)
+        metrics = self._evaluate(trial, arch, self.workload, "eval_s")
+        trial.set_user_attr("metrics", metrics)
+        trial.set_user_attr("stage", "full")
+        values, reasons = constraint_values(self.spec, metrics)
+        trial.set_user_attr("constraints", values)
+        trial.set_user_attr("constraints_for_sampler", values or [0.0])
+        trial.set_user_attr("feasible", not reasons)
+        trial.set_user_attr("reason", "; ".join(reasons))
+        return tuple(metrics[m] for m in self.spec.objectives)
+
+    def _infeasible(self, trial: optuna.Trial, reason: str) -> None:
+        trial.set_user_attr("feasible", False)
+        trial.set_user_attr("reason", reason)
+        trial.set_user_attr("constraints_for_sampler", [1.0] * max(self.n_bounds, 1))
+        raise optuna.TrialPruned(reason)
+
+    def _evaluate(self, trial: optuna.Trial, arch: ArchSpec, workload: Workload, timer_key: str) -> dict[str, float]:
+        start = time.perf_counter()
+        try:
+            metrics = self.evaluator(arch, workload, self.spec.fidelity, self.spec.seed)
+        except MappingError as exc:
+            trial.set_user_attr(timer_key, time.perf_counter() - start)
+            trial.set_user_attr("stage", "none")
+            self._infeasible(trial, f"mapping: {exc}")
+        trial.set_user_attr(timer_key, time.perf_counter() - start)
+        return complete_metrics(metrics)
+
+    def _screen(self, trial: optuna.Trial, arch: ArchSpec) -> None:
+        """Stage 1: evaluate the proxy; prune the trial when its full-workload estimate is hopeless."""
+        assert self.proxy is not None and self.spec.multi_fidelity is not None
+        proxy_metrics = self._evaluate(trial, arch, self.proxy, "proxy_eval_s")
+        trial.set_user_attr("proxy_metrics", proxy_metrics)
+        history = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+        calibrated = [t for t in history if "proxy_metrics" in t.user_attrs and "metrics" in t.user_attrs]
+        if len(calibrated) < self.spec.multi_fidelity.warmup_trials:
+            return
+        estimate = scale_proxy(proxy_metrics, calibrated)
+        trial.set_user_attr("estimate", estimate)
+        reason = screen_reason(self.spec, estimate, calibrated, self.spec.multi_fidelity.margin)
+        if reason:
+            trial.set_user_attr("stage", "proxy")
+            self._infeasible(trial, f"screened: {reason}")
+
+
+def scale_proxy(proxy_metrics: dict[str, float], calibrated: Sequence[FrozenTrial]) -> dict[str, float]:
+    """Full-workload estimate: each proxy metric × the median full/proxy ratio of calibrated trials."""
+    estimate: dict[str, float] = {}
+    for name, value in proxy_metrics.items():
+        ratios = [t.user_attrs["metrics"][name] / t.user_attrs["proxy_metrics"][name] for t in calibrated
+                  if t.user_attrs["proxy_metrics"].get(name) and name in t.user_attrs["metrics"]]
+        ratios = [r for r in ratios if math.isfinite(r)]
+        estimate[name] = value * statistics.median(ratios) if ratios else value
+    return estimate
+
+
+def screen_reason(spec: SweepSpec, estimate: dict[str, float], calibrated: Sequence[FrozenTrial],
+                  margin: float) -> str:
+    """Why a design with this full-workload estimate is not worth a full evaluation ('' if it is).
+
+    Hopeless means: a constraint broken by more than ``margin`` (relative), or every objective of a
+    fully evaluated feasible trial at least ``(1 + margin)`` times better than the estimate.
+    """
+    values, _ = constraint_values(spec, estimate)
+    if any(v > margin for v in values):
+        return "estimate breaks a constraint by more than the margin: " + "; ".join(
+            constraint_values(spec, estimate)[1])
+    goal = [(estimate[m], d == "maximize") for m, d in spec.objectives.items()]
+    for t in calibrated:
+        if not t.user_attrs.get("feasible") or t.values is None:
+            continue
+        if all((q >= v * (1 + margin)) if up else (q * (1 + margin) <= v)
+               for q, (v, up) in zip(t.values, goal, strict=True)):
+            return f"estimate dominated by trial {t.number} with margin {margin}"
+    return ""

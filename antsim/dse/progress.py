@@ -1,0 +1,79 @@
+"""One-line progress reports of a running sweep (trials done / total, Pareto size, best values, ETA)."""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+
+import optuna
+from optuna.trial import TrialState
+
+from antsim.dse import storage as st
+from antsim.dse.pareto import non_dominated
+from antsim.dse.spec import SweepSpec
+
+
+def progress_line(study: optuna.Study, spec: SweepSpec, n_trials: int, done_at_start: int,
+                  elapsed_s: float) -> tuple[str, int]:
+    """The report and the number of finished trials it counts."""
+    trials = study.get_trials(deepcopy=False)
+    counts = st.count_trials(study)
+    feasible = [t for t in trials if t.state == TrialState.COMPLETE and t.user_attrs.get("feasible")]
+    signs = [1.0 if d == "minimize" else -1.0 for d in spec.directions]
+    points = [[s * v for s, v in zip(signs, t.values, strict=True)] for t in feasible]
+    best = ", ".join(f"{name} {min(p[i] for p in points) * signs[i]:.4g}"
+                     for i, name in enumerate(spec.objectives)) if points else "no feasible trial yet"
+    front = len(non_dominated(points)) if points else 0
+    new = counts.finished - done_at_start
+    remaining = max(n_trials - counts.finished, 0)
+    eta = _duration(elapsed_s / new * remaining) if new > 0 else "?"
+    line = (f"[sweep {study.study_name}] {counts.finished}/{n_trials} trials "
+            f"({counts.complete} complete, {counts.pruned} pruned/infeasible, {counts.errors} failed, "
+            f"{counts.running} running) | Pareto {front} | best {best} | ETA {eta}")
+    return line, counts.finished
+
+
+def _duration(seconds: float) -> str:
+    if not math.isfinite(seconds):
+        return "?"
+    seconds = int(round(seconds))
+    return f"{seconds // 3600}h{seconds // 60 % 60:02d}m" if seconds >= 3600 else f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+class Monitor:
+    """A thread that polls the study every ``interval_s`` and reports when the trial counts change."""
+
+    def __init__(self, study: optuna.Study, spec: SweepSpec, n_trials: int, report: Callable[[str], None],
+                 interval_s: float = 1.0) -> None:
+        self.study, self.spec, self.n_trials, self.report = study, spec, n_trials, report
+        self.interval_s = interval_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True, name="antsim-sweep-progress")
+        self._start = time.time()
+        self._done_at_start = st.count_trials(study).finished
+        self._last = ""
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._emit()
+
+    def _emit(self) -> None:
+        line, _ = progress_line(self.study, self.spec, self.n_trials, self._done_at_start,
+                                time.time() - self._start)
+        key = line.rsplit("| ETA", 1)[0]
+        if key != self._last:
+            self._last = key
+            self.report(line)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self._emit()
+            except Exception:  # a progress report must never kill the sweep (e.g. a locked database)
+                continue

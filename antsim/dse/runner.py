@@ -1,0 +1,278 @@
+"""Running a sweep: create or resume the study, run N worker processes against it, report progress.
+
+Each worker owns its storage connection and loops: under the slot lock (``antsim.dse.storage``) it fails
+stale trials, checks the quota and creates one trial; it then evaluates the trial with a heartbeat thread
+running (``Study.optimize(n_trials=1)``), so a worker killed mid-trial leaves a trial that the next worker
+or resumed sweep marks ``FAIL`` once its heartbeat is older than the grace period. Re-running the same
+command resumes the study and runs only the trials still missing.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import socket
+import threading
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import optuna
+
+from antsim.dse import storage as st
+from antsim.dse.evaluators import Evaluator, resolve_evaluator
+from antsim.dse.objective import Objective, constraints_func
+from antsim.dse.spec import SweepSpec, grid_values, load_sweep
+from antsim.dse.workload import proxy_workload, resolve_workload
+from antsim.errors import AntsimError, SpecError
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class SweepOptions:
+    """How to run a sweep (the CLI flags; defaults from the spec).
+
+    Attributes:
+        storage_url: RDB URL (``sqlite:///…`` or ``postgresql://…``).
+        study_name: Optuna study name.
+        n_trials: Finished trials the study should hold in total (resumes count earlier ones).
+        timeout_s: Stop starting new trials after this many seconds (None: no limit).
+        workers: Worker processes on this machine.
+        seed: Sampler seed (worker ``i`` of a study with ``m`` trials uses ``seed + 10007·i + m``).
+        heartbeat_s: Heartbeat interval (s); a trial is stale after 3 missed beats.
+        evaluator: Override of the spec's evaluator (a picklable callable when ``workers > 1``).
+    """
+
+    storage_url: str
+    study_name: str
+    n_trials: int
+    timeout_s: float | None = None
+    workers: int = 1
+    seed: int = 0
+    heartbeat_s: int = 5
+    evaluator: Evaluator | None = None
+
+
+@dataclass
+class SweepSummary:
+    """What a ``run_sweep`` call did and where the study stands."""
+
+    study_name: str
+    storage_url: str
+    n_trials: int
+    counts: st.TrialCounts = field(default_factory=st.TrialCounts)
+    ran: int = 0
+    elapsed_s: float = 0.0
+
+
+def make_sampler(spec: SweepSpec, seed: int) -> optuna.samplers.BaseSampler:
+    """The spec's sampler, seeded, with the constraints fed to NSGA-II / TPE.
+
+    Raises:
+        SpecError: options the sampler does not accept.
+    """
+    name, options = spec.sampler.name, dict(spec.sampler.options)
+    constrained = {"constraints_func": constraints_func} if spec.constraints else {}
+    factories: dict[str, Callable[[], optuna.samplers.BaseSampler]] = {
+        "nsga2": lambda: optuna.samplers.NSGAIISampler(seed=seed, **constrained, **options),
+        "tpe": lambda: optuna.samplers.TPESampler(seed=seed, **constrained, **options),
+        "random": lambda: optuna.samplers.RandomSampler(seed=seed, **options),
+        "grid": lambda: optuna.samplers.GridSampler(grid_values(spec), seed=seed, **options),
+        "qmc": lambda: optuna.samplers.QMCSampler(seed=seed, warn_independent_sampling=False,
+                                                  warn_asynchronous_seeding=False, **options),
+    }
+    try:
+        return factories[name]()
+    except (TypeError, ValueError) as exc:
+        raise SpecError(spec.source, "sampler.options", f"rejected by the {name} sampler: {exc}") from None
+
+
+def effective_trials(spec: SweepSpec, n_trials: int) -> int:
+    """``n_trials``, capped at the grid size for the grid sampler."""
+    if spec.sampler.name != "grid":
+        return n_trials
+    size = 1
+    for values in grid_values(spec).values():
+        size *= len(values)
+    return min(n_trials, size)
+
+
+def spec_signature(spec: SweepSpec) -> str:
+    """What must not change when a study is resumed: space, objectives, constraints, base arch, workload."""
+    workload = resolve_workload(spec)
+    data = {"space": {k: v.model_dump(mode="json") for k, v in spec.space.items()},
+            "objectives": spec.objectives,
+            "constraints": {k: v.model_dump(mode="json") for k, v in spec.constraints.items()},
+            "base_arch": spec.base_arch_spec.to_dict() if spec.base_arch_spec else None,
+            "layers": [layer.to_dict() for layer in workload.layers], "phases": list(workload.phases),
+            "densities": workload.densities, "sparsity": workload.sparsity, "fidelity": spec.fidelity}
+    return json.dumps(data, sort_keys=True)
+
+
+def prepare_study(spec: SweepSpec, opts: SweepOptions) -> optuna.Study:
+    """Create the study, or load it and check that it was made by the same sweep.
+
+    Raises:
+        AntsimError: the study exists with other objectives or another space / workload.
+    """
+    storage = st.make_storage(opts.storage_url, opts.heartbeat_s)
+    study = optuna.create_study(storage=storage, study_name=opts.study_name, directions=spec.directions,
+                                load_if_exists=True)
+    if [d.name.lower() for d in study.directions] != spec.directions:
+        raise AntsimError(f"study {opts.study_name!r} in {opts.storage_url} has directions "
+                          f"{[d.name.lower() for d in study.directions]}, the spec wants {spec.directions};"
+                          " use another --study")
+    signature = spec_signature(spec)
+    stored = study.user_attrs.get("antsim_signature")
+    if stored is None:
+        study.set_user_attr("antsim_signature", signature)
+        study.set_user_attr("objectives", list(spec.objectives))
+    elif stored != signature:
+        raise AntsimError(f"study {opts.study_name!r} in {opts.storage_url} was made by a sweep with another "
+                          "space, objectives, constraints, base arch or workload; use another --study")
+    return study
+
+
+class _Worker:
+    """One worker's loop (in the main process or a spawned one)."""
+
+    def __init__(self, spec: SweepSpec, opts: SweepOptions, index: int) -> None:
+        self.spec, self.opts, self.index = spec, opts, index
+        self.storage = st.make_storage(opts.storage_url, opts.heartbeat_s)
+        probe = optuna.load_study(study_name=opts.study_name, storage=self.storage)
+        seed = opts.seed + 10007 * index + len(probe.get_trials(deepcopy=False))
+        self.study = optuna.load_study(study_name=opts.study_name, storage=self.storage,
+                                       sampler=make_sampler(spec, seed))
+        workload = resolve_workload(spec)
+        evaluator = opts.evaluator or resolve_evaluator(spec.evaluator.name, dict(spec.evaluator.options),
+                                                        spec.source)
+        self.objective = Objective(spec, workload, evaluator, proxy_workload(spec, workload))
+        self.lock = st.SlotLock(opts.storage_url, opts.study_name)
+        self.ran = 0
+        self.errors_in_a_row = 0
+
+    def _claimed(self, trial: optuna.Trial) -> tuple[float, ...]:
+        # Heartbeat and owner mark first, then let the next worker in: from here the trial cannot be orphaned.
+        self.storage.record_heartbeat(trial._trial_id)
+        trial.set_user_attr(st.WORKER_ATTR, f"{socket.gethostname()}:{os.getpid()}/{self.index}")
+        self.lock.release()
+        try:
+            values = self.objective(trial)
+        except optuna.TrialPruned:
+            self.errors_in_a_row = 0
+            raise
+        except Exception as exc:
+            trial.set_user_attr(st.ERROR_ATTR, repr(exc)[:500])
+            self.errors_in_a_row += 1
+            raise
+        self.errors_in_a_row = 0
+        return values
+
+    def run(self, n_trials: int, deadline: float | None) -> int:
+        """Run trials until the study holds ``n_trials`` finished ones or ``deadline`` passes."""
+        grace = 3 * self.opts.heartbeat_s
+        while deadline is None or time.time() < deadline:
+            wait = False
+            self.lock.acquire()
+            try:
+                optuna.storages.fail_stale_trials(self.study)
+                st.fail_orphans(self.study, grace)
+                counts = st.count_trials(self.study)
+                if counts.finished >= n_trials:
+                    break
+                wait = counts.finished + counts.running >= n_trials
+                if not wait:
+                    self.study.optimize(self._claimed, n_trials=1, catch=(Exception,))
+                    self.ran += 1
+            finally:
+                self.lock.release()
+            if self.errors_in_a_row >= 5:
+                raise RuntimeError(f"worker {self.index}: 5 trials in a row failed in the evaluator; "
+                                   "see the trials' 'error' attribute")
+            if wait:  # other workers hold the last trials; wait for them to finish or go stale
+                time.sleep(min(1.0, self.opts.heartbeat_s / 2))
+        return self.ran
+
+
+def _quiet() -> None:
+    optuna.logging.set_verbosity(optuna.logging.ERROR)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    warnings.filterwarnings("ignore", message=".*Heartbeat.*")
+
+
+def _orphan_watchdog(parent_pid: int) -> None:
+    """Exit this worker when its parent dies (a SIGKILLed ``antsim sweep`` must not leave workers behind)."""
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(0.5)
+        os._exit(3)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _worker_main(spec_path: str, opts: SweepOptions, index: int, n_trials: int, deadline: float | None,
+                 parent_pid: int) -> None:
+    _orphan_watchdog(parent_pid)
+    _quiet()
+    _Worker(load_sweep(spec_path), opts, index).run(n_trials, deadline)
+
+
+def run_sweep(spec: SweepSpec, opts: SweepOptions, progress: Progress | None = None) -> SweepSummary:
+    """Create or resume the study and run ``opts.workers`` workers until it holds ``opts.n_trials`` trials.
+
+    Args:
+        spec: The validated sweep (``load_sweep``); everything is checked before the storage is opened.
+        opts: Storage, study, budget and workers.
+        progress: Called with one-line progress reports (the CLI writes them to stderr).
+
+    Returns:
+        The final trial counts and how many trials this call ran.
+
+    Raises:
+        AntsimError: storage or study mismatch. RuntimeError: a worker process failed.
+    """
+    from antsim.dse.progress import Monitor
+
+    _quiet()
+    n_trials = effective_trials(spec, opts.n_trials)
+    make_sampler(spec, opts.seed)  # bad sampler options fail before the study is created
+    study = prepare_study(spec, opts)
+    start = time.time()
+    deadline = start + opts.timeout_s if opts.timeout_s else None
+    summary = SweepSummary(opts.study_name, opts.storage_url, n_trials)
+    monitor = Monitor(study, spec, n_trials, progress) if progress else None
+    if monitor:
+        monitor.start()
+    try:
+        if opts.workers <= 1:
+            summary.ran = _Worker(spec, opts, 0).run(n_trials, deadline)
+        else:
+            _run_processes(spec, opts, n_trials, deadline)
+    finally:
+        if monitor:
+            monitor.stop()
+    summary.counts = st.count_trials(study)
+    summary.elapsed_s = time.time() - start
+    return summary
+
+
+def _run_processes(spec: SweepSpec, opts: SweepOptions, n_trials: int, deadline: float | None) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_worker_main, args=(spec.source, opts, i, n_trials, deadline, os.getpid()),
+                         name=f"antsim-sweep-worker-{i}") for i in range(opts.workers)]
+    for p in procs:
+        p.start()
+    try:
+        for p in procs:
+            p.join()
+    except KeyboardInterrupt:
+        for p in procs:
+            p.terminate()
+        raise
+    bad = [(p.name, p.exitcode) for p in procs if p.exitcode != 0]
+    if bad:
+        raise RuntimeError(f"sweep worker(s) failed: {bad}")

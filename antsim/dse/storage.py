@@ -1,0 +1,196 @@
+"""Study storage: RDB URLs (SQLite by default, PostgreSQL for many machines), heartbeats, the trial quota.
+
+Exactly ``n_trials`` finished trials per study, whatever the number of workers and machines: a worker
+takes a *slot lock* (a file lock next to an SQLite database, a PostgreSQL advisory lock on a server), fails
+stale trials, counts the finished and running trials, and creates its trial only if the quota allows, all
+while holding the lock. Finished = ``COMPLETE`` + ``PRUNED`` + ``FAIL`` raised by the evaluator (tagged
+``error``); a ``FAIL`` left by a killed worker (stale heartbeat) is not counted, so a resumed sweep redoes it.
+"""
+
+from __future__ import annotations
+
+import datetime
+import fcntl
+import io
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import optuna
+from optuna.trial import TrialState
+
+from antsim.errors import AntsimError, MissingExtraError
+
+#: Trial user attribute set as soon as a worker owns a trial (its heartbeat is then recorded).
+WORKER_ATTR = "worker"
+#: Trial user attribute holding the repr of an evaluator exception (a counted FAIL).
+ERROR_ATTR = "error"
+
+
+def default_storage_url(spec_path: str | Path) -> str:
+    """``sqlite:///<spec folder>/results/<spec stem>.db`` (absolute)."""
+    path = Path(spec_path).resolve()
+    return f"sqlite:///{path.parent / 'results' / (path.stem + '.db')}"
+
+
+def normalise_url(url: str) -> str:
+    """``postgresql://`` → ``postgresql+psycopg://`` (psycopg 3); other URLs unchanged.
+
+    Raises:
+        AntsimError: a URL that is not an SQLAlchemy RDB URL.
+        MissingExtraError: a PostgreSQL URL without psycopg installed.
+    """
+    if url.startswith(("postgresql://", "postgres://")):
+        url = "postgresql+psycopg://" + url.split("://", 1)[1]
+    if url.startswith("postgresql"):
+        try:
+            import psycopg  # noqa: F401
+        except ImportError:
+            raise MissingExtraError("--storage postgresql://…: needs psycopg (pip install 'antsim[postgres]')") \
+                from None
+    if "://" not in url:
+        raise AntsimError(f"--storage {url!r}: not an RDB URL (sqlite:///file.db or postgresql://user@host/db)")
+    return url
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The database file of an ``sqlite:///`` URL (None for other URLs or in-memory SQLite)."""
+    if not url.startswith("sqlite:///") or url in ("sqlite://", "sqlite:///:memory:"):
+        return None
+    return Path(url[len("sqlite:///"):])
+
+
+def make_storage(url: str, heartbeat_s: int) -> optuna.storages.RDBStorage:
+    """An RDB storage with heartbeats every ``heartbeat_s`` s and a grace of 3 beats.
+
+    Raises:
+        AntsimError: the database cannot be opened.
+    """
+    url = normalise_url(url)
+    engine_kwargs: dict[str, Any] = {}
+    db = sqlite_path(url)
+    if db is not None:
+        db.parent.mkdir(parents=True, exist_ok=True)
+        # Several worker processes write one file: wait for the lock instead of failing at once.
+        engine_kwargs["connect_args"] = {"timeout": 120}
+    else:
+        engine_kwargs["pool_pre_ping"] = True
+    try:
+        return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_s,
+                                          grace_period=3 * heartbeat_s)
+    except Exception as exc:  # SQLAlchemy raises many types; the user needs only the message
+        raise AntsimError(f"--storage {url}: cannot open ({type(exc).__name__}: {exc})".splitlines()[0]) \
+            from None
+
+
+def study_names(url: str) -> list[str]:
+    """Names of the studies in the storage ([] when the SQLite file does not exist yet)."""
+    db = sqlite_path(normalise_url(url))
+    if db is not None and not db.exists():
+        return []
+    storage = make_storage(url, heartbeat_s=60)
+    return [s.study_name for s in storage.get_all_studies()]
+
+
+@dataclass
+class TrialCounts:
+    """Trials of a study by what they mean for the quota."""
+
+    complete: int = 0
+    pruned: int = 0
+    errors: int = 0
+    running: int = 0
+    abandoned: int = 0
+
+    @property
+    def finished(self) -> int:
+        return self.complete + self.pruned + self.errors
+
+
+def count_trials(study: optuna.Study) -> TrialCounts:
+    """Classify every trial of ``study`` (see the module docstring)."""
+    counts = TrialCounts()
+    for t in study.get_trials(deepcopy=False):
+        if t.state == TrialState.COMPLETE:
+            counts.complete += 1
+        elif t.state == TrialState.PRUNED:
+            counts.pruned += 1
+        elif t.state == TrialState.FAIL:
+            if ERROR_ATTR in t.user_attrs:
+                counts.errors += 1
+            else:
+                counts.abandoned += 1
+        else:
+            counts.running += 1
+    return counts
+
+
+def fail_orphans(study: optuna.Study, grace_s: float) -> int:
+    """Fail RUNNING trials that no worker ever claimed (killed between ask and first heartbeat).
+
+    Trials with a heartbeat are handled by ``optuna.storages.fail_stale_trials``; a trial without the
+    worker attribute older than ``grace_s`` has no heartbeat and would otherwise stay RUNNING forever.
+    """
+    now = datetime.datetime.now()
+    failed = 0
+    for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
+        start = t.datetime_start
+        if WORKER_ATTR in t.user_attrs or start is None or (now - start).total_seconds() < grace_s:
+            continue
+        try:
+            failed += bool(study._storage.set_trial_state_values(t._trial_id, state=TrialState.FAIL))
+        except optuna.exceptions.UpdateFinishedTrialError:
+            pass
+    return failed
+
+
+class SlotLock:
+    """Mutual exclusion among all workers of one study while they count trials and create one.
+
+    SQLite: ``flock`` on ``<db>.lock`` (one machine). PostgreSQL: a session advisory lock keyed by the
+    study name (any number of machines). Other back-ends: no lock (the quota may then be overshot by up
+    to workers − 1 trials in a race).
+    """
+
+    def __init__(self, url: str, study_name: str) -> None:
+        self.url, self.study_name = normalise_url(url), study_name
+        self._handle: Any = None
+        self._engine: Any = None
+
+    def acquire(self) -> None:
+        db = sqlite_path(self.url)
+        if db is not None:
+            self._handle = open(f"{db}.lock", "a+")  # noqa: SIM115 - held across calls
+            fcntl.flock(self._handle, fcntl.LOCK_EX)
+        elif self.url.startswith("postgresql"):
+            import sqlalchemy
+
+            if self._engine is None:
+                self._engine = sqlalchemy.create_engine(self.url, poolclass=sqlalchemy.pool.NullPool)
+            self._handle = self._engine.connect()
+            key = zlib.crc32(f"antsim-sweep:{self.study_name}".encode()) - 2**31
+            self._handle.execute(sqlalchemy.text("SELECT pg_advisory_lock(:k)"), {"k": key})
+
+    def release(self) -> None:
+        """Release the lock (idempotent)."""
+        if self._handle is None:
+            return
+        handle, self._handle = self._handle, None
+        if isinstance(handle, io.IOBase):
+            fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()  # closing the PostgreSQL session also ends its advisory lock
+
+    @property
+    def held(self) -> bool:
+        return self._handle is not None
+
+    @contextmanager
+    def hold(self) -> Iterator[SlotLock]:
+        self.acquire()
+        try:
+            yield self
+        finally:
+            self.release()

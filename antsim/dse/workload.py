@@ -1,0 +1,120 @@
+"""The workload a sweep evaluates every design on, and its cheap proxy for multi-fidelity screening."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from antsim.errors import AntsimError, SpecError
+from antsim.workloads.layers import PHASES, Layer, read_layers_csv
+
+if TYPE_CHECKING:
+    from antsim.dse.spec import SweepSpec
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Layers (at the sweep's batch) and how their operands are made.
+
+    Attributes:
+        layers: Conv layers in network order.
+        phases: Training phases evaluated per layer.
+        densities: ``{"w", "a", "g"[, "a_saved"]}`` non-zero fractions for the sparsity model.
+        sparsity: Sparsity model name (``antsim.sparsity.generators``).
+        tensors_path: Captured tensors file (``.npz``) used instead of the sparsity model, or None.
+        name: Network name or layers-file stem (echoed in results).
+    """
+
+    layers: tuple[Layer, ...]
+    phases: tuple[str, ...] = PHASES
+    densities: dict[str, float] = field(default_factory=lambda: {"w": 0.1, "a": 0.1, "g": 0.1})
+    sparsity: str = "topk_field"
+    tensors_path: str | None = None
+    name: str = "workload"
+
+    def subset(self, names: tuple[str, ...], phases: tuple[str, ...] | None = None) -> Workload:
+        """The same workload restricted to the named layers (and phases)."""
+        keep = tuple(layer for layer in self.layers if layer.name in names)
+        return Workload(keep, phases or self.phases, self.densities, self.sparsity, self.tensors_path,
+                        f"{self.name}[proxy]")
+
+
+def resolve_workload(spec: SweepSpec) -> Workload:
+    """Build the sweep's workload from its ``workload`` section.
+
+    Raises:
+        SpecError: unknown network, unreadable layers CSV, bad inline layer or unknown ``select`` name.
+    """
+    w = spec.workload
+    try:
+        layers, name = _layers(spec)
+    except SpecError:
+        raise
+    except AntsimError as exc:
+        raise SpecError(spec.source, "workload", str(exc)) from None
+    if w.select is not None:
+        known = {layer.name for layer in layers}
+        for i, wanted in enumerate(w.select):
+            if wanted not in known:
+                raise SpecError(spec.source, f"workload.select[{i}]", "no such layer in the workload", wanted)
+        layers = [layer for layer in layers if layer.name in set(w.select)]
+    layers = [layer.with_batch(w.batch) for layer in layers]
+    return Workload(tuple(layers), tuple(w.phases), dict(w.densities), w.sparsity, w.tensors, name)
+
+
+def _layers(spec: SweepSpec) -> tuple[list[Layer], str]:
+    w = spec.workload
+    if w.network is not None:
+        from antsim.workloads.zoo import network
+
+        return network(w.network), w.network
+    if w.layers_csv is not None:
+        from pathlib import Path
+
+        return read_layers_csv(w.layers_csv), Path(w.layers_csv).stem
+    layers = []
+    for i, entry in enumerate(w.layers or ()):
+        try:
+            layers.append(Layer.from_dict(dict(entry)))
+        except (TypeError, AntsimError) as exc:
+            raise SpecError(spec.source, f"workload.layers[{i}]", str(exc)) from None
+    return layers, spec.stem
+
+
+def proxy_layer_names(workload: Workload, count: int) -> tuple[str, ...]:
+    """``count`` representative layers spread evenly over the network (first, last and between)."""
+    n = len(workload.layers)
+    if count >= n:
+        return tuple(layer.name for layer in workload.layers)
+    if count == 1:
+        picks = [n // 2]
+    else:
+        picks = sorted({round(i * (n - 1) / (count - 1)) for i in range(count)})
+    return tuple(workload.layers[i].name for i in picks)
+
+
+def proxy_workload(spec: SweepSpec, workload: Workload) -> Workload | None:
+    """The cheap first-look workload of ``spec.multi_fidelity`` (None when multi-fidelity is off).
+
+    Raises:
+        SpecError: a ``proxy_select`` name that is not in the workload.
+    """
+    mf = spec.multi_fidelity
+    if mf is None or not mf.enabled:
+        return None
+    if mf.proxy_select is not None:
+        known = {layer.name for layer in workload.layers}
+        for i, wanted in enumerate(mf.proxy_select):
+            if wanted not in known:
+                raise SpecError(spec.source, f"multi_fidelity.proxy_select[{i}]", "no such layer", wanted)
+        names = tuple(mf.proxy_select)
+    else:
+        names = proxy_layer_names(workload, mf.proxy_layers)
+    return workload.subset(names, tuple(mf.proxy_phases) if mf.proxy_phases else None)
+
+
+def describe(workload: Workload) -> dict[str, Any]:
+    """Workload echo for trial attributes and exports."""
+    return {"name": workload.name, "layers": [layer.name for layer in workload.layers],
+            "phases": list(workload.phases), "densities": workload.densities, "sparsity": workload.sparsity,
+            "tensors": workload.tensors_path}
