@@ -56,10 +56,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _summary(args: argparse.Namespace, result: CaptureResult) -> None:
-    print(f"wrote {args.out}: {len(result.layers)} conv layers of {args.network} (width x{args.width_mult}), "
-          f"batch {args.batch}, step {args.steps}, loss {result.losses[-1]:.4f}")
-    print(f"{'layer':24s} {'W':>7s} {'A':>7s} {'saved A':>7s} {'dY':>7s}")
+    lines = [f"wrote {args.out}: {len(result.layers)} conv layers of {args.network} (width x{args.width_mult}), "
+             f"batch {args.batch}, step {args.steps}, loss {result.losses[-1]:.4f}",
+             f"{'layer':24s} {'W':>7s} {'A':>7s} {'saved A':>7s} {'dY':>7s}"]
     for name, tensors in result.tensors.items():
         d = tensors.densities()
-        print(f"{name:24s} {d['weights']:7.4f} {d['activations']:7.4f} {d['saved_activations']:7.4f} "
-              f"{d['grad_output']:7.4f}")
+        lines.append(f"{name:24s} {d['weights']:7.4f} {d['activations']:7.4f} {d['saved_activations']:7.4f} "
+                     f"{d['grad_output']:7.4f}")
+    sys.stdout.write("\n".join(lines) + "\n")
