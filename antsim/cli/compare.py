@@ -42,15 +42,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def add_sparsity_arguments(parser: argparse.ArgumentParser) -> None:
-    """Operand-sparsity and simulation arguments for ``--arch`` runs (as ``antsim simulate``)."""
+    """Operand-sparsity and simulation arguments for ``--arch`` runs (the same as ``antsim simulate``)."""
     group = parser.add_argument_group("sparsity and simulation (for --arch)")
     group.add_argument("--density-w", type=float, default=0.1, help="weight density (default 0.1)")
     group.add_argument("--density-a", type=float, default=0.1, help="activation density (default 0.1)")
-    group.add_argument("--density-g", type=float, default=0.1, help="output-gradient (dY) density (default 0.1)")
-    group.add_argument("--sparsity", default="topk_field", help="sparsity model (uniform, topk_field, channel)")
-    group.add_argument("--tensors", type=Path, default=None, help="captured tensors .npz instead of a model")
-    group.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
-    group.add_argument("--fidelity", choices=("fast", "exact"), default="fast", help="simulation fidelity")
+    group.add_argument("--density-g", type=float, default=0.1, help="output-gradient dY density (default 0.1)")
+    group.add_argument("--density-a-saved", type=float, default=None,
+                       help="density of the top-k copy of A saved for wgrad (SWAT; default: wgrad uses A)")
+    source = group.add_mutually_exclusive_group()
+    source.add_argument("--sparsity", default="topk_field",
+                        help="operand generator: uniform | topk_field | channel (default topk_field)")
+    source.add_argument("--tensors", type=Path, default=None, help="tensors .npz file instead of generated ones")
+    group.add_argument("--fidelity", choices=("fast", "exact"), default="fast",
+                       help="fast (vector granularity, default) or exact (every product)")
+    group.add_argument("--seed", type=int, default=0, help="seed of the operand generators (default 0)")
+    group.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -124,20 +130,21 @@ def gather_results(args: argparse.Namespace) -> tuple[list[NetworkResult], list[
 
 
 def _simulate(path: Path, args: argparse.Namespace, layers: list[Any], echo: dict[str, Any]) -> NetworkResult:
+    # The argument checks are antsim simulate's own, so both commands accept and reject the same values.
+    from antsim.cli.simulate import _check_sparsity, _densities, _tensors
     from antsim.simulate import simulate_network
     from antsim.spec.arch import load_arch
 
     arch = load_arch(path)
-    tensors = None
-    if args.tensors is not None:
-        from antsim.sparsity.tensors import load_tensors
-
-        tensors = load_tensors(args.tensors)
-    result = simulate_network(arch, layers, phases=tuple(echo["phases"]),
-                              densities={"w": args.density_w, "a": args.density_a, "g": args.density_g},
-                              sparsity=args.sparsity, tensors=tensors, fidelity=args.fidelity, seed=args.seed,
-                              progress=True)
-    return _with_echo(result, echo)
+    densities = _densities(args)
+    tensors = _tensors(args, layers)
+    if tensors is None:
+        _check_sparsity(args.sparsity)
+    workload = {**echo, "tensors": str(args.tensors) if args.tensors else None,
+                "sparsity": None if tensors is not None else args.sparsity}
+    return simulate_network(arch, layers, phases=tuple(echo["phases"]), densities=densities,
+                            sparsity=args.sparsity, tensors=tensors, fidelity=args.fidelity, seed=args.seed,
+                            progress=not args.no_progress, workload=workload)
 
 
 def _gpu(name: str, args: argparse.Namespace, layers: list[Any], echo: dict[str, Any]) -> NetworkResult:

@@ -74,14 +74,24 @@ def render_ratio(info: RatioInfo, colors: dict[str, str]) -> Figure:
         ax.bar(x + (d - (n - 1) / 2) * width, data[d], width, label=design, color=colors.get(design))
     ax.axhline(1.0, color="black", linewidth=0.8, linestyle="--")
     ax.set_yscale("log")
+    _times_formatter(ax)
     ax.set_xticks(x, groups, rotation=60, ha="right", fontsize=8)
     label = _RATIO_LABELS[info.metric]
     ax.set_ylabel(f"{label} over {info.baseline} (×, log scale)")
     ax.set_xlabel("layer (three training phases summed)")
     ax.set_title(f"{label.capitalize()} over {info.baseline} per layer, whole network and geomean")
     ax.grid(axis="y", which="both", alpha=0.3)
-    ax.legend(fontsize=8, ncols=min(n, 6), loc="best")
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5), title="design", title_fontsize=8)
     return fig
+
+
+def _times_formatter(ax: Axes) -> None:
+    """Log-axis ticks written as plain ratios (``0.5×``, ``2×``) instead of powers of ten."""
+    from matplotlib.ticker import FuncFormatter, LogLocator
+
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}×"))
+    ax.yaxis.set_minor_formatter(FuncFormatter(lambda _v, _pos: ""))
 
 
 def render_energy_breakdown(info: EnergyBreakdownInfo) -> Figure:
@@ -124,10 +134,12 @@ def _stacked_groups(ax: Axes, stacks: list[tuple[str, np.ndarray, Any, str | Non
         ax.bar(positions.ravel(), values.ravel(), 0.85, bottom=bottom.ravel(), label=label, color=color,
                hatch=hatch, edgecolor="white" if hatch is None else "#444444", linewidth=0.4)
         bottom += values
-    ticks = positions.T.ravel()
-    labels = [f"{design}\n{phase}" if d == 0 else design
-              for phase in phases for d, design in enumerate(designs)]
-    ax.set_xticks(ticks, labels, fontsize=7, rotation=90 if n > 3 else 0)
+    ax.set_xticks(positions.T.ravel(), [design for _phase in phases for design in designs], fontsize=7,
+                  rotation=90 if n > 3 else 0)
+    # Phase names label the groups from above, so the design names below stay one per bar.
+    top = ax.secondary_xaxis("top")
+    top.set_xticks(positions.mean(axis=0), list(phases), fontsize=9)
+    top.tick_params(length=0)
 
 
 def render_products(info: ProductInfo) -> Figure:

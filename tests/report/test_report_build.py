@@ -1,0 +1,203 @@
+"""The report folder: self-contained HTML, resolvable Markdown, figure data, atomic writes, CLI errors."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import json
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from report_factories import accelerator_result, gpu_result
+
+from antsim.cli import main
+from antsim.report import build as build_module
+from antsim.report.build import build_report
+from antsim.report.compare import compare_results, fmt_ratio
+from antsim.results import NetworkResult
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+FIGURES = ("speedup", "energy_reduction", "energy_breakdown", "products", "cycles", "pareto", "tradeoffs")
+
+
+def _inputs() -> list[NetworkResult]:
+    return [accelerator_result("scnn", 1, 0.0), accelerator_result("ant", 2, 0.9),
+            accelerator_result("ant_oracle", 3, 1.0), gpu_result("v100", 4), gpu_result("h100", 5)]
+
+
+def _write_inputs(folder: Path, items: list[NetworkResult]) -> list[str]:
+    paths = []
+    for result in items:
+        path = folder / f"{result.design}.json"
+        result.write_json(path)
+        paths.append(str(path))
+    return paths
+
+
+def _write_sweep(folder: Path) -> Path:
+    folder.mkdir(parents=True)
+    (folder / "trials.csv").write_text("number,time_s,energy_j,area_mm2,feasible\n0,1.0,5.0,2.0,True\n"
+                                       "1,2.0,1.0,3.0,True\n2,3.0,6.0,1.0,False\n3,1.5,5.5,2.5,True\n")
+    (folder / "pareto.csv").write_text("number\n0\n1\n")
+    return folder
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    root = tmp_path_factory.mktemp("report")
+    paths = _write_inputs(root, _inputs())
+    sweep = _write_sweep(root / "sweep")
+    status = main(["report", *paths, "--sweep", str(sweep), "--out", str(root / "reports" / "main")])
+    assert status == 0
+    return root / "reports" / "main", paths
+
+
+class _Collector(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None], int]] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.tags.append((tag, dict(attrs), len(self.tags)))
+
+
+def test_html_is_self_contained_with_embedded_pngs(report: tuple[Path, list[str]]) -> None:
+    folder, _ = report
+    parser = _Collector()
+    parser.feed((folder / "index.html").read_text())
+    parser.close()
+    images = [attrs for tag, attrs, _ in parser.tags if tag == "img"]
+    assert len(images) == len(FIGURES)
+    for attrs in images:
+        src = attrs["src"] or ""
+        assert src.startswith("data:image/png;base64,")
+        payload = base64.b64decode(src.split(",", 1)[1], validate=True)
+        assert payload.startswith(PNG_MAGIC) and len(payload) > 1000
+    assert not any(tag in ("script", "link", "iframe") for tag, _, _ in parser.tags)
+    assert not any(str(v).startswith(("http:", "https:", "//")) for _, attrs, _ in parser.tags for v in attrs.values())
+
+
+def test_headline_box_comes_first_and_names_ant_over_scnn_and_gpus(report: tuple[Path, list[str]]) -> None:
+    folder, paths = report
+    html = (folder / "index.html").read_text()
+    headline_at = html.index('id="headline"')
+    assert headline_at < html.index("<figure") and headline_at < html.index("<img")
+    box = html[headline_at:html.index("</div></div>", headline_at)]
+    results = [NetworkResult.read_json(p) for p in paths]
+    ant, scnn, v100, h100 = (results[i].totals for i in (1, 0, 3, 4))
+    for reference, totals in (("SCNN", scnn), ("v100 (GPU)", v100), ("h100 (GPU)", h100)):
+        row = box[box.index(f"ANT over {reference}"):]
+        row = row[:row.index("</tr>")]
+        assert fmt_ratio(totals["time_s"] / ant["time_s"]) in row
+        assert fmt_ratio(totals["energy_j"] / ant["energy_j"]) in row
+    assert "speedup" in box and "energy reduction" in box
+
+
+def test_markdown_links_resolve_and_every_figure_has_files(report: tuple[Path, list[str]]) -> None:
+    folder, _ = report
+    markdown = (folder / "report.md").read_text()
+    links = re.findall(r"\]\(([^)]+)\)", markdown)
+    assert len(links) >= 3 * len(FIGURES)
+    for link in links:
+        assert (folder / link).is_file(), link
+    for name in FIGURES:
+        assert (folder / "figures" / f"{name}.png").read_bytes().startswith(PNG_MAGIC)
+        assert b"<svg" in (folder / "figures" / f"{name}.svg").read_bytes()
+        assert (folder / "data" / f"{name}.csv").stat().st_size > 0
+    assert markdown.index("Headline") < markdown.index("![")
+
+
+def test_figure_data_csv_matches_the_results(report: tuple[Path, list[str]]) -> None:
+    folder, paths = report
+    results = [NetworkResult.read_json(p) for p in paths]
+    rows = list(csv.DictReader((folder / "data" / "speedup.csv").open()))
+    network = {r["design"]: float(r["speedup"]) for r in rows if r["scope"] == "network"}
+    for result in results[1:]:
+        assert network[result.design] == pytest.approx(results[0].totals["time_s"] / result.totals["time_s"])
+    energy = list(csv.DictReader((folder / "data" / "energy_breakdown.csv").open()))
+    for design in ("scnn", "ant", "ant_oracle"):
+        parts = [float(r["energy_j"]) for r in energy if r["design"] == design and r["component"] != "total"]
+        total = next(float(r["energy_j"]) for r in energy if r["design"] == design and r["component"] == "total")
+        assert sum(parts) == pytest.approx(total)
+    comparison = json.loads((folder / "data" / "comparison.json").read_text())
+    assert comparison["schema"] == "antsim.compare/1" and comparison["baseline"] == "scnn"
+    copies = sorted(p.name for p in (folder / "results").iterdir())
+    assert copies == sorted(f"{r.design}.json" for r in results)
+    assert NetworkResult.read_json(folder / "results" / "ant.json") == results[1]
+
+
+def test_report_states_its_inputs(report: tuple[Path, list[str]]) -> None:
+    folder, paths = report
+    html = (folder / "index.html").read_text()
+    for text in ("tiny-cifar", "batch 1", "topk_field", "seed 0", "fidelity fast", "antsim 0.1.0",
+                 "8×8 PEs of 4×4 multipliers", "antsim report results/*.json", *paths):
+        assert text in html, text
+
+
+def test_same_inputs_give_the_same_report_data(report: tuple[Path, list[str]], tmp_path: Path) -> None:
+    folder, paths = report
+    again = tmp_path / "again"
+    sweep = _write_sweep(tmp_path / "sweep")
+    for _ in range(2):  # the second run replaces the first report in place
+        assert main(["report", *paths, "--sweep", str(sweep), "--out", str(again)]) == 0
+    for sub in ("data", "figures", "results"):
+        for path in sorted((folder / sub).iterdir()):
+            assert (again / sub / path.name).read_bytes() == path.read_bytes(), path.name
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["again", "sweep"]  # no temporary folders left
+
+
+@pytest.mark.parametrize("make_bad, message", [
+    (lambda: gpu_result("v100", 4, batch=8), "workload.layers: layer 'conv1' is N8"),
+    (lambda: accelerator_result("scnn", 9, 0.0), "design name 'scnn' also comes from"),
+])
+def test_mismatched_inputs_exit_2_and_write_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    make_bad, message: str) -> None:
+    paths = _write_inputs(tmp_path, _inputs()[:2])
+    bad = tmp_path / "bad" / "bad.json"
+    bad.parent.mkdir()
+    make_bad().write_json(bad)
+    out = tmp_path / "reports" / "r"
+    assert main(["report", *paths, str(bad), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and str(bad) in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "reports").exists() or not any((tmp_path / "reports").iterdir())
+
+
+def test_missing_file_and_non_report_folder_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    paths = _write_inputs(tmp_path, _inputs()[:2])
+    assert main(["report", *paths, str(tmp_path / "nope.json"), "--out", str(tmp_path / "r")]) == 2
+    assert "nope.json: result file not found" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+    precious = tmp_path / "precious"
+    precious.mkdir()
+    (precious / "thesis.tex").write_text("keep me")
+    assert main(["report", *paths, "--out", str(precious)]) == 2
+    assert "not an antsim report" in capsys.readouterr().err
+    assert (precious / "thesis.tex").read_text() == "keep me"
+
+
+def test_a_failure_while_rendering_leaves_no_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*_args: object) -> None:
+        raise RuntimeError("renderer crashed")
+
+    monkeypatch.setattr(build_module.f, "render_cycles", broken)
+    with pytest.raises(RuntimeError):
+        build_report(compare_results(_inputs()[:2]), tmp_path / "r")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_compare_command_writes_json_or_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    paths = _write_inputs(tmp_path, _inputs())
+    assert main(["compare", *paths, "--baseline", "v100", "--out", str(tmp_path / "c.json")]) == 0
+    out = capsys.readouterr().out
+    assert "baseline v100" in out and "ant_oracle" in out
+    data = json.loads((tmp_path / "c.json").read_text())
+    assert data["baseline"] == "v100" and len(data["designs"]) == 5
+    assert main(["compare", *paths, "--out", str(tmp_path / "c.csv")]) == 0
+    rows = list(csv.DictReader((tmp_path / "c.csv").open()))
+    assert len(rows) == len(data["rows"]) and rows[0]["design"] == "scnn"
+    assert main(["compare", *paths, "--out", str(tmp_path / "c.txt")]) == 2
+    assert main(["compare", *paths, "--baseline", "dcnn", "--out", str(tmp_path / "d.json")]) == 2
+    assert not (tmp_path / "d.json").exists() and not (tmp_path / "c.txt").exists()
