@@ -44,10 +44,11 @@ def action_counts(arch: ArchSpec, work: PhaseWork, dram_read_bits: float,
     partials = _total(work.partial_outputs)
     outputs = _total(work.output_values)
     has_unit = arch.sparsity_support and arch.anticipation.policy != "none"
+    scattered = issued_products if arch.sparsity_support else 0.0
     return {
         "multiplier": {"multiply": issued_products},
-        "coordinate": {"compute": issued_products},
-        "crossbar": {"route": issued_products},
+        "coordinate": {"compute": scattered},
+        "crossbar": {"route": scattered},
         "accumulator": {"update": _total(work.valid_products), "drain": partials},
         "input_buffer": {"read": _total(work.stationary_reads), "write": _total(work.stationary_values)},
         "weight_fifo": {"read": _total(work.streamed_delivered), "write": _total(work.streamed_delivered)},

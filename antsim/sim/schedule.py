@@ -9,6 +9,10 @@ each holding ``1/passes`` of every PE's stationary values and re-streaming the w
 When a chunk's partial outputs exceed one accumulator half (banks × entries_per_bank), the chunk is
 split into sub-chunks that each re-stream its streamed operand (what a smaller output-channel group
 would do); the compute is unchanged and the extra DRAM reads are counted.
+
+A dense design (``sparsity_support: false``, SCNN's DCNN) accumulates each multiplier's products along a
+fixed path (no scatter crossbar — ``antsim.energy`` gives it no crossbar area either), so it has no
+bank conflicts: its ``conflict_cycles`` are dropped [assumption, SCNN §"DCNN"].
 """
 
 from __future__ import annotations
@@ -122,6 +126,8 @@ def build_schedule(arch: ArchSpec, work: PhaseWork, densities: Densities,
     stationary_total = encoded_bits(float(work.stationary_values.sum()), densities.stationary, comp)
     issued = np.concatenate([_split(work.issued_pairs, passes, j) for j in range(passes)])
     conflicts = np.concatenate([_split(work.conflict_cycles, passes, j) for j in range(passes)])
+    if not arch.sparsity_support:  # a dense design has no scatter crossbar, hence no bank conflicts
+        conflicts = np.zeros_like(conflicts)
     candidates = np.concatenate([_split(work.candidate_pairs, passes, j) for j in range(passes)])
     n = work.n_chunks
     stationary = np.zeros(n * passes)

@@ -44,11 +44,11 @@ def build_work(n_chunks: int, n_pes: int, issued: Any, candidates: Any = None, c
     )
 
 
-def build_arch(**sections: dict[str, Any]) -> ArchSpec:
+def build_arch(**sections: Any) -> ArchSpec:
     """An arch with ``sections`` overriding the defaults (name 'test'); DRAM effectively unlimited."""
     data: dict[str, Any] = {"name": "test", "dram": {"bandwidth_gbps": 100000.0}}
     for key, value in sections.items():
-        data[key] = {**data.get(key, {}), **value}
+        data[key] = {**data.get(key, {}), **value} if isinstance(value, dict) else value
     return arch_from_dict(data)
 
 

@@ -174,3 +174,13 @@ def test_repeated_simulations_are_identical(make_work, make_arch, rng):
     work = make_work(5, 64, issued, candidates=issued * 2, streamed=4000, halo=9)
     first, second = (simulate_phase(arch, work, Densities(0.1, 0.1)) for _ in range(2))
     assert first == second
+
+
+def test_dense_design_has_no_bank_conflicts_nor_crossbar(make_work, make_arch):
+    work = make_work(4, 4, 100, conflicts=25)
+    dense = make_arch(pe_array={"rows": 2, "cols": 2}, sparsity_support=False)
+    sparse = make_arch(pe_array={"rows": 2, "cols": 2})
+    assert simulate_phase(dense, work, DENSE).cycles == 400
+    assert simulate_phase(sparse, work, DENSE).cycles == 500
+    actions = simulate_phase(dense, work, DENSE).actions
+    assert actions["crossbar"]["route"] == 0 and actions["multiplier"]["multiply"] == 16 * 1600
