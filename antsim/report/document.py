@@ -30,6 +30,7 @@ h1{font-size:1.45em;margin:.3em 0}h2{font-size:1.15em;margin:1.2em 0 .3em;border
 .headline .num{font-size:1.45em;font-weight:700;color:#0072B2}
 table.t{border-collapse:collapse;font-size:.85em;margin:.4em 0}
 table.t th,table.t td{border:1px solid #ccc;padding:3px 7px;text-align:right}
+table.t td{white-space:nowrap}
 table.t th:first-child,table.t td:first-child{text-align:left}
 figure{margin:10px 0 22px}figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:.88em;color:#333;margin-top:4px}
