@@ -16,6 +16,7 @@ Every number is validated once, here (unknown key, missing key, wrong type, nega
 
 from __future__ import annotations
 
+import hashlib
 from functools import lru_cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -141,7 +142,7 @@ def table_path(name_or_path: str | Path) -> Path:
 
 
 def load_table(name_or_path: str | Path) -> EnergyTable:
-    """Load a table by builtin name (antsim/energy/tables/NAME.yaml) or path; cached per file version.
+    """Load a table by builtin name (antsim/energy/tables/NAME.yaml) or path; cached per path and content.
 
     Raises:
         SpecError: missing file, malformed YAML, wrong ``kind``/``version``, unknown component, action or
@@ -150,12 +151,13 @@ def load_table(name_or_path: str | Path) -> EnergyTable:
     path = table_path(name_or_path).resolve()
     if not path.is_file():
         raise SpecError(str(path), "", "file not found")
-    stat = path.stat()
-    return _load_cached(str(path), stat.st_mtime_ns, stat.st_size)
+    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    return _load_cached(str(path), digest)
 
 
 @lru_cache(maxsize=64)
-def _load_cached(path: str, mtime_ns: int, size: int) -> EnergyTable:
+def _load_cached(path: str, digest: str) -> EnergyTable:
+    """Parse and validate ``path``; ``digest`` (of its bytes) keys the cache so edits are seen."""
     data = load_yaml(path, kind="energy_table")
     if "kind" not in data:
         raise SpecError(path, "kind", "required key is missing (expected 'energy_table')")
