@@ -28,7 +28,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "beats (default 5)")
     parser.add_argument("--export", type=Path, default=None, metavar="DIR",
                         help="after running, write trials.csv, pareto.csv/json, arch_trial<N>.yaml, figures")
-    parser.add_argument("--export-only", action="store_true", help="export without running trials")
+    parser.add_argument("--export-only", action="store_true", help="with --export: export without running trials")
     parser.add_argument("--no-figures", action="store_true", help="export tables only (no matplotlib)")
 
 
@@ -58,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
     from antsim.dse.runner import effective_trials, run_sweep
 
     spec, opts = _options(args)
+    if args.export_only and args.export is None:
+        raise AntsimError("--export-only needs --export DIR")
     if args.export is not None and args.export.exists() and not args.export.is_dir():
         raise AntsimError(f"--export {args.export}: exists and is not a folder")
 
@@ -68,13 +70,13 @@ def run(args: argparse.Namespace) -> int:
     if not args.export_only:
         summary = run_sweep(spec, opts, progress=report)
         c = summary.counts
-        print(f"study {opts.study_name} ({opts.storage_url}): {c.finished}/{effective_trials(spec, opts.n_trials)}"
-              f" trials finished ({c.complete} complete, {c.pruned} pruned/infeasible, {c.errors} failed); "
-              f"{summary.ran} run now in {summary.elapsed_s:.1f} s")
-    if args.export is not None or args.export_only:
+        sys.stdout.write(f"study {opts.study_name} ({opts.storage_url}): {c.finished}/"
+                         f"{effective_trials(spec, opts.n_trials)} trials finished ({c.complete} complete, "
+                         f"{c.pruned} pruned/infeasible, {c.errors} failed); {summary.ran} run now in "
+                         f"{summary.elapsed_s:.1f} s\n")
+    if args.export is not None:
         from antsim.dse.export import export_study
 
-        folder = args.export or Path(opts.storage_url.rsplit("/", 1)[-1]).with_suffix("")
-        written = export_study(spec, opts.storage_url, opts.study_name, folder, figures=not args.no_figures)
-        print(f"exported {len(written)} files to {folder}")
+        written = export_study(spec, opts.storage_url, opts.study_name, args.export, figures=not args.no_figures)
+        sys.stdout.write(f"exported {len(written)} files to {args.export}\n")
     return 0

@@ -46,11 +46,39 @@ def network_metrics(result: NetworkResult) -> dict[str, float]:
     return out
 
 
+_GENERATED: dict[tuple[Any, ...], Any] = {}
+
+
+def _generated(workload: Workload, seed: int) -> dict[str, Any]:
+    """Operands of every layer, made once per worker process and reused by every trial.
+
+    Layer ``i`` of the sweep's workload gets ``layer_seed(seed, i)`` — the seed ``simulate_network``
+    gives it — also inside a proxy subset, so proxy and full evaluations see the same operands and an
+    exported arch re-run with ``antsim simulate`` on the same layers and seed reproduces the trial.
+    """
+    from antsim.simulate import check_densities, layer_seed
+    from antsim.sparsity.generators import make_tensors
+
+    dens = check_densities(workload.densities)
+    out = {}
+    for layer, index in zip(workload.layers, workload.indices, strict=True):
+        key = (tuple(sorted(layer.to_dict().items(), key=str)), tuple(sorted(dens.items())),
+               workload.sparsity, seed, index)
+        if key not in _GENERATED:
+            _GENERATED[key] = make_tensors(layer, dens["w"], dens["a"], dens["g"], model=workload.sparsity,
+                                           seed=layer_seed(seed, index), density_a_saved=dens.get("a_saved"))
+        out[layer.name] = _GENERATED[key]
+    return out
+
+
 def simulator(arch: ArchSpec, workload: Workload, fidelity: str = "fast", seed: int = 0) -> dict[str, float]:
     """Evaluate with ``antsim.simulate.simulate_network`` (the real discrete-event model)."""
     from antsim.simulate import simulate_network
 
-    tensors = _tensors(workload.tensors_path) if workload.tensors_path else None
+    if workload.tensors_path:
+        tensors = _tensors(workload.tensors_path)
+    else:
+        tensors = _generated(workload, seed)
     result = simulate_network(arch, list(workload.layers), phases=workload.phases,
                               densities=dict(workload.densities), sparsity=workload.sparsity,
                               tensors=tensors, fidelity=fidelity, seed=seed)

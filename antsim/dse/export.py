@@ -120,7 +120,11 @@ def export_study(spec: SweepSpec, url: str, study_name: str, folder: Path, figur
     write_text_atomic(folder / "summary.json", json.dumps(summary, indent=1, sort_keys=True) + "\n")
     written += [folder / "pareto.csv", folder / "pareto.json", folder / "summary.json"]
     if figures:
+        import warnings
+
         from antsim.dse.figures import write_figures
 
-        written += write_figures(spec, study, trials, folder)
+        with warnings.catch_warnings():  # importance evaluators warn about few trials; the figure says so
+            warnings.simplefilter("ignore")
+            written += write_figures(spec, study, trials, folder)
     return written

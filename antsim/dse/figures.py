@@ -74,13 +74,14 @@ def _get_tradeoff_info(spec: SweepSpec, trials: list[FrozenTrial]) -> TradeoffIn
 def _get_importance_info(spec: SweepSpec, study: optuna.Study) -> ImportanceInfo:
     importances, notes = [], []
     complete = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE]
+    signs = [1.0 if d == "minimize" else -1.0 for d in spec.directions]
     for i, _name in enumerate(spec.objectives):
         if len(complete) < 2 or len(spec.space) < 1:
             importances.append({})
             notes.append(f"not computable: {len(complete)} complete trial(s)")
             continue
-        try:
-            imp = optuna.importance.get_param_importances(study, target=lambda t, i=i: t.values[i])
+        try:  # the evaluator ranks params by how they lower the target: orient maximised objectives
+            imp = optuna.importance.get_param_importances(study, target=lambda t, i=i: signs[i] * t.values[i])
             importances.append({k: float(v) for k, v in imp.items()})
             notes.append("")
         except Exception as exc:  # fANOVA fails in several ways with few or constant trials

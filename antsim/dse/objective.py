@@ -2,8 +2,8 @@
 
 Each trial stores, as user attributes: ``arch_name``, ``metrics`` (full evaluation), ``proxy_metrics`` and
 ``estimate`` (multi-fidelity), ``stage`` (``full`` | ``proxy`` | ``none``), ``feasible``, ``reason``,
-``constraints`` (one value per constraint, ≤ 0 satisfied — also fed to the NSGA-II / TPE
-``constraints_func``) and ``eval_s`` (evaluation wall time). Infeasible designs never crash the sweep:
+``constraints`` (one value per bound, ≤ 0 satisfied — also set with ``Trial.set_constraint`` for
+the NSGA-II / TPE samplers) and ``eval_s`` (evaluation wall time). Infeasible designs never crash the sweep:
 an arch rule broken by a combination of sampled values, or a ``MappingError`` (e.g. a buffer too small),
 makes the trial ``PRUNED`` with its reason; a violated constraint keeps the trial ``COMPLETE`` with its
 objective values and ``feasible: false``.
@@ -78,8 +78,15 @@ def complete_metrics(metrics: dict[str, float]) -> dict[str, float]:
     return out
 
 
+def constraint_keys(spec: SweepSpec) -> list[str]:
+    """One name per bound: ``<metric>.max`` / ``<metric>.min``."""
+    return [f"{name}.{side}" for name, c in spec.constraints.items()
+            for side, bound in (("max", c.max), ("min", c.min)) if bound is not None]
+
+
 def constraint_values(spec: SweepSpec, metrics: dict[str, float]) -> tuple[list[float], list[str]]:
-    """Normalised violation per bound (≤ 0 means satisfied) and a reason for each broken bound."""
+    """Normalised violation per bound, in ``constraint_keys`` order (≤ 0 means satisfied), and a reason
+    for each broken bound."""
     values: list[float] = []
     reasons: list[str] = []
     for name, c in spec.constraints.items():
@@ -92,11 +99,6 @@ def constraint_values(spec: SweepSpec, metrics: dict[str, float]) -> tuple[list[
             if not excess <= 0:
                 reasons.append(f"{name} {v:.4g} {'>' if sign > 0 else '<'} {bound:.4g}")
     return values, reasons
-
-
-def constraints_func(trial: FrozenTrial) -> Sequence[float]:
-    """Constraint values for NSGA-II / TPE: stored by the objective; a pruned trial counts as infeasible."""
-    return trial.user_attrs.get("constraints_for_sampler", [0.0])
 
 
 class Objective:
@@ -112,7 +114,7 @@ class Objective:
     def __init__(self, spec: SweepSpec, workload: Workload, evaluator: Evaluator,
                  proxy: Workload | None = None) -> None:
         self.spec, self.workload, self.evaluator, self.proxy = spec, workload, evaluator, proxy
-        self.n_bounds = sum((c.max is not None) + (c.min is not None) for c in spec.constraints.values())
+        self.constraint_keys = constraint_keys(spec)
 
     def __call__(self, trial: optuna.Trial) -> tuple[float, ...]:
         params = suggest(trial, self.spec)
@@ -129,7 +131,8 @@ class Objective:
         trial.set_user_attr("stage", "full")
         values, reasons = constraint_values(self.spec, metrics)
         trial.set_user_attr("constraints", values)
-        trial.set_user_attr("constraints_for_sampler", values or [0.0])
+        for key, value in zip(self.constraint_keys, values, strict=True):
+            trial.set_constraint(key, value)  # read by the NSGA-II / TPE samplers
         trial.set_user_attr("feasible", not reasons)
         trial.set_user_attr("reason", "; ".join(reasons))
         return tuple(metrics[m] for m in self.spec.objectives)
@@ -137,7 +140,8 @@ class Objective:
     def _infeasible(self, trial: optuna.Trial, reason: str) -> None:
         trial.set_user_attr("feasible", False)
         trial.set_user_attr("reason", reason)
-        trial.set_user_attr("constraints_for_sampler", [1.0] * max(self.n_bounds, 1))
+        for key in self.constraint_keys:
+            trial.set_constraint(key, 1.0)
         raise optuna.TrialPruned(reason)
 
     def _evaluate(self, trial: optuna.Trial, arch: ArchSpec, workload: Workload, timer_key: str) -> dict[str, float]:

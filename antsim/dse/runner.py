@@ -18,13 +18,12 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import optuna
 
 from antsim.dse import storage as st
 from antsim.dse.evaluators import Evaluator, resolve_evaluator
-from antsim.dse.objective import Objective, constraints_func
+from antsim.dse.objective import Objective
 from antsim.dse.spec import SweepSpec, grid_values, load_sweep
 from antsim.dse.workload import proxy_workload, resolve_workload
 from antsim.errors import AntsimError, SpecError
@@ -70,16 +69,15 @@ class SweepSummary:
 
 
 def make_sampler(spec: SweepSpec, seed: int) -> optuna.samplers.BaseSampler:
-    """The spec's sampler, seeded, with the constraints fed to NSGA-II / TPE.
+    """The spec's sampler, seeded (NSGA-II / TPE read constraints the objective sets on each trial).
 
     Raises:
         SpecError: options the sampler does not accept.
     """
     name, options = spec.sampler.name, dict(spec.sampler.options)
-    constrained = {"constraints_func": constraints_func} if spec.constraints else {}
     factories: dict[str, Callable[[], optuna.samplers.BaseSampler]] = {
-        "nsga2": lambda: optuna.samplers.NSGAIISampler(seed=seed, **constrained, **options),
-        "tpe": lambda: optuna.samplers.TPESampler(seed=seed, **constrained, **options),
+        "nsga2": lambda: optuna.samplers.NSGAIISampler(seed=seed, **options),
+        "tpe": lambda: optuna.samplers.TPESampler(seed=seed, **options),
         "random": lambda: optuna.samplers.RandomSampler(seed=seed, **options),
         "grid": lambda: optuna.samplers.GridSampler(grid_values(spec), seed=seed, **options),
         "qmc": lambda: optuna.samplers.QMCSampler(seed=seed, warn_independent_sampling=False,
@@ -244,18 +242,20 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, progress: Progress | None = N
     start = time.time()
     deadline = start + opts.timeout_s if opts.timeout_s else None
     summary = SweepSummary(opts.study_name, opts.storage_url, n_trials)
+    finished_before = st.count_trials(study).finished
     monitor = Monitor(study, spec, n_trials, progress) if progress else None
     if monitor:
         monitor.start()
     try:
         if opts.workers <= 1:
-            summary.ran = _Worker(spec, opts, 0).run(n_trials, deadline)
+            _Worker(spec, opts, 0).run(n_trials, deadline)
         else:
             _run_processes(spec, opts, n_trials, deadline)
     finally:
         if monitor:
             monitor.stop()
     summary.counts = st.count_trials(study)
+    summary.ran = summary.counts.finished - finished_before
     summary.elapsed_s = time.time() - start
     return summary
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime
 import fcntl
 import io
+import warnings
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -79,8 +80,10 @@ def make_storage(url: str, heartbeat_s: int) -> optuna.storages.RDBStorage:
     else:
         engine_kwargs["pool_pre_ping"] = True
     try:
-        return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_s,
-                                          grace_period=3 * heartbeat_s)
+        with warnings.catch_warnings():  # heartbeats are "experimental" in Optuna, and we rely on them
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+            return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_s,
+                                              grace_period=3 * heartbeat_s)
     except Exception as exc:  # SQLAlchemy raises many types; the user needs only the message
         raise AntsimError(f"--storage {url}: cannot open ({type(exc).__name__}: {exc})".splitlines()[0]) \
             from None

@@ -23,6 +23,7 @@ class Workload:
         sparsity: Sparsity model name (``antsim.sparsity.generators``).
         tensors_path: Captured tensors file (``.npz``) used instead of the sparsity model, or None.
         name: Network name or layers-file stem (echoed in results).
+        indices: Position of each layer in the sweep's full workload (operand seeds derive from it).
     """
 
     layers: tuple[Layer, ...]
@@ -31,12 +32,17 @@ class Workload:
     sparsity: str = "topk_field"
     tensors_path: str | None = None
     name: str = "workload"
+    indices: tuple[int, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.indices:
+            object.__setattr__(self, "indices", tuple(range(len(self.layers))))
 
     def subset(self, names: tuple[str, ...], phases: tuple[str, ...] | None = None) -> Workload:
         """The same workload restricted to the named layers (and phases)."""
-        keep = tuple(layer for layer in self.layers if layer.name in names)
-        return Workload(keep, phases or self.phases, self.densities, self.sparsity, self.tensors_path,
-                        f"{self.name}[proxy]")
+        keep = [(layer, i) for layer, i in zip(self.layers, self.indices, strict=True) if layer.name in names]
+        return Workload(tuple(layer for layer, _ in keep), phases or self.phases, self.densities, self.sparsity,
+                        self.tensors_path, f"{self.name}[proxy]", tuple(i for _, i in keep))
 
 
 def resolve_workload(spec: SweepSpec) -> Workload:
