@@ -1,0 +1,109 @@
+"""Export: trials.csv, a Pareto set checked by brute-force dominance, re-runnable arch YAMLs, figure data."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import optuna
+import pytest
+from sweep_helpers import write_spec
+
+from antsim.cli import main
+from antsim.dse.evaluators import analytic
+from antsim.dse.export import export_study
+from antsim.dse.figures import _get_importance_info, _get_pareto_info
+from antsim.dse.objective import complete_metrics
+from antsim.dse.spec import load_sweep
+from antsim.dse.storage import make_storage
+from antsim.dse.workload import resolve_workload
+from antsim.spec.arch import load_arch
+
+
+def _dominates(a: list[float], b: list[float]) -> bool:
+    return all(x <= y for x, y in zip(a, b, strict=True)) and any(x < y for x, y in zip(a, b, strict=True))
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp("export")
+    # power_w is maximised to check that directions are honoured; area ≤ 40 mm² and a 4 KB buffer floor
+    # make some trials infeasible.
+    spec = write_spec(folder, "exp", n_trials=40, sampler="random",
+                      objectives={"time_s": "min", "area_mm2": "min", "power_w": "max"})
+    out = folder / "out"
+    assert main(["sweep", str(spec), "--export", str(out)]) == 0
+    return spec, out
+
+
+def _rows(out: Path) -> list[dict[str, str]]:
+    with (out / "trials.csv").open() as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_trials_csv_records_every_trial_with_reason(exported: tuple[Path, Path]) -> None:
+    _, out = exported
+    rows = _rows(out)
+    assert [int(r["number"]) for r in rows] == list(range(40))
+    pruned = [r for r in rows if r["state"] == "PRUNED"]
+    violated = [r for r in rows if r["state"] == "COMPLETE" and r["feasible"] == "False"]
+    assert pruned and all(r["reason"].startswith("mapping: input buffer") for r in pruned)
+    assert all(float(r["param.buffers.input_kb"]) < 4 for r in pruned)
+    assert violated and all("area_mm2" in r["reason"] and float(r["objective.area_mm2"]) > 40 for r in violated)
+
+
+def test_pareto_set_is_exactly_the_non_dominated_feasible_trials(exported: tuple[Path, Path]) -> None:
+    _, out = exported
+    feasible = {int(r["number"]): [float(r["objective.time_s"]), float(r["objective.area_mm2"]),
+                                   -float(r["objective.power_w"])]
+                for r in _rows(out) if r["state"] == "COMPLETE" and r["feasible"] == "True"}
+    brute = {n for n, p in feasible.items() if not any(_dominates(q, p) for q in feasible.values())}
+    pareto = json.loads((out / "pareto.json").read_text())
+    numbers = {p["number"] for p in pareto["points"]}
+    assert numbers == brute and 1 <= len(numbers) < len(feasible)
+    with (out / "pareto.csv").open() as handle:
+        assert {int(r["number"]) for r in csv.DictReader(handle)} == brute
+
+
+def test_exported_arch_reloads_and_reproduces_objectives(exported: tuple[Path, Path]) -> None:
+    spec_path, out = exported
+    spec = load_sweep(spec_path)
+    workload = resolve_workload(spec)
+    for point in json.loads((out / "pareto.json").read_text())["points"]:
+        arch = load_arch(out / point["arch"])
+        for path, value in point["params"].items():
+            section, leaf = path.split(".")
+            assert getattr(getattr(arch, section), leaf) == value
+        metrics = complete_metrics(analytic(arch, workload, spec.fidelity, spec.seed, min_input_bytes_per_pe=4096))
+        assert {k: metrics[k] for k in point["objectives"]} == point["objectives"]
+
+
+def test_figures_written_and_figure_data_matches_pareto(exported: tuple[Path, Path]) -> None:
+    spec_path, out = exported
+    for name in ("pareto.png", "tradeoff.png", "importance.png", "history.png"):
+        assert (out / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    spec = load_sweep(spec_path)
+    study = optuna.load_study(study_name="exp", storage=make_storage(
+        f"sqlite:///{spec_path.parent / 'results' / 'exp.db'}", 60))
+    info = _get_pareto_info(spec, study.get_trials())
+    pareto = json.loads((out / "pareto.json").read_text())["points"]
+    assert sorted(n for n, on in zip(info.numbers, info.on_front, strict=True) if on) == [p["number"] for p in pareto]
+
+
+def test_importance_with_too_few_trials_is_a_note_not_a_crash(tmp_path: Path) -> None:
+    spec_path = write_spec(tmp_path, "one", n_trials=1)
+    assert main(["sweep", str(spec_path), "--export", str(tmp_path / "o")]) == 0
+    spec = load_sweep(spec_path)
+    study = optuna.load_study(study_name="one", storage=make_storage(f"sqlite:///{tmp_path / 'results/one.db'}", 60))
+    info = _get_importance_info(spec, study)
+    assert all(not imp for imp in info.importances) and all("not computable" in n for n in info.notes)
+    assert (tmp_path / "o" / "importance.png").exists()
+
+
+def test_export_of_missing_study_is_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    spec_path = write_spec(tmp_path, "nostudy")
+    assert main(["sweep", str(spec_path), "--export", str(tmp_path / "o"), "--export-only"]) == 2
+    assert "no such study" in capsys.readouterr().err
+    with pytest.raises(Exception, match="no such study"):
+        export_study(load_sweep(spec_path), f"sqlite:///{tmp_path / 'x.db'}", "nostudy", tmp_path / "o")
