@@ -1,0 +1,78 @@
+"""RCP anticipation policies at operand-vector granularity.
+
+* ``none`` — every candidate pair is issued (SCNN).
+* ``ant`` — a pair is issued only if, in every spatial dimension, the interval of integer outputs its
+  two coordinate bounding boxes can reach (``DimMap.reach``) meets the valid window; otherwise all
+  its products are RCPs and it is skipped. Pairs mixing valid products and RCPs are issued whole.
+* ``oracle`` — every RCP removed at product granularity; the valid products of a (chunk, PE) are
+  packed densely into ``ceil(valid / (F·I))`` pairs (a bound no real unit reaches: it even packs
+  products of different vector pairs together).
+
+The fetch filter (``anticipation.fetch_filter``, applied with ``ant`` and ``oracle`` only — ``none``
+is SCNN's broadcast) is upstream of this: it removes streamed rows before vectors are formed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from antsim.dataflow.fibers import Vectors
+from antsim.dataflow.pairing import Cells, PairBatch, iter_pairs
+from antsim.phases import PhaseProblem
+
+POLICIES = ("none", "ant", "oracle")
+
+
+def screen(problem: PhaseProblem, stat: Vectors, streamed: Vectors, pairs: PairBatch) -> np.ndarray:
+    """True for pairs the ANT unit issues (their reachable output box meets the valid window)."""
+    ok = np.ones(len(pairs.f), bool)
+    for d, dim in enumerate(problem.dims):
+        o_lo, o_hi = dim.reach(stat.box[2 * d, pairs.i], stat.box[2 * d + 1, pairs.i],
+                               streamed.box[2 * d, pairs.f], streamed.box[2 * d + 1, pairs.f])
+        ok &= o_lo <= o_hi
+    return ok
+
+
+@dataclass(frozen=True)
+class PairCounts:
+    """Vector-level work per slot (``chunk · n_pes + pe``), each shape (n_slots,), int64."""
+
+    candidate_pairs: np.ndarray
+    issued_pairs: np.ndarray
+    issued_products: np.ndarray
+    stationary_reads: np.ndarray
+
+
+def _bincount(slot: np.ndarray, weights: np.ndarray | None, n_slots: int) -> np.ndarray:
+    out = np.bincount(slot, weights=weights, minlength=n_slots)
+    return np.rint(out).astype(np.int64)
+
+
+def count_pairs(policy: str, problem: PhaseProblem, cells: Cells, stat: Vectors, streamed: Vectors,
+                n_slots: int) -> PairCounts:
+    """Candidate/issued pairs, issued products and stationary reads per slot for ``none`` and ``ant``
+    (exact at vector level; ``oracle`` is finished by ``oracle_counts`` once valid products are known)."""
+    candidate = _bincount(cells.slot, cells.n_pairs, n_slots)
+    if policy != "ant":
+        return PairCounts(candidate, candidate, _bincount(cells.slot, cells.nnz_s * cells.nnz_t, n_slots),
+                          _bincount(cells.slot, cells.n_f * cells.nnz_s, n_slots))
+    pairs = np.zeros(n_slots, np.int64)
+    products = np.zeros(n_slots, np.int64)
+    reads = np.zeros(n_slots, np.int64)
+    for batch in iter_pairs(cells):
+        mask = screen(problem, stat, streamed, batch)
+        slot = cells.slot[batch.cell[mask]]
+        size_i = stat.vec_size[batch.i[mask]]
+        pairs += _bincount(slot, None, n_slots)
+        products += _bincount(slot, size_i * streamed.vec_size[batch.f[mask]], n_slots)
+        reads += _bincount(slot, size_i, n_slots)
+    return PairCounts(candidate, pairs, products, reads)
+
+
+def oracle_counts(candidate: np.ndarray, valid: np.ndarray, F: int, I: int) -> PairCounts:
+    """Oracle: issued products = valid ones, packed into ``ceil(valid / (F·I))`` full pairs per slot,
+    each reading a full I-vector."""
+    issued = -(-valid // (F * I))
+    return PairCounts(candidate, issued, valid.copy(), issued * I)

@@ -1,0 +1,208 @@
+"""The ``exact`` path: enumerate every product of every issued vector pair.
+
+Products are expanded with numpy, their output coordinates computed from the operands'
+coordinates (``DimMap.output``), valid ones scatter-added into the phase output, and accumulator
+bank conflicts counted exactly. Bank hash: a valid product goes to bank
+``region_index mod banks``, where ``region_index`` is its linear index in the PE's accumulator
+region — ``(ko − g·Kc, o1 − y0, o2 − x0)`` over the PE's reachable output window (fprop/dgrad) or
+``(ko − g·Kc, ch, r, s)`` (wgrad). A pair takes ``max(1, largest bank load)`` cycles, so it adds
+``max(1, maxload) − 1`` conflict cycles. Oracle packs each (chunk, PE)'s valid products, in
+enumeration order, into groups of F·I and applies the same rule per group.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from antsim.dataflow.anticipation import screen
+from antsim.dataflow.fibers import Vectors
+from antsim.dataflow.footprint import Footprint
+from antsim.dataflow.pairing import Cells, PairBatch, iter_pairs
+from antsim.dataflow.tiling import Tiling
+from antsim.phases import PhaseProblem
+
+_EXACT_PAIRS = 1 << 15  # pairs per expansion batch (bounds memory: products ≤ batch · F · I)
+
+
+@dataclass(frozen=True)
+class ExactResult:
+    """Functional output, output footprint and bank-conflict cycles per slot."""
+
+    output: np.ndarray
+    footprint: Footprint
+    conflict_cycles: np.ndarray
+
+
+@dataclass
+class _Products:
+    """Valid products of one batch: slot, output linear index, bank, pair id (batch-global)."""
+
+    slot: np.ndarray
+    out: np.ndarray
+    bank: np.ndarray
+    pair: np.ndarray
+
+
+def _windows(problem: PhaseProblem, tiling: Tiling) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Per PE the origin of its reachable output window and the (uniform) window size."""
+    U, V = problem.streamed_shape[3:]
+    y_lo, y_hi = tiling.row_extents()
+    x_lo, x_hi = tiling.col_extents()
+    o1_lo, o1_hi = problem.dims[0].reach(y_lo, y_hi, np.zeros_like(y_lo), np.full_like(y_lo, U - 1))
+    o2_lo, o2_hi = problem.dims[1].reach(x_lo, x_hi, np.zeros_like(x_lo), np.full_like(x_lo, V - 1))
+    win_h = int(max(1, (o1_hi - o1_lo + 1).max()))
+    win_w = int(max(1, (o2_hi - o2_lo + 1).max()))
+    origin_y = np.repeat(o1_lo, tiling.cols)
+    origin_x = np.tile(o2_lo, tiling.rows)
+    return origin_y, origin_x, win_h, win_w
+
+
+def _expand_products(cells: Cells, stat: Vectors, streamed: Vectors, cell: np.ndarray, f: np.ndarray,
+                     i: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(pair index, stationary element, streamed element) of every product of the given pairs."""
+    size_f, size_i = streamed.vec_size[f], stat.vec_size[i]
+    count = size_f * size_i
+    pair = np.repeat(np.arange(len(f)), count)
+    local = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
+    a, b = np.divmod(local, size_i[pair])
+    return pair, stat.vec_start[i][pair] + b, streamed.vec_start[f][pair] + a
+
+
+class _Enumerator:
+    """Holds the per-phase constants the product enumeration needs."""
+
+    def __init__(self, problem: PhaseProblem, tiling: Tiling, banks: int, scatter: bool = True) -> None:
+        self.problem, self.tiling, self.banks, self.scatter = problem, tiling, banks, scatter
+        self.O1, self.O2 = problem.output_shape[2:]
+        self.out_size = int(np.prod(problem.output_shape))
+        self.output = np.zeros(self.out_size if scatter else 0)
+        self.windows = _windows(problem, tiling) if problem.output_is_plane else None
+
+    def batch(self, cells: Cells, stat: Vectors, streamed: Vectors, cell: np.ndarray, f: np.ndarray,
+              i: np.ndarray, pair_base: int) -> _Products:
+        """Scatter the valid products of pairs (cell, f, i) into the output; return their bookkeeping."""
+        pair, se, te = _expand_products(cells, stat, streamed, cell, f, i)
+        o1, ok1 = self.problem.dims[0].output(stat.sp1[se], streamed.sp1[te])
+        o2, ok2 = self.problem.dims[1].output(stat.sp2[se], streamed.sp2[te])
+        ok = ok1 & ok2
+        pair, se, te, o1, o2 = pair[ok], se[ok], te[ok], o1[ok], o2[ok]
+        ko = streamed.chan[te]
+        lead = stat.image[se] if self.problem.output_is_plane else ko
+        second = ko if self.problem.output_is_plane else stat.chan[se]
+        out = ((lead * self.problem.output_shape[1] + second) * self.O1 + o1) * self.O2 + o2
+        if self.scatter:
+            self.output += np.bincount(out, weights=stat.value[se] * streamed.value[te], minlength=self.out_size)
+        slot = cells.slot[cell[pair]]
+        return _Products(slot, out, self._bank(slot, ko, stat.chan[se], o1, o2), pair + pair_base)
+
+    def _bank(self, slot: np.ndarray, ko: np.ndarray, ch: np.ndarray, o1: np.ndarray, o2: np.ndarray
+              ) -> np.ndarray:
+        k_local = ko % self.tiling.kc
+        if self.windows is None:
+            region = ((k_local * self.problem.output_shape[1] + ch) * self.O1 + o1) * self.O2 + o2
+        else:
+            origin_y, origin_x, win_h, win_w = self.windows
+            pe = slot % self.tiling.n_pes
+            region = (k_local * win_h + (o1 - origin_y[pe])) * win_w + (o2 - origin_x[pe])
+        return region % self.banks
+
+
+def _max_load_extra(group: np.ndarray, bank: np.ndarray, banks: int, n_groups: int) -> np.ndarray:
+    """Per group id: max(1, largest number of products to one bank) − 1 (0 for empty groups)."""
+    keys, counts = np.unique(group * banks + bank, return_counts=True)
+    worst = np.zeros(n_groups, np.int64)
+    np.maximum.at(worst, keys // banks, counts)
+    return np.maximum(worst - 1, 0)
+
+
+def run_exact(policy: str, problem: PhaseProblem, tiling: Tiling, cells: Cells, stat: Vectors,
+              streamed: Vectors, banks: int, group_size: int) -> ExactResult:
+    """Enumerate products of the issued pairs (all candidate pairs for ``oracle``).
+
+    Args:
+        banks: accumulator banks per PE. group_size: F·I (oracle packing).
+    """
+    n_slots = tiling.n_chunks * tiling.n_pes
+    enum = _Enumerator(problem, tiling, banks)
+    conflicts = np.zeros(n_slots, np.int64)
+    kept: list[_Products] = []
+    pair_base = 0
+    screen_policy = "ant" if policy == "ant" else "none"
+    for batch, mask in _batches(screen_policy, problem, cells, stat, streamed):
+        cell, f, i = batch.cell[mask], batch.f[mask], batch.i[mask]
+        prods = enum.batch(cells, stat, streamed, cell, f, i, pair_base)
+        if policy != "oracle":
+            extra = _max_load_extra(prods.pair - pair_base, prods.bank, banks, len(f))
+            conflicts += np.bincount(cells.slot[cell], weights=extra, minlength=n_slots).astype(np.int64)
+        pair_base += len(f)
+        kept.append(prods)
+    allp = _Products(*(np.concatenate([getattr(p, a) for p in kept]) if kept else np.zeros(0, np.int64)
+                       for a in ("slot", "out", "bank", "pair")))
+    if policy == "oracle":
+        conflicts = _oracle_conflicts(allp, banks, group_size, n_slots)
+    footprint = _footprint(problem, tiling, allp, n_slots)
+    return ExactResult(enum.output.reshape(problem.output_shape), footprint, conflicts)
+
+
+def sampled_conflicts(policy: str, problem: PhaseProblem, tiling: Tiling, cells: Cells, stat: Vectors,
+                      streamed: Vectors, banks: int, budget: int = 1 << 17) -> tuple[np.ndarray, int]:
+    """Bank-conflict cycles per slot from a systematic 1-in-m sample of the candidate pairs
+    (``m = ceil(candidates / budget)``; every pair when m = 1, which makes it exact), each sampled
+    issued pair's products enumerated and hashed as in ``run_exact``, scaled by m. Returns (cycles, m)."""
+    counts = cells.n_pairs
+    n_slots = tiling.n_chunks * tiling.n_pes
+    total = int(counts.sum())
+    m = max(1, -(-total // budget))
+    picks = np.arange(m // 2, total, m, dtype=np.int64)
+    ends = np.cumsum(counts)
+    cell = np.searchsorted(ends, picks, side="right")
+    f_local, i_local = np.divmod(picks - (ends[cell] - counts[cell]), np.maximum(cells.n_i[cell], 1))
+    batch = PairBatch(cell, cells.f0[cell] + f_local, cells.i0[cell] + i_local)
+    if policy == "ant":
+        keep = screen(problem, stat, streamed, batch)
+        batch = PairBatch(batch.cell[keep], batch.f[keep], batch.i[keep])
+    prods = _Enumerator(problem, tiling, banks, scatter=False).batch(cells, stat, streamed, batch.cell, batch.f,
+                                                                     batch.i, 0)
+    extra = _max_load_extra(prods.pair, prods.bank, banks, len(batch.f))
+    cycles = np.bincount(cells.slot[batch.cell], weights=extra * m, minlength=n_slots)
+    return np.rint(cycles).astype(np.int64), m
+
+
+def _batches(policy: str, problem: PhaseProblem, cells: Cells, stat: Vectors, streamed: Vectors):
+    for batch in iter_pairs(cells, _EXACT_PAIRS):
+        mask = screen(problem, stat, streamed, batch) if policy == "ant" else np.ones(len(batch.f), bool)
+        yield batch, mask
+
+
+def _oracle_conflicts(p: _Products, banks: int, group_size: int, n_slots: int) -> np.ndarray:
+    order = np.argsort(p.slot, kind="stable")
+    slot, bank = p.slot[order], p.bank[order]
+    first = np.searchsorted(slot, slot, side="left")
+    group_in_slot = (np.arange(len(slot)) - first) // group_size
+    group_key, group = np.unique(slot * (len(slot) + 1) + group_in_slot, return_inverse=True)
+    extra = _max_load_extra(group, bank, banks, len(group_key))
+    return np.bincount(group_key // (len(slot) + 1), weights=extra, minlength=n_slots).astype(np.int64)
+
+
+def _footprint(problem: PhaseProblem, tiling: Tiling, p: _Products, n_slots: int) -> Footprint:
+    npe = tiling.n_pes
+    valid = np.bincount(p.slot, minlength=n_slots).astype(np.int64)
+    size = int(np.prod(problem.output_shape))
+    distinct = np.unique(p.slot * size + p.out)
+    d_slot, d_out = np.divmod(distinct, size)
+    partial = np.bincount(d_slot, minlength=n_slots).astype(np.int64)
+    if problem.output_is_plane:
+        O1, O2 = problem.output_shape[2:]
+        o = d_out % (O1 * O2)
+        halo_mask = tiling.pe_of_output().ravel()[o] != d_slot % npe
+        halo = np.bincount(d_slot[halo_mask], minlength=n_slots).astype(np.int64)
+    else:
+        halo = np.zeros(n_slots, np.int64)
+    chunks = np.unique((d_slot // npe) * size + d_out) // size
+    out_values = np.bincount(chunks, minlength=tiling.n_chunks).astype(np.int64)
+    return Footprint(valid, partial, halo, out_values)
+
+
+__all__ = ["ExactResult", "run_exact", "sampled_conflicts"]

@@ -1,0 +1,203 @@
+"""Compressed fibers and operand vectors.
+
+A *fiber* is the coordinate-sorted list of non-zeros a PE walks for one pairing step; a *vector* is a
+run of at most ``width`` consecutive non-zeros of one fiber (I for the stationary operand, F for the
+streamed one) — what the F×I multiplier array takes per cycle. Every vector carries the bounding box
+of its spatial coordinates, which is all the ANT screen looks at (CSR-like format, DESIGN.md §1.5).
+
+Stationary fibers: ``(n, ch, pe, class)`` — the non-zeros of one channel of the PE's tile, ordered
+``(y, x)``; for wgrad (no channel matching) ``(n, pe, class)`` ordered ``(ch, y, x)``.
+Streamed fibers: ``(block, class, fetch set)`` — block = (image or 0, channel or 0, output-channel
+group), ordered ``(ko, u, v)``. With the fetch filter on, the fetch set is the PE: using the row
+pointers (rows ``u``) and the sorted column indices within a row (columns ``v``, a binary search
+per row), the fetcher delivers to each PE only the streamed non-zeros whose row *and* column can
+reach that PE's tile (interval test on the tile extent), so each PE sees its own fiber. Without the
+filter there is one fetch set: SCNN broadcasts the whole block to every PE.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from antsim.dataflow.tiling import StrideClasses, Tiling
+from antsim.phases import PhaseProblem
+
+
+@dataclass(frozen=True)
+class Vectors:
+    """Vectors of one operand and the elements they hold (all arrays in vector order).
+
+    Attributes:
+        fiber_keys: sorted distinct fiber keys (nf,). fiber_vec0 / fiber_nvec / fiber_nnz: first
+            vector, vector count and non-zero count of each fiber (nf,).
+        vec_start, vec_size: first element and element count of each vector (nv,).
+        box: (4, nv) inclusive bounding box ``lo1, hi1, lo2, hi2`` of the vectors' spatial coordinates.
+        sp1, sp2: element spatial coordinates (y, x stationary; u, v streamed).
+        chan: element channel (stationary ``ch``; streamed output channel ``ko``).
+        image: element image index (stationary ``n``; streamed 0 unless per-image).
+        value: element values (float64).
+    """
+
+    fiber_keys: np.ndarray
+    fiber_vec0: np.ndarray
+    fiber_nvec: np.ndarray
+    fiber_nnz: np.ndarray
+    vec_start: np.ndarray
+    vec_size: np.ndarray
+    box: np.ndarray
+    sp1: np.ndarray
+    sp2: np.ndarray
+    chan: np.ndarray
+    image: np.ndarray
+    value: np.ndarray
+
+    def fiber_index(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Position of each key in ``fiber_keys`` and whether it is present."""
+        idx = np.searchsorted(self.fiber_keys, keys)
+        idx_c = np.minimum(idx, max(len(self.fiber_keys) - 1, 0))
+        found = (idx < len(self.fiber_keys)) & (self.fiber_keys[idx_c] == keys) if len(self.fiber_keys) else \
+            np.zeros(len(keys), bool)
+        return idx_c, found
+
+
+def pack_vectors(fiber: np.ndarray, sp1: np.ndarray, sp2: np.ndarray, chan: np.ndarray, image: np.ndarray,
+                 value: np.ndarray, width: int) -> Vectors:
+    """Cut fibers into vectors of ≤ ``width`` consecutive elements.
+
+    Args:
+        fiber: fiber key of each element, sorted ascending (elements already in fiber order).
+        sp1, sp2, chan, image, value: per-element coordinates and values in the same order.
+        width: vector width (F or I).
+    """
+    n = len(fiber)
+    idx = np.arange(n)
+    new_fiber = np.ones(n, bool)
+    new_fiber[1:] = fiber[1:] != fiber[:-1]
+    fiber_start = idx[new_fiber]
+    rank = idx - fiber_start[np.cumsum(new_fiber) - 1] if n else idx
+    new_vec = new_fiber | (rank % width == 0)
+    vec_start = idx[new_vec]
+    vec_size = np.diff(np.append(vec_start, n))
+    vec_fiber_id = np.cumsum(new_fiber)[vec_start] - 1 if n else vec_start
+    nvec = np.bincount(vec_fiber_id, minlength=len(fiber_start))
+    vec0 = np.concatenate(([0], np.cumsum(nvec)[:-1])) if len(nvec) else nvec
+    box = _boxes(sp1, sp2, vec_start)
+    return Vectors(fiber[fiber_start], vec0.astype(np.int64), nvec.astype(np.int64),
+                   np.diff(np.append(fiber_start, n)).astype(np.int64), vec_start.astype(np.int64),
+                   vec_size.astype(np.int64), box, sp1, sp2, chan, image, value)
+
+
+def _boxes(sp1: np.ndarray, sp2: np.ndarray, vec_start: np.ndarray) -> np.ndarray:
+    if len(vec_start) == 0:
+        return np.zeros((4, 0), dtype=np.int64)
+    return np.stack([np.minimum.reduceat(sp1, vec_start), np.maximum.reduceat(sp1, vec_start),
+                     np.minimum.reduceat(sp2, vec_start), np.maximum.reduceat(sp2, vec_start)])
+
+
+def nonzero_mask(array: np.ndarray, dense: bool) -> np.ndarray:
+    """Which elements the mapping treats as non-zeros (all of them on a dense design)."""
+    return np.ones(array.shape, bool) if dense else array != 0
+
+
+def stationary_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, S: np.ndarray,
+                       dense: bool, width: int) -> Vectors:
+    """I-vectors of the stationary plane ``S`` (N, Cs, Ys, Xs), fibers as in the module docstring.
+
+    Elements in stride classes that pair with nothing are dropped (never loaded).
+    """
+    n, ch, y, x = np.nonzero(nonzero_mask(S, dense))
+    cls = classes.stationary_class(y, x)
+    used = np.isin(cls, [a for a, _ in classes.groups])
+    n, ch, y, x, cls = n[used], ch[used], y[used], x[used], cls[used]
+    pe = tiling.pe_of_stationary()[y, x]
+    Cs = problem.stationary_shape[1] if problem.channel_matched else 1
+    ch_key = ch if problem.channel_matched else np.zeros_like(ch)
+    fiber = ((n * Cs + ch_key) * tiling.n_pes + pe) * classes.n_stationary + cls
+    order = np.argsort(fiber, kind="stable")
+    values = np.asarray(S, dtype=np.float64)[n, ch, y, x]
+    return pack_vectors(fiber[order], y[order], x[order], ch[order], n[order], values[order], width)
+
+
+@dataclass(frozen=True)
+class StreamedLayout:
+    """How streamed fiber keys decode: ``((block·n_classes + class)·n_sets + fetch set)``, block =
+    ``(nt·Ct + ct)·n_groups + g``; fetch set = PE index when filtered (``n_sets = n_pes``), else 0."""
+
+    n_blocks: int
+    n_classes: int
+    n_sets: int
+
+    def key(self, block: np.ndarray, cls: np.ndarray, fetch_set: np.ndarray) -> np.ndarray:
+        return (block * self.n_classes + cls) * self.n_sets + fetch_set
+
+
+@dataclass(frozen=True)
+class StreamedOperand:
+    """F-vectors of the streamed operand plus the per-block counts the accounting needs.
+
+    Attributes:
+        vectors: F-vectors after the fetch filter. layout: key layout.
+        unfiltered_nnz: non-zeros per (block, class) before filtering, shape (n_blocks, n_classes).
+        fetched_nnz: non-zeros per block that at least one PE row receives (DRAM reads), (n_blocks,).
+    """
+
+    vectors: Vectors
+    layout: StreamedLayout
+    unfiltered_nnz: np.ndarray
+    fetched_nnz: np.ndarray
+
+
+def reach_tables(problem: PhaseProblem, tiling: Tiling) -> tuple[np.ndarray, np.ndarray]:
+    """``rows[i, u]``: streamed row ``u`` can land a valid output from PE row ``i``'s tiles;
+    ``cols[j, v]`` likewise for PE column ``j`` (interval tests on the tile extent — conservative)."""
+    out = []
+    for dim, (lo, hi), n_u in ((problem.dims[0], tiling.row_extents(), problem.streamed_shape[3]),
+                               (problem.dims[1], tiling.col_extents(), problem.streamed_shape[4])):
+        u = np.arange(n_u)
+        o_lo, o_hi = dim.reach(lo[:, None], hi[:, None], u[None, :], u[None, :])
+        out.append((o_lo <= o_hi) & (lo <= hi)[:, None])
+    return out[0], out[1]
+
+
+def _fetch_sets(problem: PhaseProblem, tiling: Tiling, u: np.ndarray, v: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray]:
+    """(PE, element) of every streamed non-zero the fetch filter delivers, PE-major, elements in order."""
+    rows, cols = reach_tables(problem, tiling)
+    pes, elems = [], []
+    for i in range(tiling.rows):
+        in_row = np.nonzero(rows[i, u])[0]
+        for j in range(tiling.cols):
+            sel = in_row[cols[j, v[in_row]]]
+            pes.append(np.full(len(sel), i * tiling.cols + j))
+            elems.append(sel)
+    return np.concatenate(pes).astype(np.int64), np.concatenate(elems).astype(np.int64)
+
+
+def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, T: np.ndarray,
+                     dense: bool, width: int, fetch_filter: bool) -> StreamedOperand:
+    """F-vectors of the canonical streamed operand ``T`` (Nt, Ct, Ko, U, V)."""
+    Nt, Ct = T.shape[:2]
+    nt, ct, ko, u, v = np.nonzero(nonzero_mask(T, dense))
+    block = (nt * Ct + ct) * tiling.n_groups + ko // tiling.kc
+    cls = classes.streamed_class(u, v)
+    values = np.asarray(T, dtype=np.float64)[nt, ct, ko, u, v]
+    n_blocks = Nt * Ct * tiling.n_groups
+    unfiltered = np.bincount(block * classes.n_streamed + cls, minlength=n_blocks * classes.n_streamed)
+    if fetch_filter:
+        fetch_set, elem = _fetch_sets(problem, tiling, u, v)
+        reached = np.zeros(len(u), bool)
+        reached[elem] = True
+        fetched = np.bincount(block, weights=reached, minlength=n_blocks)
+        layout = StreamedLayout(n_blocks, classes.n_streamed, tiling.n_pes)
+    else:
+        fetch_set, elem = np.zeros(len(u), dtype=np.int64), np.arange(len(u))
+        fetched = np.bincount(block, minlength=n_blocks)
+        layout = StreamedLayout(n_blocks, classes.n_streamed, 1)
+    fiber = layout.key(block[elem], cls[elem], fetch_set)
+    order = np.argsort(fiber, kind="stable")
+    picked = elem[order]
+    vectors = pack_vectors(fiber[order], u[picked], v[picked], ko[picked], nt[picked], values[picked], width)
+    return StreamedOperand(vectors, layout, unfiltered.reshape(n_blocks, classes.n_streamed),
+                           np.rint(fetched).astype(np.int64))

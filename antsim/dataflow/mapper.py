@@ -1,0 +1,184 @@
+"""``map_phase``: lay one (layer, phase) onto the PE array and account for its work (``PhaseWork``).
+
+Definitions (DESIGN.md §3.1, ``ProductCounts``):
+
+* ``total`` — non-zero × non-zero products the mapping forms *without* the fetch filter: per cell,
+  stationary fiber non-zeros × unfiltered streamed fiber non-zeros. The same for ``none``, ``ant``
+  and ``oracle``; stride phases (``mapping.stride_phases``) lower it by never pairing classes that
+  can only give non-integer / out-of-window coordinates.
+* ``valid`` — products that land on an output: exactly the contributing non-zero pairs.
+* ``skipped = total − issued products``: products of pairs the anticipation unit did not issue,
+  including pairs never formed because the fetch filter dropped their streamed rows. Skipping is
+  conservative, so ``skipped ≤ rcp``.
+* Dense design (``sparsity_support: false``): every element is treated as a non-zero (zeros are
+  multiplied), so ``total``/``valid`` count *element* pairs; the output is still exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from antsim.dataflow.anticipation import POLICIES, PairCounts, count_pairs, oracle_counts
+from antsim.dataflow.banks import estimate_conflicts
+from antsim.dataflow.exact import run_exact, sampled_conflicts
+from antsim.dataflow.fibers import StreamedOperand, Vectors, nonzero_mask, stationary_vectors, streamed_vectors
+from antsim.dataflow.footprint import Footprint, fast_footprint
+from antsim.dataflow.pairing import Cells, make_cells
+from antsim.dataflow.tiling import StrideClasses, Tiling, make_tiling, stride_classes
+from antsim.dataflow.work import PhaseWork
+from antsim.errors import MappingError
+from antsim.phases import PhaseProblem, phase_problem
+from antsim.results import ProductCounts
+from antsim.sparsity.tensors import Tensors
+from antsim.spec.arch import ArchSpec
+from antsim.workloads.layers import Layer
+
+FIDELITIES = ("fast", "exact")
+
+
+def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fidelity: str = "fast") -> PhaseWork:
+    """Map ``phase`` of ``layer`` onto ``arch`` and count its work per chunk and PE.
+
+    Args:
+        arch: the accelerator (PE grid, F, I, banks, Kc, stride phases, anticipation policy).
+        layer: the convolution. phase: ``fprop`` | ``dgrad`` | ``wgrad``.
+        tensors: the operands (zeros are sparsity); wgrad uses ``tensors.wgrad_activations``.
+        fidelity: ``fast`` (vector-level counts, mask-correlation valid counts, estimated bank
+            conflicts) or ``exact`` (every product enumerated; functional output; exact conflicts).
+
+    Raises:
+        MappingError: unknown fidelity or policy.
+        WorkloadError: unknown phase or tensor shapes that do not match the layer.
+    """
+    if fidelity not in FIDELITIES:
+        raise MappingError(f"fidelity must be one of {', '.join(FIDELITIES)}; got {fidelity!r}")
+    policy = arch.anticipation.policy
+    if policy not in POLICIES:
+        raise MappingError(f"anticipation.policy must be one of {', '.join(POLICIES)}; got {policy!r}")
+    tensors.check_shapes(layer)
+    problem = phase_problem(layer, phase)
+    pe = arch.pe_array
+    tiling = make_tiling(problem, pe.rows, pe.cols, arch.mapping.output_channel_group)
+    classes = stride_classes(problem, arch.mapping.stride_phases)
+    dense = not arch.sparsity_support
+    fetch_filter = arch.anticipation.fetch_filter and policy != "none"
+    S, T = problem.stationary(tensors), problem.streamed(tensors)
+    stat = stationary_vectors(problem, tiling, classes, S, dense, pe.I)
+    streamed = streamed_vectors(problem, tiling, classes, T, dense, pe.F, fetch_filter)
+    cells = make_cells(problem, tiling, classes, stat, streamed)
+    n_slots = tiling.n_chunks * tiling.n_pes
+    output = None
+    if fidelity == "exact":
+        result = run_exact(policy, problem, tiling, cells, stat, streamed.vectors, arch.accumulators.banks,
+                           pe.F * pe.I)
+        footprint, output, conflicts = result.footprint, result.output, result.conflict_cycles
+    else:
+        footprint = fast_footprint(problem, tiling, nonzero_mask(S, dense), nonzero_mask(T, dense))
+    counts = count_pairs(policy, problem, cells, stat, streamed.vectors, n_slots)
+    if policy == "oracle":
+        counts = oracle_counts(counts.candidate_pairs, footprint.valid_products, pe.F, pe.I)
+    sample_step = 1
+    if fidelity == "fast" and policy == "oracle":
+        conflicts = estimate_conflicts(counts.issued_pairs, counts.issued_products, footprint.valid_products,
+                                       arch.accumulators.banks)
+    elif fidelity == "fast":
+        conflicts, sample_step = sampled_conflicts(policy, problem, tiling, cells, stat, streamed.vectors,
+                                                   arch.accumulators.banks)
+    return _assemble(layer, problem, tiling, classes, cells, stat, streamed, counts, footprint, conflicts,
+                     output, (fidelity, policy, fetch_filter, dense, sample_step))
+
+
+def _per_slot(tiling: Tiling, values: np.ndarray) -> np.ndarray:
+    return np.asarray(values, dtype=np.int64).reshape(tiling.n_chunks, tiling.n_pes)
+
+
+def _delivered(problem: PhaseProblem, tiling: Tiling, streamed: StreamedOperand) -> np.ndarray:
+    """Streamed values delivered to each PE per chunk, (n_chunks, n_pes)."""
+    layout, tv = streamed.layout, streamed.vectors
+    rest, fetch_set = np.divmod(tv.fiber_keys, layout.n_sets)
+    block = rest // layout.n_classes
+    per_block = np.zeros((layout.n_blocks, layout.n_sets), np.int64)
+    np.add.at(per_block, (block, fetch_set), tv.fiber_nnz)
+    Nt, Ct = problem.streamed_shape[:2]
+    per_chunk = per_block.reshape(Nt, Ct, tiling.n_groups, layout.n_sets).sum(axis=1)
+    per_chunk = np.broadcast_to(per_chunk, (tiling.n_images, tiling.n_groups, layout.n_sets))
+    set_of_pe = np.arange(tiling.n_pes) if layout.n_sets > 1 else np.zeros(tiling.n_pes, int)
+    return per_chunk.reshape(tiling.n_chunks, layout.n_sets)[:, set_of_pe]
+
+
+def _dram(problem: PhaseProblem, tiling: Tiling, streamed: StreamedOperand) -> np.ndarray:
+    """Streamed non-zeros read from DRAM per chunk (each block once per chunk)."""
+    Nt, Ct = problem.streamed_shape[:2]
+    per_chunk = streamed.fetched_nnz.reshape(Nt, Ct, tiling.n_groups).sum(axis=1)
+    return np.broadcast_to(per_chunk, (tiling.n_images, tiling.n_groups)).ravel().astype(np.int64)
+
+
+def _stationary_values(tiling: Tiling, stat: Vectors) -> np.ndarray:
+    pe = tiling.pe_of_stationary()[stat.sp1, stat.sp2]
+    return np.bincount(pe, minlength=tiling.n_pes).astype(np.int64)
+
+
+def _assemble(layer: Layer, problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, cells: Cells,
+              stat: Vectors, streamed: StreamedOperand, counts: PairCounts, footprint: Footprint,
+              conflicts: np.ndarray, output: np.ndarray | None, options: tuple) -> PhaseWork:
+    fidelity, policy, fetch_filter, dense, sample_step = options
+    total = int(np.sum(cells.nnz_s * cells.nnz_t_all, dtype=np.int64))
+    valid = int(footprint.valid_products.sum())
+    issued = int(counts.issued_products.sum())
+    products = ProductCounts(total=total, valid=valid, skipped=total - issued)
+    return PhaseWork(
+        layer_name=layer.name, phase=problem.phase, n_pes=tiling.n_pes,
+        candidate_pairs=_per_slot(tiling, counts.candidate_pairs),
+        issued_pairs=_per_slot(tiling, counts.issued_pairs),
+        conflict_cycles=_per_slot(tiling, conflicts),
+        issued_products=_per_slot(tiling, counts.issued_products),
+        valid_products=_per_slot(tiling, footprint.valid_products),
+        stationary_reads=_per_slot(tiling, counts.stationary_reads),
+        streamed_delivered=_delivered(problem, tiling, streamed).astype(np.int64),
+        halo_outputs=_per_slot(tiling, footprint.halo_outputs),
+        partial_outputs=_per_slot(tiling, footprint.partial_outputs),
+        streamed_dram_values=_dram(problem, tiling, streamed),
+        output_values=np.asarray(footprint.output_values, dtype=np.int64),
+        stationary_values=_stationary_values(tiling, stat),
+        stationary_operand=problem.stationary_operand, streamed_operand=problem.streamed_operand,
+        needs_reduction=problem.needs_reduction, products=products, output=output,
+        tiling=_tiling_dict(tiling, classes, stat, policy, fetch_filter, dense, fidelity),
+        notes=_notes(fidelity, policy, fetch_filter, dense, sample_step),
+    )
+
+
+def _tiling_dict(tiling: Tiling, classes: StrideClasses, stat: Vectors, policy: str, fetch_filter: bool,
+                 dense: bool, fidelity: str) -> dict:
+    per_image = np.bincount(stat.image * tiling.n_pes + tiling.pe_of_stationary()[stat.sp1, stat.sp2],
+                            minlength=tiling.n_images * tiling.n_pes)
+    return {
+        "pe_grid": [tiling.rows, tiling.cols], "tile": [tiling.tile_h, tiling.tile_w],
+        "output_tile": [tiling.out_tile_h, tiling.out_tile_w], "plane": list(tiling.plane),
+        "output_plane": list(tiling.out_plane), "Kc": tiling.kc, "groups": tiling.n_groups,
+        "images": tiling.n_images, "chunks": tiling.n_chunks,
+        "stride_phases": {"stationary_modulus": list(classes.ms), "streamed_modulus": list(classes.mt),
+                          "pairings": len(classes.groups)},
+        "stationary_values_max_per_image": int(per_image.max(initial=0)),
+        "policy": policy, "fetch_filter": fetch_filter, "dense": dense, "fidelity": fidelity,
+    }
+
+
+def _notes(fidelity: str, policy: str, fetch_filter: bool, dense: bool, sample_step: int) -> tuple[str, ...]:
+    notes = ["total counts pairs of the unfiltered mapping; pairs removed by the fetch filter count as skipped",
+             "stationary_values sums every image's tile (DRAM loads); tiling['stationary_values_max_per_image']"
+             " is the buffer occupancy"]
+    if fidelity == "fast" and policy == "oracle":
+        notes.append("conflict_cycles estimated: balls into banks, E[max load]-1 per packed pair (seeded Monte"
+                     " Carlo); same-output collisions ignored")
+    elif fidelity == "fast" and sample_step == 1:
+        notes.append("conflict_cycles exact: every issued pair's products hashed to banks")
+    elif fidelity == "fast":
+        notes.append(f"conflict_cycles estimated from a systematic 1-in-{sample_step} sample of candidate"
+                     f" pairs (exact bank hashing of the sampled issued pairs, scaled by {sample_step})")
+    if policy == "oracle":
+        notes.append("oracle: valid products packed into ceil(valid/(F*I)) full pairs per (chunk, PE)")
+    if fetch_filter:
+        notes.append("fetch filter: streamed non-zeros whose row or column cannot reach a PE's tile are not delivered to it")
+    if dense:
+        notes.append("dense design: every element counts as a non-zero (products include zeros)")
+    return tuple(notes)
