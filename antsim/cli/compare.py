@@ -105,37 +105,56 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 def gather_results(args: argparse.Namespace) -> tuple[list[NetworkResult], list[str]]:
-    """Results from files, then from ``--arch`` simulations, then from ``--gpu`` models."""
-    from antsim.report.inputs import load_results
+    """Results from files, then from ``--arch`` simulations, then from ``--gpu`` models.
 
-    workload_cache: dict[str, Any] = {}
+    Every spec is loaded and every file checked against the workload before the first (slow) simulation.
+    """
+    from antsim.report.inputs import check_layers, layers_of, load_results
+
+    cache: dict[str, Any] = {}
 
     def workload() -> tuple[list[Any], dict[str, Any]]:
-        if not workload_cache:
-            workload_cache["value"] = resolve_workload(args)
-        return workload_cache["value"]
+        if not cache:
+            cache["value"] = resolve_workload(args)
+        return cache["value"]
 
     results, sources = load_results(args.results, fallback_layers=lambda: workload()[0])
-    for path in args.arch:
-        _note(f"simulating {path} on {workload()[1]['network']} (batch {args.batch})")
-        results.append(_simulate(path, args, *workload()))
-        sources.append(f"--arch {path}")
-    for name in args.gpu:
-        _note(f"GPU model {name} ({args.gpu_precision})")
-        results.append(_gpu(name, args, *workload()))
-        sources.append(f"--gpu {name}")
-    if not results:
+    if not (results or args.arch or args.gpu):
         raise AntsimError("nothing to compare: give result files, --arch PATH or --gpu NAME")
+    archs, gpus = _load_specs(args)
+    if archs or gpus:
+        for result, source in zip(results, sources, strict=True):
+            check_layers(workload()[0], layers_of(result, source), "the workload arguments", source)
+    for path, arch in archs:
+        _note(f"simulating {path} on {workload()[1]['network']} (batch {args.batch})")
+        results.append(_simulate(arch, args, *workload()))
+        sources.append(f"--arch {path}")
+    for name, gpu in gpus:
+        _note(f"GPU model {name} ({args.gpu_precision})")
+        results.append(_gpu(gpu, args, *workload()))
+        sources.append(f"--gpu {name}")
     return results, sources
 
 
-def _simulate(path: Path, args: argparse.Namespace, layers: list[Any], echo: dict[str, Any]) -> NetworkResult:
+def _load_specs(args: argparse.Namespace) -> tuple[list[tuple[Path, Any]], list[tuple[str, Any]]]:
+    archs: list[tuple[Path, Any]] = []
+    gpus: list[tuple[str, Any]] = []
+    if args.arch:
+        from antsim.spec.arch import load_arch
+
+        archs = [(path, load_arch(path)) for path in args.arch]
+    if args.gpu:
+        from antsim.gpu import load_gpu
+
+        gpus = [(name, load_gpu(name)) for name in args.gpu]
+    return archs, gpus
+
+
+def _simulate(arch: Any, args: argparse.Namespace, layers: list[Any], echo: dict[str, Any]) -> NetworkResult:
     # The argument checks are antsim simulate's own, so both commands accept and reject the same values.
     from antsim.cli.simulate import _check_sparsity, _densities, _tensors
     from antsim.simulate import simulate_network
-    from antsim.spec.arch import load_arch
 
-    arch = load_arch(path)
     densities = _densities(args)
     tensors = _tensors(args, layers)
     if tensors is None:
@@ -147,10 +166,9 @@ def _simulate(path: Path, args: argparse.Namespace, layers: list[Any], echo: dic
                             progress=not args.no_progress, workload=workload)
 
 
-def _gpu(name: str, args: argparse.Namespace, layers: list[Any], echo: dict[str, Any]) -> NetworkResult:
-    from antsim.gpu import estimate_gpu, load_gpu
+def _gpu(gpu: Any, args: argparse.Namespace, layers: list[Any], echo: dict[str, Any]) -> NetworkResult:
+    from antsim.gpu import estimate_gpu
 
-    gpu = load_gpu(name)
     result = estimate_gpu(gpu, layers, phases=tuple(echo["phases"]), precision=args.gpu_precision)
     return _with_echo(result, echo)
 

@@ -78,7 +78,7 @@ def check_same_workload(results: Sequence[NetworkResult], sources: Sequence[str]
     ref, ref_src = results[0], sources[0]
     ref_layers = layers_of(ref, ref_src)
     for result, source in zip(results[1:], sources[1:], strict=True):
-        _check_layers(ref_layers, layers_of(result, source), ref_src, source)
+        check_layers(ref_layers, layers_of(result, source), ref_src, source)
         _check_batch(ref, result, ref_src, source)
         _check_keys(ref, result, ref_src, source)
     accelerators = [(r, s) for r, s in zip(results, sources, strict=True) if r.backend == "accelerator"]
@@ -99,7 +99,8 @@ def _check_unique_designs(results: Sequence[NetworkResult], sources: Sequence[st
         seen[result.design] = source
 
 
-def _check_layers(ref: list[Layer] | None, mine: list[Layer] | None, ref_src: str, source: str) -> None:
+def check_layers(ref: list[Layer] | None, mine: list[Layer] | None, ref_src: str, source: str) -> None:
+    """Raise unless ``mine`` holds the same layers (names and shapes, batch included) as ``ref``."""
     if ref is None or mine is None:
         return  # a backend that does not echo layers is checked through its records instead
     ref_by_name = {layer.name: layer for layer in ref}

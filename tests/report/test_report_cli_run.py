@@ -1,0 +1,71 @@
+"""``antsim compare --arch … --gpu …`` runs the simulator and the GPU model in-process on a tiny workload."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import antsim.gpu
+from antsim.cli import main
+from antsim.results import NetworkResult
+
+LAYERS_CSV = "name,N,C,K,H,W,R,S,stride,pad\nc1,1,8,8,8,8,3,3,1,1\nc2,1,8,16,8,8,3,3,2,1\n"
+ARCHS = ("arch_configs/scnn.yaml", "arch_configs/ant.yaml")
+# TODO(integration): drop once antsim.gpu exports estimate_gpu/load_gpu (the GPU model is being written).
+needs_gpu = pytest.mark.skipif(not hasattr(antsim.gpu, "estimate_gpu"), reason="antsim.gpu.estimate_gpu not landed")
+
+
+def _layers(tmp_path: Path) -> Path:
+    path = tmp_path / "tiny.csv"
+    path.write_text(LAYERS_CSV)
+    return path
+
+
+@needs_gpu
+def test_compare_runs_designs_and_writes_a_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    layers = _layers(tmp_path)
+    out = tmp_path / "reports" / "tiny"
+    status = main(["compare", "--arch", *ARCHS, "--gpu", "v100", "--layers-csv", str(layers), "--batch", "2",
+                   "--density-w", "0.3", "--density-a", "0.4", "--density-g", "0.5", "--seed", "3",
+                   "--no-progress", "--out", str(tmp_path / "cmp.json"), "--report-out", str(out)])
+    assert status == 0
+    stdout = capsys.readouterr().out
+    assert "baseline scnn" in stdout and "v100" in stdout
+    data = json.loads((tmp_path / "cmp.json").read_text())
+    assert [d["design"] for d in data["designs"]] == ["scnn", "ant", "v100"]
+    assert data["workload"]["densities"]["g"] == 0.5 and data["workload"]["batch"] == 2
+    ant = NetworkResult.read_json(out / "results" / "ant.json")
+    scnn = NetworkResult.read_json(out / "results" / "scnn.json")
+    assert ant.workload["seed"] == 3 and ant.workload["network"] == "tiny"
+    assert len(ant.records) == 6 and all(r.products is not None for r in ant.records)
+    network = next(d for d in data["designs"] if d["design"] == "ant")
+    assert network["speedup"] == pytest.approx(scnn.totals["time_s"] / ant.totals["time_s"])
+    assert (out / "index.html").is_file()
+
+
+def test_compare_rejects_a_result_file_of_another_workload_before_simulating(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    layers = _layers(tmp_path)
+    assert main(["compare", "--arch", ARCHS[1], "--layers-csv", str(layers), "--batch", "4", "--no-progress",
+                 "--report-out", str(tmp_path / "r4")]) == 0
+    capsys.readouterr()
+    batch4 = tmp_path / "r4" / "results" / "ant.json"
+    status = main(["compare", str(batch4), "--arch", ARCHS[0], "--layers-csv", str(layers), "--no-progress",
+                   "--out", str(tmp_path / "mixed.json")])
+    assert status == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("antsim compare: error: ") and len(err.splitlines()) == 1
+    assert f"{batch4}: workload.layers: layer 'c1' is N4" in err and "simulating" not in err
+    assert not (tmp_path / "mixed.json").exists()
+
+
+@needs_gpu
+def test_compare_rejects_an_unknown_gpu_before_simulating(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["compare", "--arch", ARCHS[0], "--gpu", "v999", "--layers-csv", str(_layers(tmp_path)),
+                   "--out", str(tmp_path / "x.json")])
+    assert status == 2
+    err = capsys.readouterr().err
+    assert "v999" in err and "unknown GPU" in err and "simulating" not in err
+    assert not (tmp_path / "x.json").exists()
