@@ -1,0 +1,40 @@
+"""GPU energy: a TDP-bounded power model (documented choice, not an action-count table).
+
+``energy = static + core + dram`` (joules), with
+
+* ``static = power.static_w × time`` — leakage, clocks, fans and idle board power while a kernel runs;
+* ``dram = DRAM bytes × 8 × dram.pj_per_bit`` — the sourced per-bit access energy (HBM2 3.9 pJ/bit,
+  GDDR5 14 pJ/bit, … energy_area_reference.md §1e);
+* ``core = executed FLOPs × e_flop`` where ``e_flop = (TDP − static_w − P_dram,peak) / peak FLOP/s``
+  of the precision's pipe: the SMs, register files, shared memory and L2 together draw what TDP leaves
+  once static power and DRAM at full datasheet bandwidth are paid. A kernel running every pipe at peak
+  and DRAM at full bandwidth therefore draws exactly TDP, and nothing draws more.
+
+Per-FLOP core energies that this yields (e.g. V100 FP32 ≈ 12.5 pJ/FLOP, tensor FP16 ≈ 1.6 pJ/FLOP)
+include the on-chip data movement of a GEMM; L2 traffic is not priced separately.
+"""
+
+from __future__ import annotations
+
+from antsim.gpu.spec import GpuSpec
+
+
+def dram_peak_power_w(gpu: GpuSpec) -> float:
+    """DRAM power at datasheet bandwidth (W)."""
+    return gpu.dram.bandwidth_gbs * 1e9 * 8 * gpu.dram.pj_per_bit * 1e-12
+
+
+def joules_per_flop(gpu: GpuSpec, precision: str) -> float:
+    """Core energy per executed FLOP of ``precision`` (J)."""
+    core_w = max(0.0, gpu.power.tdp_w - gpu.power.static_w - dram_peak_power_w(gpu))
+    return core_w / gpu.peak(precision)
+
+
+def energy_breakdown(gpu: GpuSpec, precision: str, time_s: float, executed_flops: float,
+                     dram_bytes: float) -> dict[str, float]:
+    """Joules per component (``core``, ``dram``, ``static``) of one kernel sequence."""
+    return {
+        "core": executed_flops * joules_per_flop(gpu, precision),
+        "dram": dram_bytes * 8 * gpu.dram.pj_per_bit * 1e-12,
+        "static": gpu.power.static_w * time_s,
+    }

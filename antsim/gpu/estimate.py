@@ -1,0 +1,97 @@
+"""The GPU baseline's public entry points: one (layer, phase) → ``LayerResult``; a network → ``NetworkResult``.
+
+A GPU runs every convolution dense (unstructured sparsity gives no speedup), so the estimate
+depends only on the layer shape, the phase and the precision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from antsim.gpu.energy import energy_breakdown
+from antsim.gpu.gemm import phase_gemms
+from antsim.gpu.model import CALIBRATION, Calibration, Plan, best_plan
+from antsim.gpu.spec import GpuSpec, load_gpu, precision_key
+from antsim.results import LayerResult, NetworkResult
+from antsim.workloads.layers import PHASES, Layer
+
+MODEL_NAME = "antsim.gpu implicit-GEMM tile/wave/traffic model (DeLTA-style), TDP-bounded power"
+
+
+def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer, phase: str, precision: str = "fp32",
+                   calibration: Calibration = CALIBRATION) -> LayerResult:
+    """Predict time and energy of one training convolution on a GPU.
+
+    Args:
+        gpu: A ``GpuSpec``, a builtin GPU name or a GPU YAML path.
+        layer: The convolution (its ``N`` is the batch).
+        phase: ``fprop`` | ``dgrad`` | ``wgrad``.
+        precision: ``fp32`` | ``tf32`` | ``fp16`` | ``bf16`` | ``fp16_pseudo``.
+        calibration: Model constants (default: the calibrated ones).
+
+    Returns:
+        A ``LayerResult`` with ``time_s`` (s), ``energy_j`` (J), ``energy_breakdown_j`` (``core``,
+        ``dram``, ``static``) and ``details``: the chosen GEMM (``M``, ``N``, ``K``, ``algorithm``),
+        ``tile``, ``split_k``, ``ctas``, ``waves``, ``bound`` and the time terms.
+
+    Raises:
+        AntsimError: unknown precision or one the GPU lacks; bad GPU spec; unknown phase.
+    """
+    spec = gpu if isinstance(gpu, GpuSpec) else load_gpu(gpu)
+    precision_key(precision)
+    candidates = [(best_plan(spec, g, precision, calibration), g) for g in phase_gemms(layer, phase)]
+    plan, gemm = min(candidates, key=lambda pg: pg[0].time_s)
+    energy = energy_breakdown(spec, precision, plan.time_s, 2.0 * plan.executed_macs, plan.dram_bytes)
+    return LayerResult(layer=layer.name, phase=phase, time_s=plan.time_s, energy_j=sum(energy.values()),
+                       energy_breakdown_j=energy, details=_details(plan, gemm, precision))
+
+
+def _details(plan: Plan, gemm: Any, precision: str) -> dict[str, Any]:
+    return {
+        "M": gemm.M, "N": gemm.N, "K": gemm.K, "algorithm": gemm.algorithm, "precision": precision,
+        "tile": plan.tile.name, "split_k": plan.split_k, "ctas": plan.ctas, "ctas_per_sm": plan.ctas_per_sm,
+        "waves": plan.waves, "bound": plan.bound, "compute_s": plan.compute_s, "l2_s": plan.l2_s,
+        "dram_s": plan.dram_s, "store_s": plan.store_s, "reduce_s": plan.reduce_s, "kernels": plan.launches,
+        "dram_bytes": plan.dram_bytes, "l2_bytes": plan.l2_bytes, "executed_flops": 2 * plan.executed_macs,
+        "useful_flops": 2 * gemm.useful_macs,
+    }
+
+
+def estimate_gpu(gpu: GpuSpec | str | Path, layers: Sequence[Layer], phases: Iterable[str] = PHASES,
+                 precision: str = "fp32", workload: Mapping[str, Any] | None = None,
+                 calibration: Calibration = CALIBRATION,
+                 progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None) -> NetworkResult:
+    """Predict every (layer, phase) of a workload on a GPU.
+
+    Args:
+        gpu: A ``GpuSpec``, a builtin GPU name or a GPU YAML path.
+        layers: The layers (at the batch size to model), in network order.
+        phases: Which of ``fprop``, ``dgrad``, ``wgrad`` (kept in that order).
+        precision: See ``estimate_layer``.
+        workload: The workload echo (as ``antsim.cli._common.resolve_workload`` builds it); default
+            built from ``layers`` and ``phases``.
+        calibration: Model constants.
+        progress: Optional wrapper of the layer iterable (a progress bar).
+
+    Returns:
+        A ``NetworkResult`` with ``backend="gpu"``, ``design`` = the GPU name, the spec echoed.
+
+    Raises:
+        AntsimError: see ``estimate_layer``.
+    """
+    spec = gpu if isinstance(gpu, GpuSpec) else load_gpu(gpu)
+    spec.peak(precision)  # fail before any work
+    phases = tuple(p for p in PHASES if p in tuple(phases))
+    items: Iterable[Layer] = progress(layers) if progress else layers
+    records = [estimate_layer(spec, layer, phase, precision, calibration) for layer in items for phase in phases]
+    return NetworkResult(design=spec.name, backend="gpu", records=tuple(records), spec=spec.to_dict(),
+                         workload=dict(workload) if workload is not None else _workload(layers, phases),
+                         meta={"precision": precision, "model": MODEL_NAME, "calibration": calibration.to_dict()})
+
+
+def _workload(layers: Sequence[Layer], phases: Sequence[str]) -> dict[str, Any]:
+    batches = {layer.N for layer in layers}
+    return {"network": None, "layers_csv": None, "batch": batches.pop() if len(batches) == 1 else None,
+            "phases": list(phases), "layers": [layer.to_dict() for layer in layers]}

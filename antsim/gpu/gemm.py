@@ -1,0 +1,102 @@
+"""The three training convolutions as implicit GEMMs (CUTLASS ``implicit_gemm_problem_size``).
+
+=======  ==========  ======  ======
+phase    M           N       K
+=======  ==========  ======  ======
+fprop    N·P·Q       K       C·R·S
+dgrad    N·H·W       C       K·R·S
+wgrad    K           C·R·S   N·P·Q
+=======  ==========  ======  ======
+
+Besides the shape, a ``Gemm`` holds the *unique* bytes behind each operand (what DRAM must deliver
+at least once): the implicit-GEMM A matrix of fprop is an im2col view whose R·S-fold duplication
+is served by the caches, so its DRAM footprint is the activation tensor, not M·K.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from antsim.errors import WorkloadError
+from antsim.workloads.layers import PHASES, Layer
+
+
+@dataclass(frozen=True)
+class Gemm:
+    """One implicit GEMM C[M,N] = A[M,K] · B[K,N].
+
+    Attributes:
+        M, N, K: GEMM extents (elements).
+        a_unique, b_unique, c_unique: Distinct tensor elements behind A, B and C (elements).
+        useful_macs: Multiply-accumulates of the convolution itself (dgrad at stride > 1 runs
+            M·N·K MACs of which only these are non-zero; the GEMM still executes all of them).
+        algorithm: ``implicit`` (the CUTLASS shape above) or ``col2im`` (dgrad as dY·W → columns
+            scatter-added into dX, cuDNN's BWD_DATA_ALGO_0 family: no structural zeros, but every
+            column element is an atomic read-modify-write in L2).
+    """
+
+    M: int
+    N: int
+    K: int
+    a_unique: int
+    b_unique: int
+    c_unique: int
+    useful_macs: int
+    algorithm: str = "implicit"
+    phase: str = "fprop"
+
+    @property
+    def scatter(self) -> bool:
+        """True when the output is scatter-added (col2im) rather than stored once."""
+        return self.algorithm == "col2im"
+
+    @property
+    def macs(self) -> int:
+        """MACs the dense GEMM executes (structural zeros included)."""
+        return self.M * self.N * self.K
+
+
+def _touched_input(layer: Layer) -> int:
+    """Activation elements fprop/wgrad actually read: a 1×1 kernel at stride 2 skips every other row.
+
+    Columns skipped inside a row still cost full 32-byte DRAM sectors, so only rows are discounted.
+    """
+    row_fraction = min(1.0, layer.R / layer.stride_h)
+    return max(1, round(layer.N * layer.C * layer.H * layer.W * row_fraction))
+
+
+def implicit_gemm(layer: Layer, phase: str) -> Gemm:
+    """The implicit GEMM of ``phase`` of ``layer``.
+
+    Raises:
+        WorkloadError: unknown phase.
+    """
+    x = layer.N * layer.C * layer.H * layer.W
+    w = layer.K * layer.C * layer.R * layer.S
+    y = layer.N * layer.K * layer.P * layer.Q
+    npq, crs = layer.N * layer.P * layer.Q, layer.C * layer.R * layer.S
+    if phase == "fprop":
+        return Gemm(npq, layer.K, crs, _touched_input(layer), w, y, layer.macs, "implicit", phase)
+    if phase == "dgrad":
+        return Gemm(layer.N * layer.H * layer.W, layer.C, layer.K * layer.R * layer.S, y, w, x, layer.macs, "implicit",
+                    phase)
+    if phase == "wgrad":
+        return Gemm(layer.K, crs, npq, y, _touched_input(layer), w, layer.macs, "implicit", phase)
+    raise WorkloadError(f"phase: unknown {phase!r}; known: {', '.join(PHASES)}")
+
+
+def dgrad_col2im(layer: Layer) -> Gemm:
+    """dgrad as (N·P·Q, C·R·S, K): dY · W gives one column per (input channel, tap), added into dX."""
+    x = layer.N * layer.C * layer.H * layer.W
+    w = layer.K * layer.C * layer.R * layer.S
+    y = layer.N * layer.K * layer.P * layer.Q
+    return Gemm(layer.N * layer.P * layer.Q, layer.C * layer.R * layer.S, layer.K, y, w, x, layer.macs, "col2im",
+                "dgrad")
+
+
+def phase_gemms(layer: Layer, phase: str) -> list[Gemm]:
+    """The GEMM formulations a library may run for ``phase`` (the model keeps the fastest)."""
+    gemms = [implicit_gemm(layer, phase)]
+    if phase == "dgrad":
+        gemms.append(dgrad_col2im(layer))
+    return gemms

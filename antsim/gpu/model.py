@@ -1,0 +1,208 @@
+"""Time of one implicit GEMM on one GPU: tiles, waves, split-K, L2/DRAM traffic (DeLTA style).
+
+For every candidate (CTA tile, split-K factor) a ``Plan`` predicts
+
+* compute: each SM runs ``ceil(CTAs / SMs)`` tiles (its resident CTAs share its pipes), each
+  ``m·n·k_slice`` MACs — tile quantization (padded M, N, K) and wave quantization (the last,
+  partial wave costs a full tile). The SM's rate is ``efficiency × peak / SMs``, lowered when its
+  resident warps are too few to hide latency, and, for SIMT kernels, by the integer instructions
+  that gather each implicit-GEMM operand element (they share issue slots with the FMAs);
+* L2: every CTA streams its A (m×k_slice) and B (k_slice×n) panels from L2;
+* DRAM: the unique bytes of A and B, plus re-reads of an operand that does not fit in L2 and is
+  swept once per column group of the grid (DeLTA, Lym et al. ISPASS 2019);
+* store: the output (or fp32 split-K partials, or col2im atomics) written after the main loop;
+* reduce: the split-K reduction kernel (reads the partials, writes the output);
+
+and ``time = max(compute, L2, DRAM) + store + reduce + kernels × launch_overhead``. The main
+loop overlaps arithmetic with operand loads; the epilogue does not overlap it because the CTAs of
+a wave run in lock-step (1–2 resident CTAs per SM in these kernels). The fastest plan wins, as
+cuDNN/cuBLAS heuristics roughly pick the best kernel.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from antsim.gpu.gemm import Gemm
+from antsim.gpu.spec import PRECISIONS, GpuSpec
+from antsim.gpu.tiles import SIMT_TILES, TENSOR_TILES, Tile, ctas_per_sm
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The model's calibration constants, each a physical quantity (not a per-layer fit).
+
+    Attributes:
+        simt_efficiency: Fraction of the datasheet SIMT (FP32 / half2) peak an SGEMM main loop
+            sustains before index arithmetic. Lin et al.'s FP32 micro-benchmarks reach 0.88 (P100),
+            0.89 (TITAN Xp) and 0.98 (V100) of it (gpu_specs.md §4.2); set to 0.85 on DeepBench.
+        tensor_efficiency: Fraction of the dense tensor-core peak a large GEMM main loop sustains
+            [assumption: cuBLAS/CUTLASS reach ~70–80 % of V100/A100/H100 dense peak on large GEMMs;
+            no tensor-core measurement was available to calibrate it].
+        launch_overhead_s: Launch + idle time per kernel (s): Lin et al. use 5 µs
+            (owensgroup/ml_perf_model ``analysis/utils.py``).
+        kernels_per_call: Kernels one convolution call launches before any split-K reduction:
+            cuDNN's IMPLICIT_PRECOMP_GEMM runs an index-precompute kernel, then the GEMM.
+        index_ops: Integer instructions per gathered operand element of an implicit GEMM with a
+            precomputed offset table (load offset, add, bounds predicate, …) [assumption].
+        wgrad_index_ops: The same for wgrad, whose reduction axis is N·P·Q: every element's
+            (n, p, q) → (n, h, w) needs a division/modulo chain, which no table can precompute
+            [assumption: ~16 instructions].
+        warps_per_scheduler: Resident warps each warp scheduler (one per 32 FP32 lanes) needs to
+            hide pipeline and shared-memory latency in an ILP-rich GEMM loop [assumption: 2].
+        l2_residency: Fraction of L2 an operand may occupy and still be re-read from L2 instead of
+            DRAM [assumption: half; the rest holds the other operand, outputs and conflicts].
+        max_split_k: Largest split-K factor considered (library kernels use a few to a few tens).
+    """
+
+    simt_efficiency: float = 0.85
+    tensor_efficiency: float = 0.75
+    launch_overhead_s: float = 5e-6
+    kernels_per_call: int = 2
+    index_ops: float = 4.0
+    wgrad_index_ops: float = 16.0
+    warps_per_scheduler: float = 2.0
+    l2_residency: float = 0.5
+    max_split_k: int = 32
+
+    def to_dict(self) -> dict[str, float]:
+        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+
+
+CALIBRATION = Calibration()
+
+_ACC_BYTES = 4  # split-K partials and accumulators are fp32 at every precision
+# L2 sector (bytes): the granularity of an L2 access; a scattered atomic add occupies one whole sector
+# (NVIDIA L2 lines are 128 B in four 32-B sectors).
+_SECTOR_BYTES = 32
+
+
+@dataclass(frozen=True)
+class Plan:
+    """One (tile, split-K) way of running a GEMM, with its predicted times (s) and traffic (bytes)."""
+
+    tile: Tile
+    split_k: int
+    ctas: int
+    ctas_per_sm: int
+    waves: float
+    compute_s: float
+    l2_s: float
+    dram_s: float
+    store_s: float
+    reduce_s: float
+    launches: int
+    time_s: float
+    l2_bytes: float
+    dram_bytes: float
+    executed_macs: int
+
+    @property
+    def bound(self) -> str:
+        """What dominates: ``compute``, ``l2`` or ``dram`` (main loop) or ``store`` (epilogue)."""
+        times = {"compute": self.compute_s, "l2": self.l2_s, "dram": self.dram_s,
+                 "store": self.store_s + self.reduce_s}
+        return max(times, key=times.__getitem__)
+
+
+@dataclass(frozen=True)
+class _Traffic:
+    """Bytes of one plan: main-loop operand loads (L2, DRAM) and the output path."""
+
+    l2_load: float
+    dram_load: float
+    store_l2: float
+    store_dram: float
+    reduce_l2: float = 0.0
+    reduce_dram: float = 0.0
+
+
+def _operand_reloads(unique_bytes: float, passes: int, concurrent: int, l2_bytes: float) -> int:
+    """DRAM passes over an operand: 1 if it stays in L2, else one per group of concurrent passes."""
+    if unique_bytes <= l2_bytes or passes <= 1:
+        return 1
+    return math.ceil(passes / max(1, concurrent))
+
+
+def _traffic(gpu: GpuSpec, g: Gemm, tile: Tile, split: int, k_slice: int, ob: int, wave: int,
+             cal: Calibration) -> _Traffic:
+    """Operand and output traffic of one plan (DeLTA-style reuse: L2 serves what fits in it)."""
+    tm, tn = math.ceil(g.M / tile.m), math.ceil(g.N / tile.n)
+    l2_room = cal.l2_residency * gpu.l2.size_mb * 2**20
+    cols_in_flight = max(1, wave // max(1, tm * split))
+    a_reloads = _operand_reloads(g.a_unique * ob / split, tn, cols_in_flight, l2_room)
+    b_panel = (g.K / split) * tile.n * ob * cols_in_flight
+    b_reloads = _operand_reloads(b_panel, math.ceil(tm / min(tm, wave)), 1, l2_room)
+    l2_load = tm * tn * split * (tile.m + tile.n) * k_slice * ob
+    dram_load = g.a_unique * ob * a_reloads + g.b_unique * ob * b_reloads
+    output = g.M * g.N * ob
+    if g.scatter:  # col2im: every column element is an atomic add into dX (one L2 sector each)
+        return _Traffic(l2_load, dram_load, g.M * g.N * _SECTOR_BYTES * split, g.c_unique * ob)
+    if split == 1:
+        return _Traffic(l2_load, dram_load, output, output)
+    partials = split * g.M * g.N * _ACC_BYTES  # fp32 workspace: written by the GEMM, read by the reduction
+    spilled = partials if partials > l2_room else 0.0
+    return _Traffic(l2_load, dram_load, partials, spilled, partials + output, spilled + output)
+
+
+def _sm_macs_per_s(gpu: GpuSpec, g: Gemm, precision: str, tile: Tile, together: int,
+                   cal: Calibration) -> float:
+    """MACs/s one SM sustains on this tile with ``together`` CTAs resident."""
+    tensor = gpu.uses_tensor_cores(precision)
+    rate = gpu.peak(precision) / 2 / gpu.sms * (cal.tensor_efficiency if tensor else cal.simt_efficiency)
+    schedulers = gpu.fp32_lanes_per_sm / 32  # one warp scheduler per 32 FP32 lanes (Pascal … Hopper)
+    rate *= min(1.0, together * tile.threads / 32 / (cal.warps_per_scheduler * schedulers))
+    if not tensor:  # gather arithmetic shares the SIMT issue slots: ops × (m + n)·k per m·n·k MACs
+        ops = cal.wgrad_index_ops if g.phase == "wgrad" else cal.index_ops
+        rate /= 1 + ops * (1 / tile.m + 1 / tile.n)
+    return rate
+
+
+def plan_gemm(gpu: GpuSpec, g: Gemm, precision: str, tile: Tile, split: int,
+              cal: Calibration = CALIBRATION) -> Plan | None:
+    """Predict one (tile, split-K) plan; None when the tile does not fit on an SM."""
+    ob = PRECISIONS[precision][0]
+    resident = ctas_per_sm(gpu, tile, ob)
+    if resident == 0:
+        return None
+    k_slice = math.ceil(math.ceil(g.K / split) / tile.k) * tile.k
+    ctas = math.ceil(g.M / tile.m) * math.ceil(g.N / tile.n) * split
+    per_sm = math.ceil(ctas / gpu.sms)
+    rate = _sm_macs_per_s(gpu, g, precision, tile, min(resident, per_sm), cal)
+    compute = per_sm * tile.m * tile.n * k_slice / rate
+    t = _traffic(gpu, g, tile, split, k_slice, ob, gpu.sms * resident, cal)
+    l2_bw, dram_bw = gpu.l2.bandwidth_gbs * 1e9, gpu.dram_bytes_per_s
+    l2_s, dram_s = t.l2_load / l2_bw, t.dram_load / dram_bw
+    store = max(t.store_l2 / l2_bw, t.store_dram / dram_bw)
+    reduce = max(t.reduce_l2 / l2_bw, t.reduce_dram / dram_bw)
+    launches = cal.kernels_per_call + (1 if split > 1 and not g.scatter else 0)
+    time = max(compute, l2_s, dram_s) + store + reduce + launches * cal.launch_overhead_s
+    return Plan(tile, split, ctas, resident, ctas / (gpu.sms * resident), compute, l2_s, dram_s, store,
+                reduce, launches, time, t.l2_load + t.store_l2 + t.reduce_l2,
+                t.dram_load + t.store_dram + t.reduce_dram, ctas * tile.m * tile.n * k_slice)
+
+
+def split_candidates(g: Gemm, tile: Tile, cal: Calibration = CALIBRATION) -> list[int]:
+    """Split-K factors worth trying: powers of two while each slice keeps ≥ 4 main-loop steps."""
+    splits, s = [1], 2
+    while s <= cal.max_split_k and g.K / s >= 4 * tile.k:
+        splits.append(s)
+        s *= 2
+    return splits
+
+
+def best_plan(gpu: GpuSpec, g: Gemm, precision: str, cal: Calibration = CALIBRATION) -> Plan:
+    """The fastest predicted plan over the GPU's tiles and split-K factors.
+
+    Raises:
+        AntsimError: the GPU lacks ``precision``.
+    """
+    gpu.peak(precision)  # one-line error for a precision the GPU lacks
+    tiles = TENSOR_TILES if gpu.uses_tensor_cores(precision) else SIMT_TILES
+    plans = [plan_gemm(gpu, g, precision, tile, split, cal)
+             for tile in tiles for split in split_candidates(g, tile, cal)]
+    fitting = [p for p in plans if p is not None]
+    if not fitting:  # pragma: no cover - every builtin GPU fits the smallest tile
+        raise ValueError(f"no tile fits on {gpu.name}")
+    return min(fitting, key=lambda p: (p.time_s, p.split_k, -p.tile.m * p.tile.n))

@@ -1,0 +1,170 @@
+"""GPU spec: YAML (``kind: gpu``) → frozen, validated ``GpuSpec``; builtin GPUs by name.
+
+Builtin specs live in ``antsim/gpu/specs/NAME.yaml`` (shipped with the package) and are mirrored
+in the repository's ``arch_configs/gpus/NAME.yaml`` (a test keeps the two identical). Every number
+in them carries its source (``/work/shared/data/gpu_specs.md`` tags ``[C#]``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from antsim.errors import AntsimError, SpecError
+from antsim.spec.yamlio import load_yaml, validate_model
+
+SPEC_DIR = Path(__file__).with_name("specs")
+
+# Model precisions: bytes per operand element, the peak they run at, and whether the GEMM main loop
+# uses tensor-core MMA tiles (when the GPU has tensor cores). ``fp16_pseudo`` is DeepBench's
+# "pseudo fp16": fp16 storage, fp32 arithmetic (cuDNN's PSEUDO_HALF_CONFIG).
+PRECISIONS: dict[str, tuple[int, str]] = {
+    "fp32": (4, "fp32"),
+    "tf32": (4, "tf32"),
+    "fp16": (2, "fp16"),
+    "bf16": (2, "bf16"),
+    "fp16_pseudo": (2, "fp32"),
+}
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+
+def _peak(description: str) -> Any:
+    return Field(None, gt=0, le=100000, description=description)
+
+
+class Peaks(_Section):
+    """Dense peak throughput per precision (TFLOP/s, 1 FMA = 2 FLOP). Absent = the GPU lacks it."""
+
+    fp32: float = Field(gt=0, le=100000, description="FP32 SIMT peak (TFLOP/s)")
+    tf32: float | None = _peak("TF32 tensor-core dense peak (TFLOP/s)")
+    fp16: float | None = _peak("FP16 peak (TFLOP/s): tensor cores if present, else SIMT half2")
+    bf16: float | None = _peak("BF16 tensor-core dense peak (TFLOP/s)")
+
+
+class Dram(_Section):
+    """Off-chip memory."""
+
+    type: Literal["gddr5x", "hbm2", "hbm2e", "hbm3", "hbm3e"] = Field(description="memory technology")
+    bandwidth_gbs: float = Field(gt=0, le=100000, description="datasheet bandwidth (GB/s)")
+    achievable_gbs: float | None = Field(None, gt=0, le=100000,
+                                         description="measured achievable bandwidth (GB/s); default 0.9 x datasheet")
+    pj_per_bit: float = Field(gt=0, le=100, description="access energy (pJ/bit)")
+
+
+class L2(_Section):
+    """Last-level on-chip cache."""
+
+    size_mb: float = Field(gt=0, le=1024, description="capacity (MB, 2^20 bytes)")
+    bandwidth_gbs: float = Field(gt=0, le=1000000, description="achievable bandwidth (GB/s)")
+
+
+class Power(_Section):
+    """Board power envelope (see antsim/gpu/energy.py for the power model)."""
+
+    tdp_w: float = Field(gt=0, le=5000, description="thermal design power (W)")
+    static_w: float = Field(ge=0, le=5000, description="static + idle power while a kernel runs (W)")
+
+
+class GpuSpec(_Section):
+    """One GPU."""
+
+    kind: Literal["gpu"] = "gpu"
+    version: Literal[1] = 1
+    name: str = Field(min_length=1)
+    description: str = ""
+    sms: int = Field(ge=1, le=1024, description="streaming multiprocessors")
+    clock_mhz: float = Field(gt=0, le=5000, description="boost clock (MHz)")
+    tensor_cores: bool = Field(description="true: fp16/bf16/tf32 GEMMs run on tensor-core MMA tiles")
+    smem_per_sm_kb: float = Field(gt=0, le=4096, description="max shared memory per SM (KB)")
+    regs_per_sm: int = Field(65536, ge=1024, le=1048576, description="32-bit registers per SM")
+    max_ctas_per_sm: int = Field(32, ge=1, le=128, description="resident CTAs per SM limit")
+    peak_tflops: Peaks
+    dram: Dram
+    l2: L2
+    power: Power
+
+    def peak(self, precision: str) -> float:
+        """Dense peak of ``precision`` in FLOP/s.
+
+        Raises:
+            AntsimError: unknown precision, or one this GPU lacks (one line).
+        """
+        key = precision_key(precision)
+        value = getattr(self.peak_tflops, key)
+        if value is None:
+            have = [p for p in PRECISIONS if getattr(self.peak_tflops, PRECISIONS[p][1]) is not None]
+            raise AntsimError(f"gpu {self.name}: precision {precision!r} not available; has {', '.join(have)}")
+        return value * 1e12
+
+    def uses_tensor_cores(self, precision: str) -> bool:
+        """True when ``precision`` runs on tensor-core MMA tiles on this GPU."""
+        return self.tensor_cores and PRECISIONS[precision][1] != "fp32"
+
+    @property
+    def fp32_lanes_per_sm(self) -> float:
+        """FP32 FMA lanes per SM, from FP32 peak = 2 × lanes × SMs × clock (gpu_specs.md [I])."""
+        return self.peak_tflops.fp32 * 1e12 / (2 * self.sms * self.clock_mhz * 1e6)
+
+    @property
+    def dram_bytes_per_s(self) -> float:
+        """Achievable DRAM bandwidth (B/s): measured if given, else 0.9 of the datasheet figure."""
+        measured = self.dram.achievable_gbs
+        return (measured if measured is not None else DRAM_EFFICIENCY * self.dram.bandwidth_gbs) * 1e9
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(mode="json")
+
+
+# Achievable fraction of datasheet DRAM bandwidth: Lin et al. measured V100 817/900 = 0.91 and
+# A100 1391/1555 = 0.89 (gpu_specs.md §4.3, DESIGN.md §1.6 "DRAM ≈ 0.9 of spec").
+DRAM_EFFICIENCY = 0.9
+
+
+def precision_key(precision: str) -> str:
+    """The ``peak_tflops`` key a model precision runs at.
+
+    Raises:
+        AntsimError: unknown precision.
+    """
+    if precision not in PRECISIONS:
+        raise AntsimError(f"precision: unknown {precision!r}; known: {', '.join(PRECISIONS)}")
+    return PRECISIONS[precision][1]
+
+
+def gpu_names() -> list[str]:
+    """Names of the builtin GPUs."""
+    return sorted(p.stem for p in SPEC_DIR.glob("*.yaml"))
+
+
+def gpu_from_dict(data: dict[str, Any], source: str = "<dict>") -> GpuSpec:
+    """Validate a plain dict as a ``GpuSpec``.
+
+    Raises:
+        SpecError: naming ``source``, the dotted key path and the value.
+    """
+    return validate_model(GpuSpec, data, source)
+
+
+def load_gpu(name_or_path: str | Path) -> GpuSpec:
+    """A builtin GPU by name (``p100``, ``a100``, …) or a GPU YAML file.
+
+    Raises:
+        SpecError: unknown name, missing file, malformed YAML, missing/negative/unknown keys.
+    """
+    text = str(name_or_path)
+    path = Path(text)
+    if not (path.suffix in (".yaml", ".yml") or "/" in text or path.is_file()):
+        builtin = SPEC_DIR / f"{text.lower()}.yaml"
+        if not builtin.is_file():
+            raise SpecError(text, "", f"unknown GPU; known: {', '.join(gpu_names())} (or a YAML path)")
+        path = builtin
+    data = load_yaml(path, kind="gpu")
+    return gpu_from_dict(data, source=str(path))
+
+
+__all__ = ["PRECISIONS", "GpuSpec", "gpu_from_dict", "gpu_names", "load_gpu", "precision_key"]
