@@ -73,10 +73,15 @@ def _pack(prefix: str, array: np.ndarray) -> dict[str, np.ndarray]:
     mask = array != 0
     values = array[mask].astype(np.float64)
     scale = float(np.abs(values).max()) if values.size else 1.0
+    scaled = (values / scale).astype(np.float16)
+    # Real gradients can span more than float16's range below the scale; keep such values non-zero (at the
+    # smallest subnormal, sign kept) so the bitmap and the loaded array agree on the sparsity pattern.
+    flushed = scaled == 0
+    scaled[flushed] = np.copysign(np.float16(2.0**-24), values[flushed]).astype(np.float16)
     return {
         f"{prefix}/shape": np.asarray(array.shape, dtype=np.int64),
         f"{prefix}/bitmap": np.packbits(mask.ravel()),
-        f"{prefix}/values": (values / scale).astype(np.float16),
+        f"{prefix}/values": scaled,
         f"{prefix}/scale": np.float32(scale),
     }
 
