@@ -178,7 +178,8 @@ def _notes(fidelity: str, policy: str, fetch_filter: bool, dense: bool, sample_s
     if policy == "oracle":
         notes.append("oracle: valid products packed into ceil(valid/(F*I)) full pairs per (chunk, PE)")
     if fetch_filter:
-        notes.append("fetch filter: streamed non-zeros whose row or column cannot reach a PE's tile are not delivered to it")
+        notes.append("fetch filter: streamed non-zeros whose row or column cannot reach a PE's tile are not"
+                     " delivered to it")
     if dense:
         notes.append("dense design: every element counts as a non-zero (products include zeros)")
     return tuple(notes)

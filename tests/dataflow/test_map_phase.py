@@ -1,0 +1,147 @@
+"""map_phase: functional output, exact product accounting, fast == exact, PhaseWork fields."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from dataflow_helpers import arch_from_dict, random_tensors, small_arch
+from test_phases import scipy_phase
+
+from antsim.dataflow import map_phase
+from antsim.dataflow.work import PER_CHUNK_FIELDS, PER_PE_FIELDS
+from antsim.errors import MappingError, WorkloadError
+from antsim.phases import reference
+from antsim.workloads.layers import Layer
+
+CASES = [  # (layer, density, rows, cols, Kc)
+    (Layer("s1", N=2, C=3, K=5, H=9, W=7, R=3, S=3, stride=1, pad=1), 0.4, 2, 3, 2),
+    (Layer("s2", N=1, C=4, K=3, H=11, W=9, R=3, S=3, stride=2, pad=1), 0.5, 3, 2, 2),
+    (Layer("ns", N=3, C=2, K=4, H=9, W=10, R=5, S=3, stride=(2, 1), pad=(2, 0)), 0.3, 2, 2, 3),
+    (Layer("k1", N=1, C=3, K=4, H=7, W=7, R=1, S=1, stride=2, pad=0), 0.6, 2, 2, 4),
+    (Layer("k5", N=2, C=2, K=2, H=13, W=11, R=5, S=5, stride=1, pad=2), 0.25, 3, 3, 1),
+]
+FIELDS_EQUAL = [f for f in PER_PE_FIELDS if f != "conflict_cycles"]
+
+
+def brute_force_valid(layer: Layer, phase: str, t, dense: bool = False) -> int:
+    """Contributing pairs, counted by looping over the stationary non-zeros (vectorised over the other)."""
+    (sh, sw), (ph, pw) = layer.stride, layer.pad
+    nz = (lambda x: np.ones(x.shape, bool)) if dense else (lambda x: x != 0)
+    count = 0
+    if phase == "fprop":
+        w = np.argwhere(nz(t.weights))
+        for _n, c, h, x in np.argwhere(nz(t.activations)):
+            k = w[w[:, 1] == c]
+            p, q = h + ph - k[:, 2], x + pw - k[:, 3]
+            count += np.sum((p % sh == 0) & (q % sw == 0) & (p >= 0) & (q >= 0)
+                            & (p // sh < layer.P) & (q // sw < layer.Q))
+    elif phase == "dgrad":
+        w = np.argwhere(nz(t.weights))
+        for _n, k, p, q in np.argwhere(nz(t.grad_output)):
+            c = w[w[:, 0] == k]
+            h, x = p * sh + c[:, 2] - ph, q * sw + c[:, 3] - pw
+            count += np.sum((h >= 0) & (h < layer.H) & (x >= 0) & (x < layer.W))
+    else:
+        g = np.argwhere(nz(t.grad_output))
+        for n, _c, h, x in np.argwhere(nz(t.wgrad_activations)):
+            d = g[g[:, 0] == n]
+            r, s = h - d[:, 2] * sh + ph, x - d[:, 3] * sw + pw
+            count += np.sum((r >= 0) & (r < layer.R) & (s >= 0) & (s < layer.S))
+    return int(count)
+
+
+def output_support(layer: Layer, phase: str, t) -> int:
+    """Distinct outputs touched per chunk, summed: dense results of the masks, image by image for wgrad."""
+    masks = type(t)(*(None if a is None else (a != 0).astype(float)
+                      for a in (t.weights, t.activations, t.grad_output, t.saved_activations)))
+    if phase != "wgrad":
+        return int(np.count_nonzero(reference(layer, phase, masks)))
+    single = layer.with_batch(1)
+    return sum(int(np.count_nonzero(reference(single, phase, type(t)(
+        masks.weights, masks.wgrad_activations[n:n + 1], masks.grad_output[n:n + 1])))) for n in range(layer.N))
+
+
+@pytest.mark.parametrize("case", range(len(CASES)), ids=[c[0].name for c in CASES])
+@pytest.mark.parametrize("phase", ["fprop", "dgrad", "wgrad"])
+def test_every_policy_is_exact_and_fast_agrees(case: int, phase: str) -> None:
+    layer, density, rows, cols, kc = CASES[case]
+    t = random_tensors(layer, density, seed=case)
+    ref = reference(layer, phase, t)
+    np.testing.assert_allclose(ref, scipy_phase(layer, phase, t), atol=1e-10)
+    valid = brute_force_valid(layer, phase, t)
+    support = output_support(layer, phase, t)
+    totals = {}
+    for stride_phases in (False, True):
+        for policy in ("none", "ant", "oracle"):
+            arch = small_arch(policy, rows, cols, kc, stride_phases)
+            exact = map_phase(arch, layer, phase, t, fidelity="exact")
+            fast = map_phase(arch, layer, phase, t, fidelity="fast")
+            what = f"{policy} stride_phases={stride_phases}"
+            np.testing.assert_allclose(exact.output, ref, atol=1e-9, err_msg=what)
+            assert exact.products.valid == valid, what
+            assert int(exact.valid_products.sum()) == valid, what
+            assert fast.products == exact.products, what
+            assert 0 <= exact.products.skipped <= exact.products.rcp, what
+            for field in FIELDS_EQUAL + list(PER_CHUNK_FIELDS):
+                assert np.array_equal(getattr(fast, field), getattr(exact, field)), f"{what}: {field}"
+            assert int(exact.output_values.sum()) == support, what
+            assert fast.output is None
+            totals[(stride_phases, policy)] = exact.products
+        assert totals[(stride_phases, "none")].skipped == 0
+        assert totals[(stride_phases, "oracle")].skipped == totals[(stride_phases, "oracle")].rcp
+        assert len({p.total for (sp, _), p in totals.items() if sp == stride_phases}) == 1  # same total
+    assert totals[(True, "none")].total <= totals[(False, "none")].total
+
+
+def test_stride_phases_remove_non_integer_pairs_in_strided_fprop() -> None:
+    layer, density, rows, cols, kc = CASES[1]
+    t = random_tensors(layer, density, seed=7)
+    off = map_phase(small_arch("none", rows, cols, kc, False), layer, "fprop", t).products
+    on = map_phase(small_arch("none", rows, cols, kc, True), layer, "fprop", t).products
+    assert on.valid == off.valid
+    # Stride 2 in both dims: only 1/4 of the (A, W) class pairs can give integer coordinates.
+    assert on.total == pytest.approx(off.total / 4, rel=0.15)
+    assert on.rcp < 0.2 * on.total < off.rcp
+
+
+def test_dense_design_multiplies_zeros_and_stays_exact() -> None:
+    layer, _, rows, cols, kc = CASES[0]
+    t = random_tensors(layer, 0.3, seed=3)
+    arch = arch_from_dict({"name": "dense", "sparsity_support": False, "pe_array": {"rows": rows, "cols": cols},
+                           "mapping": {"output_channel_group": kc}})
+    for phase in ("fprop", "dgrad", "wgrad"):
+        exact = map_phase(arch, layer, phase, t, fidelity="exact")
+        fast = map_phase(arch, layer, phase, t)
+        np.testing.assert_allclose(exact.output, reference(layer, phase, t), atol=1e-9)
+        assert exact.products.valid == brute_force_valid(layer, phase, t, dense=True)
+        assert fast.products == exact.products
+    # fprop on a dense design: every element pair of a channel is formed.
+    work = map_phase(arch, layer, "fprop", t)
+    assert work.products.total == layer.N * layer.C * layer.H * layer.W * layer.K * layer.R * layer.S
+
+
+def test_phase_work_shapes_and_bookkeeping() -> None:
+    layer, density, rows, cols, kc = CASES[0]
+    t = random_tensors(layer, density, seed=4)
+    for phase in ("fprop", "dgrad", "wgrad"):
+        work = map_phase(small_arch("ant", rows, cols, kc), layer, phase, t)
+        groups = -(-(layer.C if phase == "dgrad" else layer.K) // kc)
+        assert work.n_chunks == layer.N * groups and work.n_pes == rows * cols
+        assert work.tiling["chunks"] == work.n_chunks and work.tiling["Kc"] == kc
+        assert work.needs_reduction == (phase == "wgrad")
+        assert (work.issued_pairs <= work.candidate_pairs).all()
+        assert (work.valid_products <= work.issued_products).all()
+        assert (work.halo_outputs <= work.partial_outputs).all()
+        stationary = {"fprop": t.activations, "dgrad": t.grad_output, "wgrad": t.wgrad_activations}[phase]
+        assert int(work.stationary_values.sum()) == np.count_nonzero(stationary)
+        assert work.notes
+    assert map_phase(small_arch("ant", rows, cols, kc), layer, "wgrad", t).halo_outputs.sum() == 0
+
+
+def test_bad_fidelity_and_shapes_are_user_errors() -> None:
+    layer, density, rows, cols, kc = CASES[0]
+    t = random_tensors(layer, density, seed=5)
+    with pytest.raises(MappingError, match="fidelity"):
+        map_phase(small_arch(), layer, "fprop", t, fidelity="slow")
+    with pytest.raises(WorkloadError, match="weights"):
+        map_phase(small_arch(), layer, "fprop", type(t)(t.weights[:, :1], t.activations, t.grad_output))
