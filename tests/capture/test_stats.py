@@ -108,3 +108,18 @@ def test_synthetic_like_copies_shapes_and_densities(model: str) -> None:
             assert s.densities()["activations"] == pytest.approx(t.densities()["activations"], abs=0.03)
     if model == "uniform":
         assert summarize(tensors_stats(synthetic))["activations.clustering"][0] == pytest.approx(1.0, abs=0.1)
+
+
+def test_packed_file_keeps_the_pattern_of_a_wide_range_gradient(tmp_path) -> None:
+    """Captured dY spans > 2^24 in magnitude (dead-channel tails); the file must keep every non-zero."""
+    rng = np.random.default_rng(4)
+    grad = (rng.standard_normal((2, 4, 6, 6)) * 10.0 ** rng.uniform(-14, 2, (2, 4, 6, 6))).astype(np.float32)
+    t = Tensors(np.ones((4, 3, 3, 3), np.float32), np.ones((2, 3, 6, 6), np.float32), grad)
+    save_tensors(tmp_path / "g.npz", {"l": t})
+    from antsim.sparsity.tensors import load_tensors
+
+    loaded = load_tensors(tmp_path / "g.npz")["l"].grad_output
+    assert np.array_equal(loaded != 0, grad != 0)
+    assert np.array_equal(np.sign(loaded), np.sign(grad))
+    big = np.abs(grad) > 1e-3 * np.abs(grad).max()
+    np.testing.assert_allclose(loaded[big], grad[big], rtol=1e-3)
