@@ -1,0 +1,105 @@
+"""``antsim gpu``: the analytical GPU baseline on a workload, or checked against measured layer times."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from antsim.cli._common import add_workload_arguments, check_out_path, parse_phases, progress, resolve_workload
+
+HELP = "model a network's training convolutions on a GPU (dense implicit GEMM), or --check it against measurements"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--gpu", required=True,
+                        help="builtin GPU (titanxp, p100, v100, a100, h100, h200) or a GPU YAML path")
+    add_workload_arguments(parser)
+    parser.add_argument("--precision", default="fp32",
+                        help="fp32 | tf32 | fp16 | bf16 | fp16_pseudo (fp16 storage, fp32 math); default fp32")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="result file: .json (antsim.result/1) or .csv; with --check: per-layer errors .csv")
+    parser.add_argument("--check", type=Path, default=None, metavar="MEASURED.csv",
+                        help="compare the model with measured times: a DeepBench CSV (shapes inside) or a "
+                             "name,phase,time_s CSV joined by layer name to --network/--layers-csv")
+    parser.add_argument("--worst", type=int, default=5, help="with --check: how many worst layers to list")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def run(args: argparse.Namespace) -> int:
+    from antsim.gpu import estimate_gpu, load_gpu
+
+    if args.check is not None:
+        return _run_check(args)
+    if args.out is None:
+        from antsim.errors import AntsimError
+
+        raise AntsimError("--out FILE is required (or use --check MEASURED.csv)")
+    out = check_out_path(args.out, (".json", ".csv"))
+    gpu = load_gpu(args.gpu)
+    gpu.peak(args.precision)
+    layers, workload = resolve_workload(args)
+    phases = parse_phases(args.phases)
+    bar = None if args.no_progress else (lambda items: progress(items, total=len(layers), desc="gpu", unit="layer"))
+    result = estimate_gpu(gpu, layers, phases, args.precision, workload=workload, progress=bar)
+    result.write_csv(out) if out.suffix.lower() == ".csv" else result.write_json(out)
+    _print_summary(result, out)
+    return 0
+
+
+def _print_summary(result, out: Path) -> None:  # type: ignore[no-untyped-def]
+    totals = result.totals
+    lines = [f"{result.design} ({result.meta['precision']}): {len(result.records)} (layer, phase) records, "
+             f"{totals['time_s'] * 1e3:.3f} ms, {totals['energy_j']:.4g} J"]
+    for phase in ("fprop", "dgrad", "wgrad"):
+        recs = [r for r in result.records if r.phase == phase]
+        if recs:
+            lines.append(f"  {phase}: {sum(r.time_s for r in recs) * 1e3:.3f} ms, "
+                         f"{sum(r.energy_j for r in recs):.4g} J")
+    lines.append(f"wrote {out}")
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def _run_check(args: argparse.Namespace) -> int:
+    from antsim.gpu import load_gpu
+    from antsim.gpu.check import check_measured, check_result, deepbench_rows, write_check_csv
+    from antsim.gpu.measured import is_deepbench_csv
+
+    out = check_out_path(args.out, (".csv",)) if args.out is not None else None
+    gpu = load_gpu(args.gpu)
+    gpu.peak(args.precision)
+    if not args.check.is_file():
+        from antsim.errors import WorkloadError
+
+        raise WorkloadError(f"{args.check}: measurement CSV not found")
+    if is_deepbench_csv(args.check):
+        rows = check_measured(gpu, deepbench_rows(args.check, args.precision), args.precision)
+    else:
+        from antsim.measure.external import read_results_csv
+
+        layers, _ = resolve_workload(args)
+        measured = read_results_csv(args.check, layers, phases=parse_phases(args.phases))
+        rows = check_result(gpu, measured, layers, args.precision)
+    if out is not None:
+        write_check_csv(rows, out)
+    sys.stdout.write(_check_report(gpu.name, args, rows, out))
+    return 0
+
+
+def _check_report(name: str, args: argparse.Namespace, rows, out: Path | None) -> str:  # type: ignore[no-untyped-def]
+    from antsim.gpu.check import summarize, worst
+
+    lines = [f"{name} vs {args.check} ({args.precision}); error = exp(mean |ln(pred/meas)|) - 1, "
+             "bias = exp(mean ln(pred/meas))",
+             f"{'phase':6s} {'n impl':>6s} {'err impl':>8s} {'bias':>5s} {'n all':>6s} {'err all':>8s} {'bias':>5s}"]
+    for s in summarize(rows):
+        impl = (f"{s['n_implicit']:6d} {s['err_implicit'] * 100:7.1f}% {s['bias_implicit']:5.2f}"
+                if s["n_implicit"] else f"{0:6d} {'-':>8s} {'-':>5s}")
+        lines.append(f"{s['phase']:6s} {impl} {s['n_all']:6d} {s['err_all'] * 100:7.1f}% {s['bias_all']:5.2f}")
+    lines.append(f"worst {args.worst}:")
+    for r in worst(rows, args.worst):
+        lines.append(f"  {r.name} {r.phase}: measured {r.measured_s * 1e3:.3f} ms, predicted "
+                     f"{r.predicted_s * 1e3:.3f} ms (x{r.ratio:.2f}), GEMM {r.M}x{r.N}x{r.K}")
+    if out is not None:
+        lines.append(f"wrote {out}")
+    return "\n".join(lines) + "\n"

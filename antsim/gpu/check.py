@@ -1,0 +1,120 @@
+"""The GPU model against measured layer times: per-row comparison, per-phase error summary, worst rows.
+
+Error metric (``antsim.gpu.measured.geomean_abs_error``): ``exp(mean |ln(pred/meas)|) − 1``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from antsim.errors import WorkloadError
+from antsim.gpu.estimate import estimate_layer
+from antsim.gpu.measured import MeasuredLayer, bias, geomean_abs_error, read_deepbench_csv
+from antsim.gpu.model import CALIBRATION, Calibration
+from antsim.gpu.spec import GpuSpec
+from antsim.results import NetworkResult, write_text_atomic
+from antsim.workloads.layers import PHASES, Layer
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    """One (layer, phase): measured and predicted seconds and the GEMM the model ran."""
+
+    name: str
+    phase: str
+    measured_s: float
+    predicted_s: float
+    implicit: bool | None
+    algo: str
+    M: int
+    N: int
+    K: int
+
+    @property
+    def ratio(self) -> float:
+        return self.predicted_s / self.measured_s
+
+    @property
+    def abs_log_error(self) -> float:
+        return abs(math.log(self.ratio))
+
+
+def check_measured(gpu: GpuSpec, measured: Sequence[MeasuredLayer], precision: str,
+                   calibration: Calibration = CALIBRATION) -> list[CheckRow]:
+    """Predict every measured (layer, phase) (layers carry their own batch)."""
+    rows = []
+    for m in measured:
+        for phase in PHASES:
+            if phase not in m.times_s:
+                continue
+            r = estimate_layer(gpu, m.layer, phase, precision, calibration)
+            rows.append(CheckRow(m.layer.name, phase, m.times_s[phase], r.time_s,
+                                 m.implicit_gemm if m.algo else None, m.algo,
+                                 r.details["M"], r.details["N"], r.details["K"]))
+    return rows
+
+
+def check_result(gpu: GpuSpec, measured: NetworkResult, layers: Sequence[Layer], precision: str,
+                 calibration: Calibration = CALIBRATION) -> list[CheckRow]:
+    """Predict the (layer, phase) records of a measured ``NetworkResult`` joined by layer name."""
+    by_name = {layer.name: layer for layer in layers}
+    rows = []
+    for rec in measured.records:
+        if rec.time_s <= 0:
+            continue
+        r = estimate_layer(gpu, by_name[rec.layer], rec.phase, precision, calibration)
+        rows.append(CheckRow(rec.layer, rec.phase, rec.time_s, r.time_s, None, str(rec.details.get("algorithm", "")),
+                             r.details["M"], r.details["N"], r.details["K"]))
+    return rows
+
+
+def deepbench_rows(path: str | Path, precision: str) -> list[MeasuredLayer]:
+    """The rows of a DeepBench CSV measured at ``precision``.
+
+    Raises:
+        WorkloadError: unreadable file, or no row of that precision (the message lists those present).
+    """
+    rows = read_deepbench_csv(path)
+    picked = [m for m in rows if m.precision == precision]
+    if not picked:
+        have = sorted({m.precision for m in rows})
+        raise WorkloadError(f"{path}: column precision: no rows of {precision!r}; the file has {', '.join(have)}")
+    return picked
+
+
+def summarize(rows: Sequence[CheckRow]) -> list[dict[str, object]]:
+    """Per phase: rows, geomean |error| and bias over the implicit-GEMM rows (when known) and over all rows."""
+    out = []
+    for phase in PHASES:
+        mine = [r for r in rows if r.phase == phase]
+        if not mine:
+            continue
+        implicit = [r.ratio for r in mine if r.implicit]
+        every = [r.ratio for r in mine]
+        out.append({"phase": phase, "n_implicit": len(implicit), "err_implicit": geomean_abs_error(implicit),
+                    "bias_implicit": bias(implicit), "n_all": len(every), "err_all": geomean_abs_error(every),
+                    "bias_all": bias(every)})
+    return out
+
+
+def worst(rows: Sequence[CheckRow], count: int = 5) -> list[CheckRow]:
+    """The ``count`` rows with the largest |ln(pred/meas)|."""
+    return sorted(rows, key=lambda r: (-r.abs_log_error, r.name, r.phase))[:count]
+
+
+def write_check_csv(rows: Sequence[CheckRow], path: str | Path) -> None:
+    """One line per (layer, phase): measured, predicted, ratio and the GEMM shape (written atomically)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["name", "phase", "measured_s", "predicted_s", "ratio", "abs_log_error", "implicit_gemm",
+                     "algo", "M", "N", "K"])
+    for r in rows:
+        writer.writerow([r.name, r.phase, f"{r.measured_s:.6g}", f"{r.predicted_s:.6g}", f"{r.ratio:.4f}",
+                         f"{r.abs_log_error:.4f}", "" if r.implicit is None else int(r.implicit), r.algo,
+                         r.M, r.N, r.K])
+    write_text_atomic(path, buffer.getvalue())
