@@ -140,7 +140,8 @@ def _energy_figure(comparison: Comparison) -> RenderedFigure | None:
     top = [f"{design}: {info.components[int(np.argmax(shares[i]))]} {100 * shares[i].max():.0f}%"
            for i, design in enumerate(info.designs)]
     caption = ("Energy of one training step (all layers, all phases) by hardware component, for the"
-               " accelerator designs (GPU energy has no component breakdown; see the energy-reduction figure)."
+               " accelerator designs (GPUs are left out: their energy is not split into these components; see"
+               " the energy-reduction figure)."
                " Left: joules; right: shares. Largest component — " + "; ".join(top) + ".")
     return _rendered("energy_breakdown", "Energy breakdown by component", caption,
                      f.render_energy_breakdown(info), d.energy_rows(info))

@@ -163,8 +163,8 @@ def render_html(content: ReportContent) -> str:
     for fig in content.figures:
         uri = "data:image/png;base64," + base64.b64encode(fig.png).decode("ascii")
         parts.append(f'<figure id="{fig.name}"><h2>{escape(fig.title)}</h2><img src="{uri}" alt="{escape(fig.title)}">'
-                     f"<figcaption>{escape(fig.caption)} Files: figures/{fig.name}.svg, data/{fig.name}.csv."
-                     "</figcaption></figure>")
+                     f'<figcaption>{escape(fig.caption)} Files: <a href="figures/{fig.name}.svg">SVG</a>,'
+                     f' <a href="data/{fig.name}.csv">data (CSV)</a>.</figcaption></figure>')
     parts += ["<h2>Per phase</h2>", _html_table(_phase_rows(content)), _html_inputs(content), "</body></html>"]
     return "\n".join(parts) + "\n"
 

@@ -10,13 +10,14 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from report_factories import accelerator_result, gpu_result
+from report_factories import LAYERS, accelerator_result, gpu_result
 
 from antsim.cli import main
 from antsim.report import build as build_module
 from antsim.report.build import build_report
 from antsim.report.compare import compare_results, fmt_ratio
 from antsim.results import NetworkResult
+from antsim.workloads.layers import PHASES
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FIGURES = ("speedup", "energy_reduction", "energy_breakdown", "products", "cycles", "pareto", "tradeoffs")
@@ -44,14 +45,23 @@ def _write_sweep(folder: Path) -> Path:
     return folder
 
 
+def _write_measured_csv(path: Path, time_s: float) -> str:
+    """A timing-only measurement (no energy) in the antsim CSV format of antsim.measure.external."""
+    lines = ["name,phase,time_s"] + [f"{layer.name},{phase},{time_s}" for layer in LAYERS for phase in PHASES]
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
+    """One report of three accelerators, two GPU models and a timing-only measurement, with a sweep."""
     root = tmp_path_factory.mktemp("report")
     paths = _write_inputs(root, _inputs())
+    measured = _write_measured_csv(root / "titanxp_measured.csv", 2e-5)
     sweep = _write_sweep(root / "sweep")
-    status = main(["report", *paths, "--sweep", str(sweep), "--out", str(root / "reports" / "main")])
+    status = main(["report", *paths, measured, "--sweep", str(sweep), "--out", str(root / "reports" / "main")])
     assert status == 0
-    return root / "reports" / "main", paths
+    return root / "reports" / "main", [*paths, measured]
 
 
 class _Collector(HTMLParser):
@@ -85,7 +95,7 @@ def test_headline_box_comes_first_and_names_ant_over_scnn_and_gpus(report: tuple
     headline_at = html.index('id="headline"')
     assert headline_at < html.index("<figure") and headline_at < html.index("<img")
     box = html[headline_at:html.index("</div></div>", headline_at)]
-    results = [NetworkResult.read_json(p) for p in paths]
+    results = [NetworkResult.read_json(p) for p in paths[:-1]]
     ant, scnn, v100, h100 = (results[i].totals for i in (1, 0, 3, 4))
     for reference, totals in (("SCNN", scnn), ("v100 (GPU)", v100), ("h100 (GPU)", h100)):
         row = box[box.index(f"ANT over {reference}"):]
@@ -111,7 +121,7 @@ def test_markdown_links_resolve_and_every_figure_has_files(report: tuple[Path, l
 
 def test_figure_data_csv_matches_the_results(report: tuple[Path, list[str]]) -> None:
     folder, paths = report
-    results = [NetworkResult.read_json(p) for p in paths]
+    results = [NetworkResult.read_json(p) for p in paths[:-1]]
     rows = list(csv.DictReader((folder / "data" / "speedup.csv").open()))
     network = {r["design"]: float(r["speedup"]) for r in rows if r["scope"] == "network"}
     for result in results[1:]:
@@ -124,7 +134,11 @@ def test_figure_data_csv_matches_the_results(report: tuple[Path, list[str]]) -> 
     comparison = json.loads((folder / "data" / "comparison.json").read_text())
     assert comparison["schema"] == "antsim.compare/1" and comparison["baseline"] == "scnn"
     copies = sorted(p.name for p in (folder / "results").iterdir())
-    assert copies == sorted(f"{r.design}.json" for r in results)
+    assert copies == sorted([*(f"{r.design}.json" for r in results), "titanxp_measured.json"])
+    measured = next(r for r in rows if r["design"] == "titanxp_measured" and r["scope"] == "network")
+    assert float(measured["speedup"]) == pytest.approx(results[0].totals["time_s"] / (2e-5 * 9))
+    reduction = list(csv.DictReader((folder / "data" / "energy_reduction.csv").open()))
+    assert {r["energy_reduction"] for r in reduction if r["design"] == "titanxp_measured"} == {""}
     assert NetworkResult.read_json(folder / "results" / "ant.json") == results[1]
 
 
