@@ -33,7 +33,8 @@ def _tensors(path: str) -> dict[str, Any]:
 
 
 def network_metrics(result: NetworkResult) -> dict[str, float]:
-    """``time_s``, ``energy_j``, ``area_mm2``, ``cycles`` and ``rcp_fraction`` of a simulator result."""
+    """``time_s``, ``energy_j``, ``area_mm2``, ``cycles``, ``rcp_fraction``, ``stationary_passes`` and
+    ``accumulator_restreams`` of a simulator result (the last two: worst over its records)."""
     totals = result.totals
     products = [r.products for r in result.records if r.products is not None]
     formed = sum(p.total for p in products)
@@ -43,6 +44,10 @@ def network_metrics(result: NetworkResult) -> dict[str, float]:
         out["cycles"] = float(totals["cycles"])
     if formed:
         out["rcp_fraction"] = sum(p.rcp for p in products) / formed
+    for key in ("passes", "accumulator_restreams"):
+        found = [float(r.details[key]) for r in result.records if key in r.details]
+        if found:
+            out["stationary_passes" if key == "passes" else key] = max(found)
     return out
 
 
@@ -114,7 +119,8 @@ def analytic(arch: ArchSpec, workload: Workload, fidelity: str = "fast", seed: i
     energy = nz_macs * waste * 1e-12 * bits + bytes_moved * 20e-12 + 0.05 * t * arch.technology.clock_ghz
     area = pe.n_pes * (pe.F * pe.I * 0.002 * bits + (buf.input_kb + buf.output_kb) * 0.01
                        + arch.accumulators.banks * 0.0005)
-    return {"time_s": t, "energy_j": energy, "area_mm2": area, "cycles": t * arch.technology.clock_ghz * 1e9}
+    return {"time_s": t, "energy_j": energy, "area_mm2": area, "cycles": t * arch.technology.clock_ghz * 1e9,
+            "stationary_passes": 1.0}
 
 
 _BUILTIN: dict[str, Evaluator] = {"simulator": simulator, "analytic": analytic}

@@ -28,6 +28,9 @@ METRICS: dict[str, str] = {
     "power_w": "average power, energy / time (W)",
     "cycles": "accelerator cycles",
     "rcp_fraction": "redundant Cartesian products / all products formed",
+    "stationary_passes": "most passes any (layer, phase) needs for its stationary operand to fit the input "
+                         "buffer (buffer feasibility: constrain to max 1)",
+    "accumulator_restreams": "most extra streamings any (layer, phase) needs on accumulator overflow",
 }
 SAMPLERS = ("nsga2", "tpe", "random", "grid", "qmc")
 _DIRECTIONS = {"min": "minimize", "minimize": "minimize", "max": "maximize", "maximize": "maximize"}

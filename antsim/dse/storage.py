@@ -82,11 +82,35 @@ def make_storage(url: str, heartbeat_s: int) -> optuna.storages.RDBStorage:
     try:
         with warnings.catch_warnings():  # heartbeats are "experimental" in Optuna, and we rely on them
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-            return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_s,
-                                              grace_period=3 * heartbeat_s)
+            storage = optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_s,
+                                                 grace_period=3 * heartbeat_s)
     except Exception as exc:  # SQLAlchemy raises many types; the user needs only the message
         raise AntsimError(f"--storage {url}: cannot open ({type(exc).__name__}: {exc})".splitlines()[0]) \
             from None
+    if db is not None:
+        _fast_sqlite(storage)
+    return storage
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.execute("PRAGMA synchronous=NORMAL")
+    cursor.close()
+
+
+def _fast_sqlite(storage: optuna.storages.RDBStorage) -> None:
+    """WAL journal with ``synchronous=NORMAL``: one fsync per checkpoint instead of one per commit.
+
+    A trial writes ~25 small commits (parameters, attributes, heartbeats); with the default rollback
+    journal each costs an fsync (~20 ms here), ten times the evaluation of a small design. A killed
+    process loses nothing committed; a power cut may lose the last commits but never corrupts the
+    file. WAL needs a local file system (use PostgreSQL across machines anyway).
+    """
+    import sqlalchemy
+
+    sqlalchemy.event.listen(storage.engine, "connect", _sqlite_pragmas)
+    storage.engine.dispose()  # reconnect so every pooled connection gets the pragmas
 
 
 def study_names(url: str) -> list[str]:

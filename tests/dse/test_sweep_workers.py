@@ -45,7 +45,7 @@ def _two_workers(tmp_path: Path, url: str) -> None:
     owners = {t.user_attrs[WORKER_ATTR].rsplit("/", 1)[1] for t in trials}
     assert owners == {"0", "1"}
     # Resuming a complete study runs nothing more.
-    again = run_sweep(spec, SweepOptions(storage_url=url, study_name="two", n_trials=9, workers=2, seed=1))
+    again = run_sweep(spec, SweepOptions(storage_url=url, study_name="two", n_trials=9, workers=1, seed=1))
     assert again.counts.finished == 9 and len(_study(url, "two").trials) == 9
 
 
