@@ -94,9 +94,12 @@ def dgrad_col2im(layer: Layer) -> Gemm:
                 "dgrad")
 
 
+NARROW_C = 32  # narrower than the narrowest SIMT tile (n = 32): the implicit GEMM would waste most of it
+
+
 def phase_gemms(layer: Layer, phase: str) -> list[Gemm]:
     """The GEMM formulations a library may run for ``phase`` (the model keeps the fastest)."""
     gemms = [implicit_gemm(layer, phase)]
-    if phase == "dgrad":
+    if phase == "dgrad" and layer.C < NARROW_C:
         gemms.append(dgrad_col2im(layer))
     return gemms

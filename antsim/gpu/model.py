@@ -6,7 +6,8 @@ For every candidate (CTA tile, split-K factor) a ``Plan`` predicts
   ``m·n·k_slice`` MACs — tile quantization (padded M, N, K) and wave quantization (the last,
   partial wave costs a full tile). The SM's rate is ``efficiency × peak / SMs``, lowered when its
   resident warps are too few to hide latency, and, for SIMT kernels, by the integer instructions
-  that gather each implicit-GEMM operand element (they share issue slots with the FMAs);
+  that gather each implicit-GEMM operand element (they share issue slots with the FMAs) and by the
+  SM's shared-memory bandwidth (128 B/clock) feeding the register fragments;
 * L2: every CTA streams its A (m×k_slice) and B (k_slice×n) panels from L2;
 * DRAM: the unique bytes of A and B, plus re-reads of an operand that does not fit in L2 and is
   swept once per column group of the grid (DeLTA, Lym et al. ISPASS 2019);
@@ -26,7 +27,7 @@ from dataclasses import dataclass
 
 from antsim.gpu.gemm import Gemm
 from antsim.gpu.spec import PRECISIONS, GpuSpec
-from antsim.gpu.tiles import SIMT_TILES, TENSOR_TILES, Tile, ctas_per_sm
+from antsim.gpu.tiles import SIMT_TILES, SIMT_WGRAD_TILES, TENSOR_TILES, Tile, ctas_per_sm
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,7 @@ class Calibration:
     Attributes:
         simt_efficiency: Fraction of the datasheet SIMT (FP32 / half2) peak an SGEMM main loop
             sustains before index arithmetic. Lin et al.'s FP32 micro-benchmarks reach 0.88 (P100),
-            0.89 (TITAN Xp) and 0.98 (V100) of it (gpu_specs.md §4.2); set to 0.85 on DeepBench.
+            0.89 (TITAN Xp) and 0.98 (V100) of it (gpu_specs.md §4.2); 0.8 fits DeepBench's large layers.
         tensor_efficiency: Fraction of the dense tensor-core peak a large GEMM main loop sustains
             [assumption: cuBLAS/CUTLASS reach ~70–80 % of V100/A100/H100 dense peak on large GEMMs;
             no tensor-core measurement was available to calibrate it].
@@ -48,7 +49,7 @@ class Calibration:
             precomputed offset table (load offset, add, bounds predicate, …) [assumption].
         wgrad_index_ops: The same for wgrad, whose reduction axis is N·P·Q: every element's
             (n, p, q) → (n, h, w) needs a division/modulo chain, which no table can precompute
-            [assumption: ~16 instructions].
+            [assumption: ~12 instructions].
         warps_per_scheduler: Resident warps each warp scheduler (one per 32 FP32 lanes) needs to
             hide pipeline and shared-memory latency in an ILP-rich GEMM loop [assumption: 2].
         l2_residency: Fraction of L2 an operand may occupy and still be re-read from L2 instead of
@@ -56,12 +57,12 @@ class Calibration:
         max_split_k: Largest split-K factor considered (library kernels use a few to a few tens).
     """
 
-    simt_efficiency: float = 0.85
+    simt_efficiency: float = 0.8
     tensor_efficiency: float = 0.75
     launch_overhead_s: float = 5e-6
     kernels_per_call: int = 2
     index_ops: float = 4.0
-    wgrad_index_ops: float = 16.0
+    wgrad_index_ops: float = 12.0
     warps_per_scheduler: float = 2.0
     l2_residency: float = 0.5
     max_split_k: int = 32
@@ -72,6 +73,8 @@ class Calibration:
 
 CALIBRATION = Calibration()
 
+# Shared-memory bandwidth per SM: 32 banks × 4 B per clock (gpu_specs.md §4.1 [I] identity).
+SMEM_BYTES_PER_CLOCK = 128
 _ACC_BYTES = 4  # split-K partials and accumulators are fp32 at every precision
 # L2 sector (bytes): the granularity of an L2 access; a scattered atomic add occupies one whole sector
 # (NVIDIA L2 lines are 128 B in four 32-B sectors).
@@ -170,7 +173,8 @@ def plan_gemm(gpu: GpuSpec, g: Gemm, precision: str, tile: Tile, split: int,
     ctas = math.ceil(g.M / tile.m) * math.ceil(g.N / tile.n) * split
     per_sm = math.ceil(ctas / gpu.sms)
     rate = _sm_macs_per_s(gpu, g, precision, tile, min(resident, per_sm), cal)
-    compute = per_sm * tile.m * tile.n * k_slice / rate
+    smem_rate = SMEM_BYTES_PER_CLOCK * gpu.clock_mhz * 1e6 / max(1e-30, tile.smem_bytes_per_mac(ob))
+    compute = per_sm * tile.m * tile.n * k_slice / min(rate, smem_rate)
     t = _traffic(gpu, g, tile, split, k_slice, ob, gpu.sms * resident, cal)
     l2_bw, dram_bw = gpu.l2.bandwidth_gbs * 1e9, gpu.dram_bytes_per_s
     l2_s, dram_s = t.l2_load / l2_bw, t.dram_load / dram_bw
@@ -184,7 +188,10 @@ def plan_gemm(gpu: GpuSpec, g: Gemm, precision: str, tile: Tile, split: int,
 
 
 def split_candidates(g: Gemm, tile: Tile, cal: Calibration = CALIBRATION) -> list[int]:
-    """Split-K factors worth trying: powers of two while each slice keeps ≥ 4 main-loop steps."""
+    """Split-K factors worth trying: for wgrad (small output, N·P·Q-long reduction), powers of two
+    while each slice keeps ≥ 4 main-loop steps; fprop and dgrad kernels do not split K."""
+    if g.phase != "wgrad":
+        return [1]
     splits, s = [1], 2
     while s <= cal.max_split_k and g.K / s >= 4 * tile.k:
         splits.append(s)
@@ -199,7 +206,10 @@ def best_plan(gpu: GpuSpec, g: Gemm, precision: str, cal: Calibration = CALIBRAT
         AntsimError: the GPU lacks ``precision``.
     """
     gpu.peak(precision)  # one-line error for a precision the GPU lacks
-    tiles = TENSOR_TILES if gpu.uses_tensor_cores(precision) else SIMT_TILES
+    if gpu.uses_tensor_cores(precision):
+        tiles = TENSOR_TILES
+    else:
+        tiles = SIMT_WGRAD_TILES if g.phase == "wgrad" else SIMT_TILES
     plans = [plan_gemm(gpu, g, precision, tile, split, cal)
              for tile in tiles for split in split_candidates(g, tile, cal)]
     fitting = [p for p in plans if p is not None]

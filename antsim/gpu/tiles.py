@@ -1,8 +1,11 @@
 """CTA tiles the model chooses among, and how many of them an SM holds.
 
-SIMT (FP32 / half2) tiles are those of cuDNN 7 / CUTLASS SGEMM-like kernels (128×128×8 down to
-32×32×8, 8×8 or 4×8 accumulators per thread); tensor-core tiles are the typical cuBLAS/CUTLASS
-set (gpu_specs.md §4.3: 256×128 … 64×64 [U]), with a 32-deep K step.
+SIMT (FP32 / half2) tiles: cuDNN 7's implicit-precomp fprop/dgrad kernels tile the pixel dimension
+(GEMM M) by 128 — 128×128, 128×64, 128×32 (DeLTA-style models of cuDNN 7 SGEMM-like kernels,
+gpu_specs.md §"Conv → implicit GEMM" [U]); wgrad, whose M and N are both channel dimensions, may
+use either orientation (adds 64×128 and 32×128). Every SIMT thread holds 8×8 accumulators.
+Tensor-core tiles are the typical cuBLAS/CUTLASS set (gpu_specs.md §4.3: 256×128 … 64×64 [U]),
+with a 32-deep K step.
 """
 
 from __future__ import annotations
@@ -20,6 +23,10 @@ class Tile:
         m, n, k: Tile extents (GEMM elements); ``k`` is the main-loop step.
         threads: Threads per CTA.
         stages: Shared-memory pipeline stages (2 = double buffering).
+        fragment: Accumulators per thread along each of M and N (register blocking) for SIMT tiles:
+            per k step a thread reads 2 × fragment operands from shared memory for fragment² MACs.
+            0 for tensor-core tiles (MMA operands come through shared memory at a rate the
+            tensor-core peak already reflects).
     """
 
     m: int
@@ -27,6 +34,11 @@ class Tile:
     k: int
     threads: int
     stages: int
+    fragment: int = 0
+
+    def smem_bytes_per_mac(self, operand_bytes: int) -> float:
+        """Shared-memory bytes read per MAC by the main loop (0 for tensor-core tiles)."""
+        return 2 * operand_bytes / self.fragment if self.fragment else 0.0
 
     @property
     def name(self) -> str:
@@ -46,15 +58,17 @@ class Tile:
         return self.threads * (accumulators + fragments + 40)
 
 
-def _simt(m: int, n: int) -> Tile:
-    return Tile(m, n, 8, m * n // 64, 2)  # 8×8 accumulators per thread, as in CUTLASS/cuDNN SGEMM kernels
+def _simt(m: int, n: int, fragment: int = 8) -> Tile:
+    return Tile(m, n, 8, m * n // fragment**2, 2, fragment)
 
 
 def _mma(m: int, n: int) -> Tile:
     return Tile(m, n, 32, 256 if m * n >= 128 * 128 else 128, 3)
 
 
-SIMT_TILES: tuple[Tile, ...] = tuple(_simt(m, n) for m, n in (
+WGRAD_FRAGMENT = 4
+SIMT_TILES: tuple[Tile, ...] = tuple(_simt(m, n) for m, n in ((128, 128), (128, 64), (128, 32)))
+SIMT_WGRAD_TILES: tuple[Tile, ...] = tuple(_simt(m, n, WGRAD_FRAGMENT) for m, n in (
     (128, 128), (128, 64), (64, 128), (128, 32), (32, 128)))
 TENSOR_TILES: tuple[Tile, ...] = tuple(_mma(m, n) for m, n in (
     (256, 128), (128, 256), (128, 128), (256, 64), (64, 256), (128, 64), (64, 128), (64, 64)))
