@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -147,6 +146,8 @@ def _load_specs(args: argparse.Namespace) -> tuple[list[tuple[Path, Any]], list[
         from antsim.gpu import load_gpu
 
         gpus = [(name, load_gpu(name)) for name in args.gpu]
+        for _name, gpu in gpus:
+            gpu.peak(args.gpu_precision)  # an unknown precision fails here, before any simulation
     return archs, gpus
 
 
@@ -169,14 +170,4 @@ def _simulate(arch: Any, args: argparse.Namespace, layers: list[Any], echo: dict
 def _gpu(gpu: Any, args: argparse.Namespace, layers: list[Any], echo: dict[str, Any]) -> NetworkResult:
     from antsim.gpu import estimate_gpu
 
-    result = estimate_gpu(gpu, layers, phases=tuple(echo["phases"]), precision=args.gpu_precision)
-    return _with_echo(result, echo)
-
-
-def _with_echo(result: NetworkResult, echo: dict[str, Any]) -> NetworkResult:
-    """Fill workload keys the backend did not echo (network name, batch…) from the CLI's workload."""
-    merged = dict(result.workload)
-    for key, value in echo.items():
-        if merged.get(key) is None:
-            merged[key] = value
-    return replace(result, workload=merged)
+    return estimate_gpu(gpu, layers, phases=tuple(echo["phases"]), precision=args.gpu_precision, workload=echo)

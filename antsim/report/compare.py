@@ -260,11 +260,11 @@ def format_summary(comparison: Comparison) -> str:
     lines = [f"{w.get('network', '?')}, batch {w.get('batch', '?')}, phases {','.join(comparison.phases)};"
              f" baseline {comparison.baseline}",
              f"{'design':<16}{'backend':<12}{'time':>12}{'energy':>12}{'speedup':>10}{'energy red.':>13}"
-             f"{'geo spd':>9}{'geo E':>8}"]
+             f"{'geo spd':>10}{'geo E':>11}"]
     for s in comparison.designs:
         lines.append(f"{s.design:<16}{s.backend:<12}{fmt_time(s.time_s):>12}{fmt_energy(s.energy_j):>12}"
                      f"{fmt_ratio(s.speedup):>10}{fmt_ratio(s.energy_reduction):>13}"
-                     f"{fmt_ratio(s.geomean_speedup_layers):>9}{fmt_ratio(s.geomean_energy_reduction_layers):>8}")
+                     f"{fmt_ratio(s.geomean_speedup_layers):>10}{fmt_ratio(s.geomean_energy_reduction_layers):>11}")
     lines.append("speedup / energy red. = baseline time / energy over the design's (whole training step);"
                  " geo = geometric mean over layers")
     return "\n".join(lines)

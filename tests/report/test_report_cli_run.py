@@ -7,14 +7,11 @@ from pathlib import Path
 
 import pytest
 
-import antsim.gpu
 from antsim.cli import main
 from antsim.results import NetworkResult
 
 LAYERS_CSV = "name,N,C,K,H,W,R,S,stride,pad\nc1,1,8,8,8,8,3,3,1,1\nc2,1,8,16,8,8,3,3,2,1\n"
 ARCHS = ("arch_configs/scnn.yaml", "arch_configs/ant.yaml")
-# TODO(integration): drop once antsim.gpu exports estimate_gpu/load_gpu (the GPU model is being written).
-needs_gpu = pytest.mark.skipif(not hasattr(antsim.gpu, "estimate_gpu"), reason="antsim.gpu.estimate_gpu not landed")
 
 
 def _layers(tmp_path: Path) -> Path:
@@ -23,7 +20,6 @@ def _layers(tmp_path: Path) -> Path:
     return path
 
 
-@needs_gpu
 def test_compare_runs_designs_and_writes_a_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     layers = _layers(tmp_path)
     out = tmp_path / "reports" / "tiny"
@@ -61,7 +57,6 @@ def test_compare_rejects_a_result_file_of_another_workload_before_simulating(
     assert not (tmp_path / "mixed.json").exists()
 
 
-@needs_gpu
 def test_compare_rejects_an_unknown_gpu_before_simulating(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status = main(["compare", "--arch", ARCHS[0], "--gpu", "v999", "--layers-csv", str(_layers(tmp_path)),
                    "--out", str(tmp_path / "x.json")])
