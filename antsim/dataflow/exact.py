@@ -147,7 +147,7 @@ def run_exact(policy: str, problem: PhaseProblem, tiling: Tiling, cells: Cells, 
 
 
 def sampled_conflicts(policy: str, problem: PhaseProblem, tiling: Tiling, cells: Cells, stat: Vectors,
-                      streamed: Vectors, banks: int, budget: int = 1 << 17) -> tuple[np.ndarray, int]:
+                      streamed: Vectors, banks: int, budget: int = 1 << 15) -> tuple[np.ndarray, int]:
     """Bank-conflict cycles per slot from a systematic 1-in-m sample of the candidate pairs
     (``m = ceil(candidates / budget)``; every pair when m = 1, which makes it exact), each sampled
     issued pair's products enumerated and hashed as in ``run_exact``, scaled by m. Returns (cycles, m)."""

@@ -8,10 +8,10 @@ of its spatial coordinates, which is all the ANT screen looks at (CSR-like forma
 Stationary fibers: ``(n, ch, pe, class)`` — the non-zeros of one channel of the PE's tile, ordered
 ``(y, x)``; for wgrad (no channel matching) ``(n, pe, class)`` ordered ``(ch, y, x)``.
 Streamed fibers: ``(block, class, fetch set)`` — block = (image or 0, channel or 0, output-channel
-group), ordered ``(ko, u, v)``. With the fetch filter on, the fetch set is the PE: using the row
+group), ordered ``(ko, u, v)``. With the fetch filter on, fetch sets are per PE: using the row
 pointers (rows ``u``) and the sorted column indices within a row (columns ``v``, a binary search
 per row), the fetcher delivers to each PE only the streamed non-zeros whose row *and* column can
-reach that PE's tile (interval test on the tile extent), so each PE sees its own fiber. Without the
+reach that PE's tile (interval test on the tile extent); PEs with the same reach share a set. Without the
 filter there is one fetch set: SCNN broadcasts the whole block to every PE.
 """
 
@@ -123,11 +123,12 @@ def stationary_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideCla
 @dataclass(frozen=True)
 class StreamedLayout:
     """How streamed fiber keys decode: ``((block·n_classes + class)·n_sets + fetch set)``, block =
-    ``(nt·Ct + ct)·n_groups + g``; fetch set = PE index when filtered (``n_sets = n_pes``), else 0."""
+    ``(nt·Ct + ct)·n_groups + g``; ``set_of_pe[pe]`` is the fetch set feeding each PE (all 0 unfiltered)."""
 
     n_blocks: int
     n_classes: int
     n_sets: int
+    set_of_pe: np.ndarray
 
     def key(self, block: np.ndarray, cls: np.ndarray, fetch_set: np.ndarray) -> np.ndarray:
         return (block * self.n_classes + cls) * self.n_sets + fetch_set
@@ -162,17 +163,29 @@ def reach_tables(problem: PhaseProblem, tiling: Tiling) -> tuple[np.ndarray, np.
 
 
 def _fetch_sets(problem: PhaseProblem, tiling: Tiling, u: np.ndarray, v: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray]:
-    """(PE, element) of every streamed non-zero the fetch filter delivers, PE-major, elements in order."""
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Streamed non-zeros each fetch set receives under the fetch filter.
+
+    PEs whose row and column reach patterns are identical receive identical streams, so they share a
+    fetch set (a weight block usually reaches every interior tile: a handful of sets, not one per PE).
+
+    Returns:
+        (set, element) pairs, set-major with elements in order; the set of each PE; the set count.
+    """
     rows, cols = reach_tables(problem, tiling)
-    pes, elems = [], []
-    for i in range(tiling.rows):
-        in_row = np.nonzero(rows[i, u])[0]
-        for j in range(tiling.cols):
-            sel = in_row[cols[j, v[in_row]]]
-            pes.append(np.full(len(sel), i * tiling.cols + j))
+    row_pat, row_cls = np.unique(rows, axis=0, return_inverse=True)
+    col_pat, col_cls = np.unique(cols, axis=0, return_inverse=True)
+    sets, elems = [], []
+    for a in range(len(row_pat)):
+        in_row = np.nonzero(row_pat[a, u])[0]
+        for b in range(len(col_pat)):
+            sel = in_row[col_pat[b, v[in_row]]]
+            sets.append(np.full(len(sel), a * len(col_pat) + b))
             elems.append(sel)
-    return np.concatenate(pes).astype(np.int64), np.concatenate(elems).astype(np.int64)
+    pe = np.arange(tiling.n_pes)
+    set_of_pe = row_cls.ravel()[pe // tiling.cols] * len(col_pat) + col_cls.ravel()[pe % tiling.cols]
+    return (np.concatenate(sets).astype(np.int64), np.concatenate(elems).astype(np.int64),
+            set_of_pe.astype(np.int64), len(row_pat) * len(col_pat))
 
 
 def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, T: np.ndarray,
@@ -186,15 +199,15 @@ def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClass
     n_blocks = Nt * Ct * tiling.n_groups
     unfiltered = np.bincount(block * classes.n_streamed + cls, minlength=n_blocks * classes.n_streamed)
     if fetch_filter:
-        fetch_set, elem = _fetch_sets(problem, tiling, u, v)
+        fetch_set, elem, set_of_pe, n_sets = _fetch_sets(problem, tiling, u, v)
         reached = np.zeros(len(u), bool)
         reached[elem] = True
         fetched = np.bincount(block, weights=reached, minlength=n_blocks)
-        layout = StreamedLayout(n_blocks, classes.n_streamed, tiling.n_pes)
+        layout = StreamedLayout(n_blocks, classes.n_streamed, n_sets, set_of_pe)
     else:
         fetch_set, elem = np.zeros(len(u), dtype=np.int64), np.arange(len(u))
         fetched = np.bincount(block, minlength=n_blocks)
-        layout = StreamedLayout(n_blocks, classes.n_streamed, 1)
+        layout = StreamedLayout(n_blocks, classes.n_streamed, 1, np.zeros(tiling.n_pes, np.int64))
     fiber = layout.key(block[elem], cls[elem], fetch_set)
     order = np.argsort(fiber, kind="stable")
     picked = elem[order]

@@ -13,11 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.sparse import csr_matrix
 
 from antsim.dataflow.tiling import Tiling
 from antsim.phases import DimMap, PhaseProblem
 
 _TOUCH_BUDGET = 1 << 24  # booleans in one touched-output array (bounds memory on large planes)
+_DENSE_SWITCH = 0.05  # product of mask densities above which the dense per-tap path is faster
 
 
 @dataclass(frozen=True)
@@ -50,8 +52,8 @@ def links(dim: DimMap, n_y: int, n_u: int, by_output: bool) -> list[tuple[np.nda
     return out
 
 
-def plane_footprint(problem: PhaseProblem, tiling: Tiling, S: np.ndarray, T: np.ndarray) -> Footprint:
-    """fprop/dgrad: ``S`` (N, Cs, Ys, Xs) and ``T`` (1, Cs, Ko, U, V) non-zero masks (bool)."""
+def plane_footprint_dense(problem: PhaseProblem, tiling: Tiling, S: np.ndarray, T: np.ndarray) -> Footprint:
+    """fprop/dgrad with dense matrix products per tap (cost ∝ planes × channels; for dense masks)."""
     N, Cs, Ys, Xs = S.shape
     Ko, U, V = T.shape[2:]
     O1, O2 = tiling.out_plane
@@ -92,36 +94,108 @@ def plane_footprint(problem: PhaseProblem, tiling: Tiling, S: np.ndarray, T: np.
     return Footprint(valid.ravel(), partial.ravel(), halo.ravel(), out_values.ravel())
 
 
+def _forward(pairs: tuple[np.ndarray, np.ndarray], n_y: int) -> np.ndarray:
+    """Map stationary coordinate y → linked output coordinate o (−1 where none) for one tap."""
+    fwd = np.full(n_y, -1, dtype=np.int64)
+    fwd[pairs[0]] = pairs[1]
+    return fwd
+
+
+def plane_footprint_sparse(problem: PhaseProblem, tiling: Tiling, S: np.ndarray, T: np.ndarray) -> Footprint:
+    """fprop/dgrad with sparse products per tap ``W_tap (Ko × Cs) @ S_tap (Cs × outputs)`` (cost ∝ valid
+    products); touched outputs are keyed by the PE whose stationary value produced them."""
+    N, Cs, Ys, Xs = S.shape
+    Ko, U, V = T.shape[2:]
+    O = tiling.out_plane[0] * tiling.out_plane[1]
+    npe, G = tiling.n_pes, tiling.n_groups
+    pe_stat = tiling.pe_of_stationary()
+    own = tiling.pe_of_output().ravel()
+    fwd_h = [_forward(pair, Ys) for pair in links(problem.dims[0], Ys, U, False)]
+    fwd_w = [_forward(pair, Xs) for pair in links(problem.dims[1], Xs, V, False)]
+    valid = np.zeros((N, G * npe))
+    partial, halo = np.zeros((N, G * npe), np.int64), np.zeros((N, G * npe), np.int64)
+    out_values = np.zeros((N, G), np.int64)
+    for n in range(N):
+        c, y, x = np.nonzero(S[n])
+        keys = []
+        for u, f1 in enumerate(fwd_h):
+            o1 = f1[y]
+            for v, f2 in enumerate(fwd_w):
+                o2 = f2[x]
+                ok = (o1 >= 0) & (o2 >= 0)
+                ko_w, c_w = np.nonzero(T[0, :, :, u, v].T)
+                if not ok.any() or len(ko_w) == 0:
+                    continue
+                o = o1[ok] * tiling.out_plane[1] + o2[ok]
+                s_tap = csr_matrix((np.ones(len(o)), (c[ok], o)), shape=(Cs, O))
+                w_tap = csr_matrix((np.ones(len(ko_w)), (ko_w, c_w)), shape=(Ko, Cs))
+                z = (w_tap @ s_tap).tocoo()
+                src = np.full(O, -1, dtype=np.int64)
+                src[o] = pe_stat[y[ok], x[ok]]
+                pe = src[z.col]
+                valid[n] += np.bincount((z.row // tiling.kc) * npe + pe, weights=z.data, minlength=G * npe)
+                keys.append((pe * Ko + z.row) * O + z.col)
+        if not keys:
+            continue
+        touched = np.unique(np.concatenate(keys))
+        rest, o = np.divmod(touched, O)
+        pe, ko = np.divmod(rest, Ko)
+        slot = (ko // tiling.kc) * npe + pe
+        partial[n] += np.bincount(slot, minlength=G * npe)
+        halo[n] += np.bincount(slot[own[o] != pe], minlength=G * npe)
+        outs = np.unique(ko * O + o)
+        out_values[n] += np.bincount((outs // O) // tiling.kc, minlength=G)
+    return Footprint(np.rint(valid).astype(np.int64).ravel(), partial.ravel(), halo.ravel(), out_values.ravel())
+
+
+def _inverse(pairs: tuple[np.ndarray, np.ndarray], n_u: int) -> np.ndarray:
+    """Map streamed coordinate u → linked stationary coordinate y (−1 where none) for one tap."""
+    inv = np.full(n_u, -1, dtype=np.int64)
+    inv[pairs[1]] = pairs[0]
+    return inv
+
+
 def tap_footprint(problem: PhaseProblem, tiling: Tiling, S: np.ndarray, T: np.ndarray) -> Footprint:
-    """wgrad: ``S`` (N, Cs, Ys, Xs) and ``T`` (N, 1, Ko, U, V) non-zero masks (bool)."""
+    """wgrad: ``S`` (N, Cs, Ys, Xs) and ``T`` (N, 1, Ko, U, V) non-zero masks (bool).
+
+    Per tap, a sparse product ``(PE·Cs × plane) @ (plane × Ko)`` of the stationary mask (rows keyed by
+    the PE holding each position) and the streamed mask moved onto its linked stationary positions: its
+    entries are the contributing pair counts per (PE, ch, ko) — cost ∝ valid products.
+    """
     N, Cs, Ys, Xs = S.shape
     Ko, U, V = T.shape[2:]
     npe, G = tiling.n_pes, tiling.n_groups
-    gather = tiling.tile_gather()  # (npe, E), sentinel Ys·Xs
-    taps = [(a, b) for a in links(problem.dims[0], Ys, U, True) for b in links(problem.dims[1], Xs, V, True)]
-    valid, partial = np.zeros((N, G, npe), np.int64), np.zeros((N, G, npe), np.int64)
+    pe_stat = tiling.pe_of_stationary().ravel()
+    inv_h = [_inverse(pair, U) for pair in links(problem.dims[0], Ys, U, True)]
+    inv_w = [_inverse(pair, V) for pair in links(problem.dims[1], Xs, V, True)]
+    valid, partial = np.zeros((N, G * npe)), np.zeros((N, G * npe), np.int64)
     out_values = np.zeros((N, G), np.int64)
     for n in range(N):
-        flat = np.concatenate([S[n].reshape(Cs, -1), np.zeros((Cs, 1), bool)], axis=1).astype(np.float32)
-        s_tiles = flat[:, gather].transpose(1, 0, 2)  # (npe, Cs, E)
-        for (y1, u1), (y2, u2) in taps:
-            if len(y1) == 0 or len(y2) == 0:
-                continue
-            linked = np.zeros((Ko, Ys * Xs + 1), np.float32)
-            linked[:, (y1[:, None] * Xs + y2[None, :]).ravel()] = \
-                T[n, 0][:, u1[:, None], u2[None, :]].reshape(Ko, -1)
-            x = s_tiles @ linked[:, gather].transpose(1, 2, 0)  # (npe, Cs, Ko)
-            for g in range(G):
-                xg = x[:, :, tiling.group_slice(g, Ko)]
-                hit = xg > 0
-                valid[n, g] += np.rint(xg.sum(axis=(1, 2), dtype=np.float64)).astype(np.int64)
-                partial[n, g] += hit.sum(axis=(1, 2))
-                out_values[n, g] += hit.any(axis=0).sum()
-    return Footprint(valid.ravel(), partial.ravel(), np.zeros(N * G * npe, np.int64), out_values.ravel())
+        c, y, x = np.nonzero(S[n])
+        pos = y * Xs + x
+        s_mat = csr_matrix((np.ones(len(c)), (pe_stat[pos] * Cs + c, pos)), shape=(npe * Cs, Ys * Xs))
+        k, p, q = np.nonzero(T[n, 0])
+        for i1 in inv_h:
+            yy = i1[p]
+            for i2 in inv_w:
+                xx = i2[q]
+                ok = (yy >= 0) & (xx >= 0)
+                d_mat = csr_matrix((np.ones(int(ok.sum())), (yy[ok] * Xs + xx[ok], k[ok])), shape=(Ys * Xs, Ko))
+                prod = (s_mat @ d_mat).tocoo()
+                slot = (prod.col // tiling.kc) * npe + prod.row // Cs
+                valid[n] += np.bincount(slot, weights=prod.data, minlength=G * npe)
+                partial[n] += np.bincount(slot, minlength=G * npe)
+                outs = np.unique((prod.row % Cs) * Ko + prod.col)
+                out_values[n] += np.bincount((outs % Ko) // tiling.kc, minlength=G)
+    return Footprint(np.rint(valid).astype(np.int64).ravel(), partial.ravel(), np.zeros(N * G * npe, np.int64),
+                     out_values.ravel())
 
 
 def fast_footprint(problem: PhaseProblem, tiling: Tiling, S_mask: np.ndarray, T_mask: np.ndarray) -> Footprint:
     """Valid products and output footprints of the phase from the operands' non-zero masks."""
     if problem.output_is_plane:
-        return plane_footprint(problem, tiling, S_mask, T_mask)
+        # Sparse products cost ∝ valid products, dense ones ∝ planes × channels: pick by mask density.
+        if S_mask.mean() * T_mask.mean() > _DENSE_SWITCH:
+            return plane_footprint_dense(problem, tiling, S_mask, T_mask)
+        return plane_footprint_sparse(problem, tiling, S_mask, T_mask)
     return tap_footprint(problem, tiling, S_mask, T_mask)

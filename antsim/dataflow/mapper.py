@@ -102,8 +102,7 @@ def _delivered(problem: PhaseProblem, tiling: Tiling, streamed: StreamedOperand)
     Nt, Ct = problem.streamed_shape[:2]
     per_chunk = per_block.reshape(Nt, Ct, tiling.n_groups, layout.n_sets).sum(axis=1)
     per_chunk = np.broadcast_to(per_chunk, (tiling.n_images, tiling.n_groups, layout.n_sets))
-    set_of_pe = np.arange(tiling.n_pes) if layout.n_sets > 1 else np.zeros(tiling.n_pes, int)
-    return per_chunk.reshape(tiling.n_chunks, layout.n_sets)[:, set_of_pe]
+    return per_chunk.reshape(tiling.n_chunks, layout.n_sets)[:, layout.set_of_pe]
 
 
 def _dram(problem: PhaseProblem, tiling: Tiling, streamed: StreamedOperand) -> np.ndarray:

@@ -70,7 +70,7 @@ def make_cells(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, st
     nt = n[fib_i] if Nt > 1 else np.zeros_like(fib_i)
     ct = ch[fib_i] if Ct > 1 else np.zeros_like(fib_i)
     block = (nt * Ct + ct) * tiling.n_groups + g_arr
-    fetch_set = pe[fib_i] if streamed.layout.n_sets > 1 else np.zeros_like(fib_i)
+    fetch_set = streamed.layout.set_of_pe[pe[fib_i]]
     idx, found = streamed.vectors.fiber_index(streamed.layout.key(block, b_arr, fetch_set))
     tv = streamed.vectors
     slot = (n[fib_i] * tiling.n_groups + g_arr) * tiling.n_pes + pe[fib_i]

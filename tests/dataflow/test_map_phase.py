@@ -145,3 +145,23 @@ def test_bad_fidelity_and_shapes_are_user_errors() -> None:
         map_phase(small_arch(), layer, "fprop", t, fidelity="slow")
     with pytest.raises(WorkloadError, match="weights"):
         map_phase(small_arch(), layer, "fprop", type(t)(t.weights[:, :1], t.activations, t.grad_output))
+
+
+@pytest.mark.parametrize("phase", ["fprop", "dgrad"])
+def test_sparse_and_dense_footprints_agree_with_exact(phase: str) -> None:
+    """Both fast footprint paths (chosen by mask density) give the exact path's numbers."""
+    from antsim.dataflow.footprint import plane_footprint_dense, plane_footprint_sparse
+    from antsim.dataflow.tiling import make_tiling
+    from antsim.phases import phase_problem
+
+    layer, _, rows, cols, kc = CASES[2]
+    t = random_tensors(layer, 0.1, seed=21)
+    exact = map_phase(small_arch("ant", rows, cols, kc), layer, phase, t, fidelity="exact")
+    problem = phase_problem(layer, phase)
+    tiling = make_tiling(problem, rows, cols, kc)
+    S, T = problem.stationary(t) != 0, problem.streamed(t) != 0
+    for footprint in (plane_footprint_dense(problem, tiling, S, T), plane_footprint_sparse(problem, tiling, S, T)):
+        assert np.array_equal(footprint.valid_products, exact.valid_products.ravel())
+        assert np.array_equal(footprint.partial_outputs, exact.partial_outputs.ravel())
+        assert np.array_equal(footprint.halo_outputs, exact.halo_outputs.ravel())
+        assert np.array_equal(footprint.output_values, exact.output_values)
