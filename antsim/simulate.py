@@ -36,8 +36,22 @@ def _density(array: np.ndarray) -> float:
     return float(np.count_nonzero(array)) / array.size if array.size else 1.0
 
 
+def output_density(tensors: Tensors, phase: str) -> float:
+    """Density of a phase's outputs as written back (after the post-processing unit sparsifies them).
+
+    [assumption] fprop: Y leaves through ReLU / top-k at the density of this layer's own input A (the
+    regime's activation density); dgrad: dA leaves at this layer's dY density (gradient sparsification,
+    DESIGN.md §1.2); wgrad: dW is written dense.
+    """
+    if phase == "fprop":
+        return _density(tensors.activations)
+    if phase == "dgrad":
+        return _density(tensors.grad_output)
+    return 1.0
+
+
 def stream_densities(arch: ArchSpec, work: Any, tensors: Tensors, phase: str) -> Densities:
-    """Densities that set the compressed sizes of the stationary and streamed streams.
+    """Densities that set the compressed sizes of the stationary, streamed and output streams.
 
     A dense design (``sparsity_support: false``) stores and moves every value, so its streams have
     density 1 whatever the tensors hold.
@@ -47,7 +61,7 @@ def stream_densities(arch: ArchSpec, work: Any, tensors: Tensors, phase: str) ->
     return Densities(
         stationary=_density(operand_array(tensors, work.stationary_operand, phase)),
         streamed=_density(operand_array(tensors, work.streamed_operand, phase)),
-        output=SimParams().output_density,
+        output=max(output_density(tensors, phase), 1e-6),
     )
 
 

@@ -124,8 +124,9 @@ class RcpAnticipator:
     def screen_pairs(self) -> Proc:
         """Screen each step's candidates once its operands are on chip and the queue has room."""
         for step, cycles in enumerate(self.screen_cycles):
-            yield self.ready[step]
-            if step - self.lookahead >= 0:
+            if not self.ready[step].processed:
+                yield self.ready[step]
+            if step - self.lookahead >= 0 and not self.started[step - self.lookahead].processed:
                 yield self.started[step - self.lookahead]
             yield self.env.timeout(cycles)
             self.busy_cycles += cycles

@@ -60,9 +60,10 @@ class _Array:
         for index in range(schedule.n_pes):
             pe = PE(env, index, schedule, self.fetcher, self.drain, self.barrier, halves)
             if screening:
+                pe.started = [env.event() for _ in range(schedule.n_steps)]
                 unit = RcpAnticipator(env, schedule.screen[:, index].tolist(), self.fetcher.ready,
                                       pe.started, params.anticipation_lookahead)
-                pe.anticipator = unit
+                pe.attach_anticipator(unit)
                 self.anticipators.append(unit)
             self.pes.append(pe)
 

@@ -25,20 +25,15 @@ class SimParams:
         anticipation_lookahead: Chunks the RCP anticipation unit may screen ahead of the multipliers
             (its pair queue). 1: it screens chunk c+1 while the PE still multiplies chunk c, as a
             pipeline stage in front of the multipliers would; 0 makes screening start with the chunk.
-        output_density: Density assumed for written-back outputs when encoding them. 1.0: Y, dA and dW
-            leave the accumulators dense (ReLU / top-k are applied by later layers' generators, not here).
     """
 
     halo_values_per_cycle: float = 2.0
     reduction_values_per_cycle: float = 2.0
     staging_chunks: int = 2
     anticipation_lookahead: int = 1
-    output_density: float = 1.0
 
     def __post_init__(self) -> None:
         if self.halo_values_per_cycle <= 0 or self.reduction_values_per_cycle <= 0:
             raise ValueError("link widths must be positive")
         if self.staging_chunks < 1 or self.anticipation_lookahead < 0:
             raise ValueError("staging_chunks must be >= 1 and anticipation_lookahead >= 0")
-        if not 0 < self.output_density <= 1:
-            raise ValueError("output_density must be in (0, 1]")

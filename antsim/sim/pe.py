@@ -41,25 +41,40 @@ class PE:
         self.barrier = barrier
         self.halves = halves
         self.anticipator = anticipator
-        self.started = [env.event() for _ in range(schedule.n_steps)]
+        self.started: list[simpy.Event] = []  # filled by attach_anticipator: only a unit waits on them
         self.stalls = dict.fromkeys(STALL_KEYS, 0.0)
         self.last_release = 0.0
+        if anticipator is not None:
+            self.attach_anticipator(anticipator)
         env.process(self.multiply_chunks())
 
+    def attach_anticipator(self, anticipator: RcpAnticipator) -> None:
+        """Put an RCP anticipation unit in front of this PE (before the simulation runs)."""
+        self.anticipator = anticipator
+        if not self.started:
+            self.started = [self.env.event() for _ in self.issued]
+
     def multiply_chunks(self) -> Proc:
-        """Run every step: operands, accumulator half, multiply, screen, barrier."""
+        """Run every step: operands, accumulator half, multiply, screen, barrier.
+
+        Events that have already been processed are not yielded again (time would not advance): this
+        halves the event count without changing any timing.
+        """
         env = self.env
         for step, issued in enumerate(self.issued):
-            t0 = env.now
-            yield self.fetcher.ready[step]
-            self.stalls["memory_stall"] += env.now - t0
-            if step >= self.halves:
+            ready = self.fetcher.ready[step]
+            if not ready.processed:
+                t0 = env.now
+                yield ready
+                self.stalls["memory_stall"] += env.now - t0
+            if step >= self.halves and not self.drain.drained[step - self.halves].processed:
                 yield from self._wait_for_half(step - self.halves)
-            self.started[step].succeed()
+            if self.anticipator is not None:
+                self.started[step].succeed()
             yield env.timeout(issued + self.conflicts[step])
             self.stalls["busy"] += issued
             self.stalls["bank_conflict"] += self.conflicts[step]
-            if self.anticipator is not None:
+            if self.anticipator is not None and not self.anticipator.screened[step].processed:
                 t2 = env.now
                 yield self.anticipator.screened[step]
                 self.stalls["anticipation"] += env.now - t2

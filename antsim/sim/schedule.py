@@ -30,7 +30,12 @@ from antsim.spec.arch import ArchSpec
 
 @dataclass(frozen=True)
 class Densities:
-    """Operand densities that set the compressed sizes (fraction of non-zeros, in (0, 1])."""
+    """Densities that set the compressed sizes (fraction of non-zeros, in (0, 1]).
+
+    ``output`` is the density of the outputs *as written back*: the post-processing unit applies the
+    non-linearity / sparsification and compresses them (SCNN's PPU does ReLU + compression), so only
+    ``output_values × output`` non-zeros leave the chip.
+    """
 
     stationary: float
     streamed: float
@@ -122,7 +127,8 @@ def build_schedule(arch: ArchSpec, work: PhaseWork, densities: Densities,
     streamed = np.array([encoded_bits(float(v), densities.streamed, comp) for v in work.streamed_dram_values])
     streamed = streamed * restream
     halo, reduction = _drain_cycles(work, params)
-    outputs = np.array([encoded_bits(float(v), densities.output, comp) for v in work.output_values])
+    outputs = np.array([encoded_bits(float(v) * densities.output, densities.output, comp)
+                        for v in work.output_values])
     stationary_total = encoded_bits(float(work.stationary_values.sum()), densities.stationary, comp)
     issued = np.concatenate([_split(work.issued_pairs, passes, j) for j in range(passes)])
     conflicts = np.concatenate([_split(work.conflict_cycles, passes, j) for j in range(passes)])
