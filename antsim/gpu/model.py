@@ -187,10 +187,13 @@ def plan_gemm(gpu: GpuSpec, g: Gemm, precision: str, tile: Tile, split: int,
                 t.dram_load + t.store_dram + t.reduce_dram, ctas * tile.m * tile.n * k_slice)
 
 
-def split_candidates(g: Gemm, tile: Tile, cal: Calibration = CALIBRATION) -> list[int]:
-    """Split-K factors worth trying: for wgrad (small output, N·P·Q-long reduction), powers of two
-    while each slice keeps ≥ 4 main-loop steps; fprop and dgrad kernels do not split K."""
-    if g.phase != "wgrad":
+def split_candidates(g: Gemm, tile: Tile, sms: int, cal: Calibration = CALIBRATION) -> list[int]:
+    """Split-K factors worth trying: powers of two while each slice keeps ≥ 4 main-loop steps.
+
+    wgrad (small output, N·P·Q-long reduction) always may split; fprop and dgrad only when their
+    output tiles leave more than half of the SMs idle (a small-M/N problem, e.g. batch 1 on a tiny plane).
+    """
+    if g.phase != "wgrad" and 2 * math.ceil(g.M / tile.m) * math.ceil(g.N / tile.n) >= sms:
         return [1]
     splits, s = [1], 2
     while s <= cal.max_split_k and g.K / s >= 4 * tile.k:
@@ -211,7 +214,7 @@ def best_plan(gpu: GpuSpec, g: Gemm, precision: str, cal: Calibration = CALIBRAT
     else:
         tiles = SIMT_WGRAD_TILES if g.phase == "wgrad" else SIMT_TILES
     plans = [plan_gemm(gpu, g, precision, tile, split, cal)
-             for tile in tiles for split in split_candidates(g, tile, cal)]
+             for tile in tiles for split in split_candidates(g, tile, gpu.sms, cal)]
     fitting = [p for p in plans if p is not None]
     if not fitting:  # pragma: no cover - every builtin GPU fits the smallest tile
         raise ValueError(f"no tile fits on {gpu.name}")

@@ -1,0 +1,71 @@
+"""Implicit-GEMM shapes of the three training convolutions, against brute-force references."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from antsim.gpu import implicit_gemm, phase_gemms
+from antsim.workloads.layers import Layer
+
+
+def _valid_products(layer: Layer) -> int:
+    """Brute force: (output pixel, tap) pairs that read an in-bounds input pixel, times N·K·C."""
+    count = 0
+    for p, q, r, s in itertools.product(range(layer.P), range(layer.Q), range(layer.R), range(layer.S)):
+        h, w = p * layer.stride_h - layer.pad_h + r, q * layer.stride_w - layer.pad_w + s
+        count += 0 <= h < layer.H and 0 <= w < layer.W
+    return count * layer.N * layer.K * layer.C
+
+
+LAYERS = [
+    Layer("a", N=2, C=3, K=5, H=9, W=7, R=3, S=3, stride=1, pad=1),
+    Layer("b", N=3, C=4, K=6, H=10, W=11, R=3, S=5, stride=(2, 1), pad=(1, 2)),
+    Layer("c", N=1, C=8, K=2, H=8, W=8, R=1, S=1, stride=2, pad=0),
+]
+
+
+@pytest.mark.parametrize("layer", LAYERS, ids=lambda l: l.name)
+def test_cutlass_problem_sizes(layer: Layer) -> None:
+    npq, crs = layer.N * layer.P * layer.Q, layer.C * layer.R * layer.S
+    assert (lambda g: (g.M, g.N, g.K))(implicit_gemm(layer, "fprop")) == (npq, layer.K, crs)
+    assert (lambda g: (g.M, g.N, g.K))(implicit_gemm(layer, "dgrad")) == (
+        layer.N * layer.H * layer.W, layer.C, layer.K * layer.R * layer.S)
+    assert (lambda g: (g.M, g.N, g.K))(implicit_gemm(layer, "wgrad")) == (layer.K, crs, npq)
+
+
+@pytest.mark.parametrize("layer", LAYERS, ids=lambda l: l.name)
+def test_fprop_and_wgrad_gemms_execute_every_product_of_the_convolution(layer: Layer) -> None:
+    # The dense GEMM runs all N·K·P·Q·C·R·S MACs: the in-bounds products plus the padding zeros.
+    for phase in ("fprop", "wgrad"):
+        g = implicit_gemm(layer, phase)
+        assert g.macs == layer.macs >= _valid_products(layer)
+
+
+def test_strided_dgrad_gemm_includes_the_structural_zeros() -> None:
+    layer = LAYERS[2]  # 1×1 stride 2: only 1 in 4 dX pixels receives a product
+    g = implicit_gemm(layer, "dgrad")
+    assert g.macs == 4 * layer.macs == 4 * _valid_products(layer)
+
+
+def test_col2im_dgrad_is_offered_only_for_narrow_c_and_runs_no_zeros() -> None:
+    narrow = Layer("in", N=2, C=3, K=64, H=32, W=32, R=3, S=3, stride=2, pad=1)
+    gemms = phase_gemms(narrow, "dgrad")
+    assert [g.algorithm for g in gemms] == ["implicit", "col2im"]
+    col2im = gemms[1]
+    assert (col2im.M, col2im.N, col2im.K) == (2 * narrow.P * narrow.Q, 3 * 9, 64)
+    assert col2im.macs == narrow.macs
+    wide = Layer("wide", N=2, C=64, K=64, H=16, W=16, R=3, S=3, stride=2, pad=1)
+    assert [g.algorithm for g in phase_gemms(wide, "dgrad")] == ["implicit"]
+    assert [g.algorithm for g in phase_gemms(narrow, "fprop")] == ["implicit"]
+
+
+def test_unique_operand_sizes_are_the_tensors() -> None:
+    layer = LAYERS[0]
+    x, w = layer.N * layer.C * layer.H * layer.W, layer.K * layer.C * layer.R * layer.S
+    y = layer.N * layer.K * layer.P * layer.Q
+    f, d, wg = (implicit_gemm(layer, p) for p in ("fprop", "dgrad", "wgrad"))
+    assert (f.a_unique, f.b_unique, f.c_unique) == (x, w, y)
+    assert (d.a_unique, d.b_unique, d.c_unique) == (y, w, x)
+    assert (wg.a_unique, wg.b_unique, wg.c_unique) == (y, x, w)

@@ -1,0 +1,149 @@
+"""Sanity of the GPU time/energy model: scaling, dominance between GPUs, roofline bounds, quantization."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from antsim.gpu import Gemm, best_plan, estimate_gpu, estimate_layer, load_gpu
+from antsim.gpu.model import plan_gemm
+from antsim.gpu.tiles import SIMT_TILES
+from antsim.workloads.layers import PHASES, Layer
+from antsim.workloads.zoo import network, networks
+
+
+def _zoo_shapes() -> list[Layer]:
+    shapes: dict[tuple, Layer] = {}
+    for name in networks():
+        for layer in network(name):
+            shapes.setdefault((layer.C, layer.K, layer.H, layer.W, layer.R, layer.S, layer.stride, layer.pad), layer)
+    return list(shapes.values())
+
+
+ZOO = _zoo_shapes()
+SMALL = [
+    Layer("c3_32", N=1, C=3, K=64, H=32, W=32, R=3, S=3, stride=1, pad=1),
+    Layer("c512_4", N=1, C=512, K=512, H=4, W=4, R=3, S=3, stride=1, pad=1),
+    Layer("c256_8_s2", N=1, C=256, K=512, H=8, W=8, R=1, S=1, stride=2, pad=0),
+    Layer("c64_56", N=1, C=64, K=64, H=56, W=56, R=3, S=3, stride=1, pad=1),
+]
+
+
+@pytest.mark.parametrize("gpu", ["p100", "titanxp", "a100", "h100"])
+def test_time_grows_with_batch(gpu: str) -> None:
+    spec = load_gpu(gpu)
+    for layer in SMALL:
+        for phase in PHASES:
+            times = [estimate_layer(spec, layer.with_batch(b), phase).time_s for b in (1, 2, 4, 8, 16, 32, 64, 128)]
+            assert all(b >= a for a, b in zip(times, times[1:], strict=False)), (layer.name, phase, times)
+            assert times[-1] > times[0], (layer.name, phase, times)
+
+
+def test_time_scales_linearly_once_the_gpu_is_full() -> None:
+    gpu = load_gpu("p100")
+    layer = SMALL[3]  # 64→64 channels at 56×56: thousands of CTAs at batch 32
+    for phase in PHASES:
+        t32, t128 = (estimate_layer(gpu, layer.with_batch(b), phase).time_s for b in (32, 128))
+        assert t128 / t32 == pytest.approx(4.0, rel=0.1), phase
+
+
+@pytest.mark.parametrize(("slow", "fast", "precisions"), [
+    ("p100", "v100", ("fp32", "fp16")),
+    ("a100", "h100", ("fp32", "tf32", "bf16")),
+    ("h100", "h200", ("fp32", "bf16")),
+])
+def test_a_gpu_with_more_of_every_resource_is_never_slower(slow: str, fast: str, precisions: tuple) -> None:
+    gs, gf = load_gpu(slow), load_gpu(fast)
+    # The faster GPU has at least as many SMs, lanes/SM, clock, L2, DRAM and shared memory ...
+    assert gf.sms >= gs.sms and gf.fp32_lanes_per_sm >= gs.fp32_lanes_per_sm * 0.99
+    assert gf.dram_bytes_per_s >= gs.dram_bytes_per_s and gf.l2.bandwidth_gbs >= gs.l2.bandwidth_gbs
+    for layer in ZOO:
+        for batch in (1, 32):
+            for phase in PHASES:
+                for precision in precisions:
+                    t_slow = estimate_layer(gs, layer.with_batch(batch), phase, precision).time_s
+                    t_fast = estimate_layer(gf, layer.with_batch(batch), phase, precision).time_s
+                    assert t_fast <= t_slow * (1 + 1e-12), (layer.name, batch, phase, precision)
+
+
+@pytest.mark.parametrize("gpu", ["p100", "titanxp", "v100", "h100"])
+def test_no_phase_beats_the_roofline(gpu: str) -> None:
+    """time ≥ max(useful FLOPs / peak, compulsory bytes / DRAM bandwidth) — wgrad of small outputs included."""
+    spec = load_gpu(gpu)
+    layers = [l.with_batch(b) for l in ZOO[::3] for b in (1, 64)] + [
+        Layer("tiny_out", N=64, C=3, K=16, H=224, W=224, R=3, S=3, stride=1, pad=1)]
+    for layer in layers:
+        x = layer.N * layer.C * layer.H * layer.W
+        w = layer.K * layer.C * layer.R * layer.S
+        y = layer.N * layer.K * layer.P * layer.Q
+        compulsory = {"fprop": x + w + y, "dgrad": y + w + x, "wgrad": y + x + w}
+        for phase in PHASES:
+            r = estimate_layer(spec, layer, phase)
+            bound = max(2 * layer.macs / spec.peak("fp32"), 4 * compulsory[phase] / (spec.dram.bandwidth_gbs * 1e9))
+            assert r.time_s >= bound, (layer.name, phase)
+
+
+def test_wave_quantization_one_more_cta_costs_a_whole_tile() -> None:
+    gpu = load_gpu("p100")
+    tile = SIMT_TILES[0]  # 128×128
+    full = Gemm(M=128 * gpu.sms, N=128, K=4096, a_unique=1, b_unique=1, c_unique=1, useful_macs=0)
+    more = Gemm(M=128 * gpu.sms + 1, N=128, K=4096, a_unique=1, b_unique=1, c_unique=1, useful_macs=0)
+    p_full, p_more = plan_gemm(gpu, full, "fp32", tile, 1), plan_gemm(gpu, more, "fp32", tile, 1)
+    assert p_full.ctas == gpu.sms and p_more.ctas == gpu.sms + 1
+    assert p_more.compute_s == pytest.approx(2 * p_full.compute_s)  # the extra CTA runs alone: a second tile time
+
+
+def test_tile_quantization_pads_m_to_the_tile() -> None:
+    gpu = load_gpu("p100")
+    tile = SIMT_TILES[0]
+    a = plan_gemm(gpu, Gemm(M=100, N=128, K=1024, a_unique=1, b_unique=1, c_unique=1, useful_macs=0), "fp32", tile, 1)
+    b = plan_gemm(gpu, Gemm(M=128, N=128, K=1024, a_unique=1, b_unique=1, c_unique=1, useful_macs=0), "fp32", tile, 1)
+    assert a.compute_s == b.compute_s and a.executed_macs == 128 * 128 * 1024
+
+
+def test_wgrad_with_a_tiny_output_uses_split_k_and_it_pays() -> None:
+    gpu = load_gpu("p100")
+    layer = Layer("w", N=32, C=16, K=16, H=112, W=112, R=3, S=3, stride=1, pad=1)
+    r = estimate_layer(gpu, layer, "wgrad")
+    assert r.details["split_k"] > 1
+    from antsim.gpu import implicit_gemm
+
+    no_split = min(plan_gemm(gpu, implicit_gemm(layer, "wgrad"), "fp32", t, 1).time_s
+                   for t in SIMT_TILES)
+    assert r.time_s < no_split / 4
+
+
+def test_tensor_cores_are_faster_than_fp32_on_a_large_gemm() -> None:
+    gpu = load_gpu("a100")
+    layer = Layer("big", N=64, C=256, K=256, H=28, W=28, R=3, S=3, stride=1, pad=1)
+    fp32, bf16 = (estimate_layer(gpu, layer, "fprop", p).time_s for p in ("fp32", "bf16"))
+    assert fp32 / bf16 > 4  # 312 vs 19.5 TFLOP/s, memory-limited well below 16×
+
+
+def test_energy_is_sum_of_parts_and_power_never_exceeds_tdp() -> None:
+    for name in ("p100", "v100", "a100", "h100"):
+        gpu = load_gpu(name)
+        for layer in SMALL:
+            for precision in ("fp32",) + (("bf16",) if gpu.peak_tflops.bf16 else ()):
+                r = estimate_layer(gpu, layer.with_batch(64), "fprop", precision)
+                assert r.energy_j == pytest.approx(math.fsum(r.energy_breakdown_j.values()))
+                assert r.energy_breakdown_j["static"] == pytest.approx(gpu.power.static_w * r.time_s)
+                assert gpu.power.static_w * 0.999 < r.energy_j / r.time_s <= gpu.power.tdp_w
+
+
+def test_estimate_gpu_result_echoes_design_and_workload_and_is_deterministic(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    layers = [l.with_batch(8) for l in network("resnet18-cifar")]
+    a = estimate_gpu("v100", layers, phases=("wgrad", "fprop"), precision="fp16")
+    assert a.backend == "gpu" and a.design == "v100" and a.spec["sms"] == 80
+    assert a.keys() == [(l.name, p) for l in layers for p in ("fprop", "wgrad")]
+    assert a.workload["batch"] == 8 and a.workload["phases"] == ["fprop", "wgrad"]
+    assert a.meta["precision"] == "fp16"
+    rec = a.record(layers[1].name, "fprop")
+    assert {"M", "N", "K", "tile", "split_k", "waves", "bound"} <= set(rec.details)
+    a.write_json(tmp_path / "a.json")
+    estimate_gpu("v100", layers, phases=("fprop", "wgrad"), precision="fp16").write_json(tmp_path / "b.json")
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
+    assert json.loads((tmp_path / "a.json").read_text())["schema"] == "antsim.result/1"
+    assert best_plan(load_gpu("v100"), Gemm(64, 64, 64, 1, 1, 1, 0), "fp16").tile.k == 32  # tensor-core tile
