@@ -9,8 +9,10 @@ arguments. Writes ``antsim.compare/1`` JSON or CSV (``--out``) and optionally a 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +58,9 @@ def add_sparsity_arguments(parser: argparse.ArgumentParser) -> None:
                        help="fast (vector granularity, default) or exact (every product)")
     group.add_argument("--seed", type=int, default=0, help="seed of the operand generators (default 0)")
     group.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
+    group.add_argument("--jobs", type=int, default=0,
+                       help="simulate up to N designs at once in worker processes (default: one per design,"
+                            " at most the CPU count; 1 = in this process)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -124,10 +129,9 @@ def gather_results(args: argparse.Namespace) -> tuple[list[NetworkResult], list[
     if archs or gpus:
         for result, source in zip(results, sources, strict=True):
             check_layers(workload()[0], layers_of(result, source), "the workload arguments", source)
-    for path, arch in archs:
-        _note(f"simulating {path} on {workload()[1]['network']} (batch {args.batch})")
-        results.append(_simulate(arch, args, *workload()))
-        sources.append(f"--arch {path}")
+    if archs:
+        results += _simulate_all(archs, args, *workload())
+        sources += [f"--arch {path}" for path, _arch in archs]
     for name, gpu in gpus:
         _note(f"GPU model {name} ({args.gpu_precision})")
         results.append(_gpu(gpu, args, *workload()))
@@ -151,10 +155,36 @@ def _load_specs(args: argparse.Namespace) -> tuple[list[tuple[Path, Any]], list[
     return archs, gpus
 
 
-def _simulate(arch: Any, args: argparse.Namespace, layers: list[Any], echo: dict[str, Any]) -> NetworkResult:
-    # The argument checks are antsim simulate's own, so both commands accept and reject the same values.
-    from antsim.cli.simulate import _check_sparsity, _densities, _tensors
+def _simulate_all(archs: list[tuple[Path, Any]], args: argparse.Namespace, layers: list[Any],
+                  echo: dict[str, Any]) -> list[NetworkResult]:
+    """Simulate every arch; several at once in worker processes when ``--jobs`` allows (same results)."""
     from antsim.simulate import simulate_network
+
+    options = _simulation_options(args, layers, echo)
+    jobs = args.jobs if args.jobs > 0 else min(len(archs), os.cpu_count() or 1)
+    if jobs <= 1 or len(archs) == 1:
+        results = []
+        for path, arch in archs:
+            _note(f"simulating {path} on {echo['network']} (batch {echo['batch']})")
+            results.append(simulate_network(arch, layers, progress=not args.no_progress, **options))
+        return results
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    _note(f"simulating {len(archs)} designs on {echo['network']} (batch {echo['batch']}), {jobs} at a time")
+    start = time.monotonic()
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = {pool.submit(simulate_network, arch, layers, progress=False, **options): path
+                   for path, arch in archs}
+        for future in as_completed(futures):
+            future.result()  # re-raises a worker's error here
+            _note(f"simulated {futures[future]} ({time.monotonic() - start:.0f} s)")
+        return [future.result() for future in futures]
+
+
+def _simulation_options(args: argparse.Namespace, layers: list[Any], echo: dict[str, Any]) -> dict[str, Any]:
+    """Keyword arguments of ``simulate_network``, checked as ``antsim simulate`` checks them."""
+    # The checks are antsim simulate's own, so both commands accept and reject the same values.
+    from antsim.cli.simulate import _check_sparsity, _densities, _tensors
 
     densities = _densities(args)
     tensors = _tensors(args, layers)
@@ -162,9 +192,8 @@ def _simulate(arch: Any, args: argparse.Namespace, layers: list[Any], echo: dict
         _check_sparsity(args.sparsity)
     workload = {**echo, "tensors": str(args.tensors) if args.tensors else None,
                 "sparsity": None if tensors is not None else args.sparsity}
-    return simulate_network(arch, layers, phases=tuple(echo["phases"]), densities=densities,
-                            sparsity=args.sparsity, tensors=tensors, fidelity=args.fidelity, seed=args.seed,
-                            progress=not args.no_progress, workload=workload)
+    return {"phases": tuple(echo["phases"]), "densities": densities, "sparsity": args.sparsity,
+            "tensors": tensors, "fidelity": args.fidelity, "seed": args.seed, "workload": workload}
 
 
 def _gpu(gpu: Any, args: argparse.Namespace, layers: list[Any], echo: dict[str, Any]) -> NetworkResult:

@@ -154,8 +154,11 @@ def test_same_inputs_give_the_same_report_data(report: tuple[Path, list[str]], t
     folder, paths = report
     again = tmp_path / "again"
     sweep = _write_sweep(tmp_path / "sweep")
-    for _ in range(2):  # the second run replaces the first report in place
-        assert main(["report", *paths, "--sweep", str(sweep), "--out", str(again)]) == 0
+    again.mkdir()  # an earlier report is replaced whole, stale files included
+    for name in ("index.html", "report.md", "stale.txt"):
+        (again / name).write_text("old")
+    assert main(["report", *paths, "--sweep", str(sweep), "--out", str(again)]) == 0
+    assert not (again / "stale.txt").exists()
     for sub in ("data", "figures", "results"):
         for path in sorted((folder / sub).iterdir()):
             assert (again / sub / path.name).read_bytes() == path.read_bytes(), path.name
@@ -196,7 +199,7 @@ def test_a_failure_while_rendering_leaves_no_folder(tmp_path: Path, monkeypatch:
     def broken(*_args: object) -> None:
         raise RuntimeError("renderer crashed")
 
-    monkeypatch.setattr(build_module.f, "render_cycles", broken)
+    monkeypatch.setattr(build_module.f, "render_ratio", broken)
     with pytest.raises(RuntimeError):
         build_report(compare_results(_inputs()[:2]), tmp_path / "r")
     assert list(tmp_path.iterdir()) == []

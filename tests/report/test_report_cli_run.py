@@ -41,13 +41,24 @@ def test_compare_runs_designs_and_writes_a_report(tmp_path: Path, capsys: pytest
     assert (out / "index.html").is_file()
 
 
+def test_parallel_and_serial_simulation_give_identical_results(tmp_path: Path) -> None:
+    layers = _layers(tmp_path)
+    outputs = []
+    for jobs in ("1", "2"):
+        out = tmp_path / f"cmp{jobs}.json"
+        assert main(["compare", "--arch", *ARCHS, "--layers-csv", str(layers), "--jobs", jobs, "--no-progress",
+                     "--out", str(out)]) == 0
+        outputs.append(out.read_bytes())
+    assert outputs[0] == outputs[1]
+
+
 def test_compare_rejects_a_result_file_of_another_workload_before_simulating(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     layers = _layers(tmp_path)
-    assert main(["compare", "--arch", ARCHS[1], "--layers-csv", str(layers), "--batch", "4", "--no-progress",
-                 "--report-out", str(tmp_path / "r4")]) == 0
+    batch4 = tmp_path / "ant_batch4.json"
+    assert main(["simulate", "--arch", ARCHS[1], "--layers-csv", str(layers), "--batch", "4", "--no-progress",
+                 "--out", str(batch4)]) == 0
     capsys.readouterr()
-    batch4 = tmp_path / "r4" / "results" / "ant.json"
     status = main(["compare", str(batch4), "--arch", ARCHS[0], "--layers-csv", str(layers), "--no-progress",
                    "--out", str(tmp_path / "mixed.json")])
     assert status == 2
