@@ -1,0 +1,112 @@
+"""``antsim gpu`` through ``antsim.cli.main``: results, --check, and one-line user errors (exit 2)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from antsim.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+LAYERS_CSV = "name,N,C,K,H,W,R,S,stride,pad\nc1,1,3,16,32,32,3,3,1,1\nc2,1,16,32,32,32,3,3,2,1\n"
+
+
+@pytest.fixture
+def layers_csv(tmp_path: Path) -> Path:
+    path = tmp_path / "layers.csv"
+    path.write_text(LAYERS_CSV)
+    return path
+
+
+def test_json_result_and_summary(tmp_path: Path, layers_csv: Path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "r.json"
+    code = main(["gpu", "--gpu", "h100", "--layers-csv", str(layers_csv), "--batch", "16", "--precision", "bf16",
+                 "--out", str(out), "--no-progress"])
+    assert code == 0
+    data = json.loads(out.read_text())
+    assert data["schema"] == "antsim.result/1" and data["backend"] == "gpu" and data["design"] == "h100"
+    assert data["workload"]["batch"] == 16 and data["workload"]["network"] == "layers"
+    assert [(r["layer"], r["phase"]) for r in data["records"]] == [
+        (l, p) for l in ("c1", "c2") for p in ("fprop", "dgrad", "wgrad")]
+    assert data["meta"]["precision"] == "bf16"
+    stdout = capsys.readouterr().out
+    assert "h100 (bf16): 6 (layer, phase) records" in stdout and "wrote" in stdout
+
+
+def test_csv_result_has_one_row_per_layer_phase_with_gemm_shape(tmp_path: Path, layers_csv: Path) -> None:
+    out = tmp_path / "r.csv"
+    assert main(["gpu", "--gpu", "p100", "--layers-csv", str(layers_csv), "--phases", "wgrad,fprop",
+                 "--out", str(out), "--no-progress"]) == 0
+    rows = list(csv.DictReader(out.open()))
+    assert [(r["name"], r["phase"]) for r in rows] == [("c1", "fprop"), ("c1", "wgrad"), ("c2", "fprop"),
+                                                       ("c2", "wgrad")]
+    first = rows[0]  # fprop of c1: (N·P·Q, K, C·R·S) = (1024, 16, 27)
+    assert (first["M"], first["N"], first["K"]) == ("1024", "16", "27")
+    assert float(first["time_s"]) > 0 and float(first["energy_j"]) > 0
+
+
+def test_check_against_deepbench(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    out = tmp_path / "errors.csv"
+    db = REPO / "tests" / "data" / "deepbench" / "deepbench_conv_TitanXp.csv"
+    assert main(["gpu", "--gpu", "titanxp", "--check", str(db), "--out", str(out), "--worst", "3"]) == 0
+    stdout = capsys.readouterr().out
+    assert "exp(mean |ln(pred/meas)|) - 1" in stdout and stdout.count("\n  ") == 3
+    rows = list(csv.DictReader(out.open()))
+    assert len(rows) == 94 * 3
+    assert all(abs(float(r["ratio"]) - float(r["predicted_s"]) / float(r["measured_s"])) < 1e-3 * float(r["ratio"])
+               for r in rows)
+
+
+def test_check_generic_csv_joined_by_layer_name(tmp_path: Path, layers_csv: Path,
+                                                capsys: pytest.CaptureFixture) -> None:
+    measured = tmp_path / "m.csv"
+    measured.write_text("name,phase,time_s\nc1,fprop,2e-5\nc2,fprop,4e-5\n")
+    assert main(["gpu", "--gpu", "p100", "--check", str(measured), "--layers-csv", str(layers_csv),
+                 "--phases", "fprop"]) == 0
+    stdout = capsys.readouterr().out
+    assert "c1 fprop: measured 0.020 ms" in stdout and "c2 fprop: measured 0.040 ms" in stdout
+
+
+def _bad_spec(tmp_path: Path, edit) -> Path:  # type: ignore[no-untyped-def]
+    data = yaml.safe_load((REPO / "arch_configs" / "gpus" / "a100.yaml").read_text())
+    edit(data)
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize(("edit", "expected"), [
+    (lambda d: d["peak_tflops"].pop("fp32"), "peak_tflops.fp32: required key is missing"),
+    (lambda d: d["l2"].__setitem__("bandwidth_gbs", -1.0), "l2.bandwidth_gbs: Input should be greater than 0"),
+])
+def test_bad_gpu_spec_exits_2_with_one_line(tmp_path: Path, layers_csv: Path, capsys: pytest.CaptureFixture,
+                                            edit, expected: str) -> None:  # type: ignore[no-untyped-def]
+    out = tmp_path / "r.json"
+    code = main(["gpu", "--gpu", str(_bad_spec(tmp_path, edit)), "--layers-csv", str(layers_csv), "--out", str(out)])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and expected in err and "bad.yaml" in err and "\n" not in err and not out.exists()
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--gpu", "p100", "--precision", "bf16"], "gpu p100: precision 'bf16' not available"),
+    (["--gpu", "v100", "--precision", "fp8"], "precision: unknown 'fp8'"),
+    (["--gpu", "rtx9090"], "rtx9090: unknown GPU; known:"),
+])
+def test_user_errors_exit_2(tmp_path: Path, layers_csv: Path, capsys: pytest.CaptureFixture, args: list,
+                            expected: str) -> None:
+    out = tmp_path / "r.json"
+    code = main(["gpu", *args, "--layers-csv", str(layers_csv), "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and expected in err and err.count("\n") == 0 and not out.exists()
+
+
+def test_out_suffix_and_missing_measurement_file_are_user_errors(tmp_path: Path, layers_csv: Path,
+                                                                 capsys: pytest.CaptureFixture) -> None:
+    assert main(["gpu", "--gpu", "p100", "--layers-csv", str(layers_csv), "--out", str(tmp_path / "r.txt")]) == 2
+    assert "--out" in capsys.readouterr().err
+    assert main(["gpu", "--gpu", "p100", "--check", str(tmp_path / "none.csv")]) == 2
+    assert "measurement CSV not found" in capsys.readouterr().err

@@ -1,0 +1,77 @@
+"""The model against measured cuDNN 7 layer times (DeepBench, P100 and TITAN Xp).
+
+Error = exp(mean |ln(pred/meas)|) − 1 per phase, on the fp32 rows whose forward algorithm was an
+implicit GEMM (the kernels the model describes). Design target: ≤ 20 % per phase on both GPUs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from antsim.errors import WorkloadError
+from antsim.gpu import load_gpu
+from antsim.gpu.check import check_measured, deepbench_rows, summarize
+from antsim.gpu.measured import bias, geomean_abs_error, read_deepbench_csv
+
+FILES = {"p100": "deepbench_conv_P100.csv", "titanxp": "deepbench_conv_TitanXp.csv"}
+# Reached by the calibrated model (BENCHMARKS.md, section gpu); these bounds guard against regressions.
+# fprop meets the 20 % design target; dgrad and wgrad do not yet (see the xfail test below).
+ACHIEVED = {"fprop": 0.20, "dgrad": 0.40, "wgrad": 0.30}
+
+
+def _errors(deepbench: Path, gpu: str) -> dict[str, dict]:
+    rows = check_measured(load_gpu(gpu), deepbench_rows(deepbench / FILES[gpu], "fp32"), "fp32")
+    return {s["phase"]: s for s in summarize(rows)}
+
+
+def test_error_metric_is_symmetric_in_log_space() -> None:
+    assert geomean_abs_error([2.0, 0.5]) == pytest.approx(1.0)
+    assert bias([2.0, 0.5]) == pytest.approx(1.0)
+    assert geomean_abs_error([1.1, 1.1]) == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("gpu", sorted(FILES))
+def test_implicit_gemm_rows_within_the_achieved_error(deepbench: Path, gpu: str) -> None:
+    errors = _errors(deepbench, gpu)
+    for phase, bound in ACHIEVED.items():
+        s = errors[phase]
+        assert s["n_implicit"] == 68, phase
+        assert s["err_implicit"] <= bound, (gpu, phase, s["err_implicit"])
+        assert 0.8 <= s["bias_implicit"] <= 1.25, (gpu, phase, s["bias_implicit"])  # no systematic offset
+        assert s["err_all"] < 0.6, (gpu, phase)  # Winograd/FFT rows included
+
+
+@pytest.mark.xfail(strict=True, reason="design target ≤ 20 % per phase: dgrad/wgrad not reached yet (~25–38 %)")
+@pytest.mark.parametrize("gpu", sorted(FILES))
+def test_design_target_twenty_percent_every_phase(deepbench: Path, gpu: str) -> None:
+    errors = _errors(deepbench, gpu)
+    assert all(errors[p]["err_implicit"] <= 0.20 for p in ("fprop", "dgrad", "wgrad"))
+
+
+def test_deepbench_columns_map_onto_layers(deepbench: Path) -> None:
+    rows = read_deepbench_csv(deepbench / FILES["p100"])
+    assert len(rows) == 188 and {m.precision for m in rows} == {"fp32", "fp16_pseudo"}
+    first = rows[0]  # DeepSpeech: W=700 H=161 C=1 N=4 K=32 R=5 S=20, stride 2, no padding
+    assert (first.layer.W, first.layer.H, first.layer.C, first.layer.N, first.layer.K) == (700, 161, 1, 4, 32)
+    assert (first.layer.R, first.layer.S, first.layer.stride, first.layer.pad) == (5, 20, (2, 2), (0, 0))
+    assert (first.layer.P, first.layer.Q) == (79, 341)  # the next DeepSpeech row's H=79, W=341
+    assert first.times_s == pytest.approx({"fprop": 0.142e-3, "dgrad": 0.482e-3, "wgrad": 0.301e-3})
+    assert first.implicit_gemm and first.algo == "IMPLICIT_PRECOMP_GEMM"
+
+
+def test_empty_or_zero_dgrad_is_an_input_layer_without_dgrad(tmp_path: Path) -> None:
+    header = "gpu,precision,source,W,H,C,N,K,R,S,pad_h,pad_w,stride_h,stride_w,fwd_ms,dgrad_ms,wgrad_ms,fwd_algo\n"
+    path = tmp_path / "db.csv"
+    path.write_text(header + "X,fp32,Vision,32,32,3,8,16,3,3,1,1,1,1,0.1,,0.2,IMPLICIT_GEMM\n"
+                    "X,fp32,Vision,32,32,16,8,16,3,3,1,1,1,1,0.1,0,0.2,WINOGRAD\n")
+    rows = read_deepbench_csv(path)
+    assert [sorted(m.times_s) for m in rows] == [["fprop", "wgrad"], ["fprop", "wgrad"]]
+    assert [m.implicit_gemm for m in rows] == [True, False]
+    assert len(check_measured(load_gpu("p100"), rows, "fp32")) == 4
+
+
+def test_precision_absent_from_the_file_is_reported(deepbench: Path) -> None:
+    with pytest.raises(WorkloadError, match="no rows of 'fp16'; the file has fp32"):
+        deepbench_rows(deepbench / FILES["titanxp"], "fp16")
