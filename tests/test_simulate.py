@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from antsim.cli import main
@@ -92,3 +94,108 @@ def test_arch_configs_differ_only_where_documented():
     assert oracle["anticipation"]["policy"] == "oracle" and ant["anticipation"]["policy"] == "ant"
     assert dense["sparsity_support"] is False and dense["compression"]["format"] == "dense"
     assert dense["pe_array"] == scnn["pe_array"]
+
+
+# ---- end to end (dataflow + timing + energy) -------------------------------------------------------
+
+def run_cli(args: list[str]) -> int:
+    return main(["simulate", "--no-progress", *args])
+
+
+def test_same_seed_gives_byte_identical_json(tmp_path, small_csv, capsys):
+    outs = [tmp_path / f"r{i}.json" for i in range(3)]
+    common = ["--arch", str(ARCH["ant"]), "--layers-csv", str(small_csv)]
+    assert run_cli([*common, "--seed", "5", "--out", str(outs[0])]) == 0
+    assert run_cli([*common, "--seed", "5", "--out", str(outs[1])]) == 0
+    assert run_cli([*common, "--seed", "6", "--out", str(outs[2])]) == 0
+    assert outs[0].read_bytes() == outs[1].read_bytes()
+    assert outs[0].read_bytes() != outs[2].read_bytes()
+    stdout = capsys.readouterr().out
+    assert "cycles" in stdout and "RCP" in stdout and "skipped" in stdout
+    data = json.loads(outs[0].read_text())
+    assert data["schema"] == "antsim.result/1" and data["backend"] == "accelerator" and data["design"] == "ant"
+    assert [(r["layer"], r["phase"]) for r in data["records"]] == [
+        (layer, phase) for layer in ("c1", "c2") for phase in ("fprop", "dgrad", "wgrad")]
+    work = data["workload"]
+    assert work["densities"] == {"w": 0.1, "a": 0.1, "g": 0.1} and work["sparsity"] == "topk_field"
+    assert work["seed"] == 5 and work["fidelity"] == "fast" and work["network"] == "small"
+
+
+def test_csv_out_flattens_records(tmp_path, small_csv):
+    out = tmp_path / "r.csv"
+    assert run_cli(["--arch", str(ARCH["scnn"]), "--layers-csv", str(small_csv), "--phases", "wgrad",
+                    "--out", str(out)]) == 0
+    lines = out.read_text().splitlines()
+    assert lines[0].startswith("name,phase,time_s,cycles,energy_j") and len(lines) == 3
+
+
+def test_tensors_file_overrides_generation(tmp_path, small_csv):
+    from antsim.workloads.layers import read_layers_csv
+
+    layers = read_layers_csv(small_csv)
+    tensors = {layer.name: make_tensors(layer, 0.3, 0.2, 0.5, seed=i) for i, layer in enumerate(layers)}
+    arch = load_arch(ARCH["scnn"])
+    direct = simulate_network(arch, layers, tensors=tensors)
+    file = tmp_path / "t.npz"
+    save_tensors(file, tensors)
+    out = tmp_path / "r.json"
+    assert run_cli(["--arch", str(ARCH["scnn"]), "--layers-csv", str(small_csv), "--tensors", str(file),
+                    "--out", str(out)]) == 0
+    from_file = json.loads(out.read_text())
+    assert [r["cycles"] for r in from_file["records"]] == [r.cycles for r in direct.records]
+    assert from_file["workload"]["tensors"] == str(file) and from_file["workload"]["sparsity"] is None
+
+
+LAYERS = {
+    "s1": Layer(name="s1", N=1, C=16, K=16, H=16, W=16, R=3, S=3, stride=1, pad=1),
+    "s2": Layer(name="s2", N=1, C=16, K=16, H=16, W=16, R=3, S=3, stride=2, pad=1),
+}
+
+
+@pytest.mark.parametrize("design", ["scnn", "ant"])
+@pytest.mark.parametrize("layer", list(LAYERS))
+def test_fast_and_exact_agree_within_5_percent(design, layer):
+    from antsim.phases import reference
+    from antsim.simulate import simulate_layer
+
+    arch, spec = load_arch(ARCH[design]), LAYERS[layer]
+    tensors = make_tensors(spec, 0.3, 0.3, 0.3, seed=11)
+    for phase in ("fprop", "dgrad", "wgrad"):
+        exact = simulate_layer(arch, spec, phase, tensors, fidelity="exact")
+        fast = simulate_layer(arch, spec, phase, tensors, fidelity="fast")
+        assert abs(fast.cycles - exact.cycles) <= 0.05 * exact.cycles, (phase, fast.cycles, exact.cycles)
+        assert fast.products == exact.products
+        np.testing.assert_allclose(exact.output, reference(spec, phase, tensors), rtol=1e-9, atol=1e-9)
+        assert sum(exact.stalls.values()) == pytest.approx(exact.cycles, abs=1.0)
+        assert exact.energy_j == pytest.approx(sum(exact.energy_breakdown_j.values()))
+
+
+MID = Layer(name="mid", N=1, C=32, K=32, H=32, W=32, R=3, S=3, stride=1, pad=1)
+
+
+def _cycles(design: str, phase: str, density: float) -> tuple[int, float]:
+    from antsim.simulate import simulate_layer
+
+    tensors = make_tensors(MID, density, density, density, seed=2)
+    r = simulate_layer(load_arch(ARCH[design]), MID, phase, tensors, fidelity="fast")
+    return r.cycles, r.stalls["busy"]
+
+
+def test_scnn_is_slower_than_dense_at_full_density_and_far_faster_at_10_percent():
+    # SCNN (ISCA 2017): at density 1.0/1.0 it runs at 79% of the dense design's speed (the same MACs plus
+    # bank conflicts, halos and barriers); we require "slower by more than 5%" and the same multiplier
+    # work — the exact ratio depends on the dataflow's bank-conflict model (see BENCHMARKS.md).
+    scnn, scnn_busy = _cycles("scnn", "fprop", 1.0)
+    dense, dense_busy = _cycles("dense", "fprop", 1.0)
+    assert scnn_busy == pytest.approx(dense_busy)
+    assert 0.25 < dense / scnn < 0.95
+    # At 10% x 10% the Cartesian product holds ~1% of the dense MACs: far faster (>5x; ideal ~100x less
+    # fragmentation, conflicts, barriers and the exposed first DRAM load).
+    assert _cycles("dense", "fprop", 0.1)[0] > 5 * _cycles("scnn", "fprop", 0.1)[0]
+
+
+def test_ant_matches_scnn_on_fprop_dgrad_and_beats_it_on_wgrad():
+    for phase in ("fprop", "dgrad"):
+        ant, scnn = _cycles("ant", phase, 0.1)[0], _cycles("scnn", phase, 0.1)[0]
+        assert abs(ant - scnn) <= 0.03 * scnn, phase  # stride 1: only border RCPs to skip
+    assert _cycles("scnn", "wgrad", 0.1)[0] > 3 * _cycles("ant", "wgrad", 0.1)[0]  # 99% RCPs at 32x32
