@@ -206,3 +206,15 @@ def test_digits_are_normalised_32x32_images() -> None:
     ratio = images[:5, 0] - images[:5, 0].min(axis=(1, 2), keepdims=True)
     ref = ref - ref.min(axis=(1, 2), keepdims=True)
     np.testing.assert_allclose(ratio / ratio.max(), ref / ref.max(), atol=1e-5)
+
+
+def test_digits_without_scikit_learn_is_one_line_exit_2(monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "sklearn", None)
+    monkeypatch.setitem(sys.modules, "sklearn.datasets", None)
+    assert main(["capture", "--network", "resnet18-cifar", "--data", "digits", "--out", str(tmp_path / "x.npz")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "scikit-learn" in err and "antsim[capture]" in err
+    assert not (tmp_path / "x.npz").exists()
