@@ -111,7 +111,10 @@ class _Enumerator:
 
 def _max_load_extra(group: np.ndarray, bank: np.ndarray, banks: int, n_groups: int) -> np.ndarray:
     """Per group id: max(1, largest number of products to one bank) − 1 (0 for empty groups)."""
-    keys, counts = np.unique(group * banks + bank, return_counts=True)
+    keys = np.sort(group * banks + bank)
+    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))) if len(keys) else keys
+    counts = np.diff(np.append(starts, len(keys)))
+    keys = keys[starts]
     worst = np.zeros(n_groups, np.int64)
     np.maximum.at(worst, keys // banks, counts)
     return np.maximum(worst - 1, 0)

@@ -76,11 +76,12 @@ def pack_vectors(fiber: np.ndarray, sp1: np.ndarray, sp2: np.ndarray, chan: np.n
     new_fiber = np.ones(n, bool)
     new_fiber[1:] = fiber[1:] != fiber[:-1]
     fiber_start = idx[new_fiber]
-    rank = idx - fiber_start[np.cumsum(new_fiber) - 1] if n else idx
+    fiber_id = np.cumsum(new_fiber) - 1
+    rank = idx - fiber_start[fiber_id] if n else idx
     new_vec = new_fiber | (rank % width == 0)
     vec_start = idx[new_vec]
     vec_size = np.diff(np.append(vec_start, n))
-    vec_fiber_id = np.cumsum(new_fiber)[vec_start] - 1 if n else vec_start
+    vec_fiber_id = fiber_id[vec_start]
     nvec = np.bincount(vec_fiber_id, minlength=len(fiber_start))
     vec0 = np.concatenate(([0], np.cumsum(nvec)[:-1])) if len(nvec) else nvec
     box = _boxes(sp1, sp2, vec_start)

@@ -22,6 +22,16 @@ _TOUCH_BUDGET = 1 << 24  # booleans in one touched-output array (bounds memory o
 _DENSE_SWITCH = 0.05  # product of mask densities above which the dense per-tap path is faster
 
 
+def distinct(keys: np.ndarray, space: int) -> np.ndarray:
+    """Sorted distinct values of non-negative int ``keys`` < ``space`` (a bitmap when it is small)."""
+    if space <= 1 << 26:
+        seen = np.zeros(space, bool)
+        seen[keys] = True
+        return np.flatnonzero(seen)
+    keys = np.sort(keys)
+    return keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if len(keys) else keys
+
+
 @dataclass(frozen=True)
 class Footprint:
     """Per slot (``chunk · n_pes + pe``): valid products, distinct outputs held, distinct halo outputs;
@@ -137,13 +147,13 @@ def plane_footprint_sparse(problem: PhaseProblem, tiling: Tiling, S: np.ndarray,
                 keys.append((pe * Ko + z.row) * O + z.col)
         if not keys:
             continue
-        touched = np.unique(np.concatenate(keys))
+        touched = distinct(np.concatenate(keys), npe * Ko * O)
         rest, o = np.divmod(touched, O)
         pe, ko = np.divmod(rest, Ko)
         slot = (ko // tiling.kc) * npe + pe
         partial[n] += np.bincount(slot, minlength=G * npe)
         halo[n] += np.bincount(slot[own[o] != pe], minlength=G * npe)
-        outs = np.unique(ko * O + o)
+        outs = distinct(ko * O + o, Ko * O)
         out_values[n] += np.bincount((outs // O) // tiling.kc, minlength=G)
     return Footprint(np.rint(valid).astype(np.int64).ravel(), partial.ravel(), halo.ravel(), out_values.ravel())
 
@@ -185,7 +195,7 @@ def tap_footprint(problem: PhaseProblem, tiling: Tiling, S: np.ndarray, T: np.nd
                 slot = (prod.col // tiling.kc) * npe + prod.row // Cs
                 valid[n] += np.bincount(slot, weights=prod.data, minlength=G * npe)
                 partial[n] += np.bincount(slot, minlength=G * npe)
-                outs = np.unique((prod.row % Cs) * Ko + prod.col)
+                outs = distinct((prod.row % Cs) * Ko + prod.col, Cs * Ko)
                 out_values[n] += np.bincount((outs % Ko) // tiling.kc, minlength=G)
     return Footprint(np.rint(valid).astype(np.int64).ravel(), partial.ravel(), np.zeros(N * G * npe, np.int64),
                      out_values.ravel())

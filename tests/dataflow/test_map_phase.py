@@ -165,3 +165,21 @@ def test_sparse_and_dense_footprints_agree_with_exact(phase: str) -> None:
         assert np.array_equal(footprint.partial_outputs, exact.partial_outputs.ravel())
         assert np.array_equal(footprint.halo_outputs, exact.halo_outputs.ravel())
         assert np.array_equal(footprint.output_values, exact.output_values)
+
+
+@pytest.mark.parametrize("phase", ["fprop", "dgrad", "wgrad"])
+def test_ant_without_fetch_filter_and_edge_cases(phase: str) -> None:
+    """ANT's pair screen alone (no fetch filter); a plane smaller than the PE grid; all-zero operands."""
+    layer = Layer("tiny", N=2, C=2, K=3, H=3, W=5, R=3, S=3, stride=(1, 2), pad=1)
+    t = random_tensors(layer, 0.7, seed=31)
+    no_filter = small_arch("ant", 4, 4, 2, anticipation={"fetch_filter": False})
+    exact = map_phase(no_filter, layer, phase, t, fidelity="exact")
+    np.testing.assert_allclose(exact.output, reference(layer, phase, t), atol=1e-9)
+    assert exact.products.valid == brute_force_valid(layer, phase, t)
+    assert map_phase(no_filter, layer, phase, t).products == exact.products
+    filtered = map_phase(small_arch("ant", 4, 4, 2), layer, phase, t).products
+    assert filtered.total == exact.products.total and filtered.skipped >= exact.products.skipped
+    zeros = type(t)(np.zeros_like(t.weights), np.zeros_like(t.activations), np.zeros_like(t.grad_output))
+    for fidelity in ("fast", "exact"):
+        work = map_phase(small_arch("ant", 4, 4, 2), layer, phase, zeros, fidelity=fidelity)
+        assert work.products.total == 0 and work.issued_pairs.sum() == 0
