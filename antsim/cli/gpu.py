@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from antsim.cli._common import add_workload_arguments, check_out_path, parse_phases, progress, resolve_workload
+
+if TYPE_CHECKING:
+    from antsim.gpu.check import CheckRow
+    from antsim.results import NetworkResult
 
 HELP = "model a network's training convolutions on a GPU (dense implicit GEMM), or --check it against measurements"
 
@@ -47,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_summary(result, out: Path) -> None:  # type: ignore[no-untyped-def]
+def _print_summary(result: NetworkResult, out: Path) -> None:
     totals = result.totals
     lines = [f"{result.design} ({result.meta['precision']}): {len(result.records)} (layer, phase) records, "
              f"{totals['time_s'] * 1e3:.3f} ms, {totals['energy_j']:.4g} J"]
@@ -86,7 +92,7 @@ def _run_check(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_report(name: str, args: argparse.Namespace, rows, out: Path | None) -> str:  # type: ignore[no-untyped-def]
+def _check_report(name: str, args: argparse.Namespace, rows: Sequence[CheckRow], out: Path | None) -> str:
     from antsim.gpu.check import summarize, worst
 
     lines = [f"{name} vs {args.check} ({args.precision}); error = exp(mean |ln(pred/meas)|) - 1, "
