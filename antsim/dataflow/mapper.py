@@ -12,6 +12,13 @@ Definitions (DESIGN.md §3.1, ``ProductCounts``):
   conservative, so ``skipped ≤ rcp``.
 * Dense design (``sparsity_support: false``): every element is treated as a non-zero (zeros are
   multiplied), so ``total``/``valid`` count *element* pairs; the output is still exact.
+
+Fidelities: ``fast`` and ``exact`` share the vector-level accounting (tiling, vectors, cells, ANT
+screen), so every field except ``conflict_cycles`` is identical between them; valid products and
+output footprints come from mask correlation (``fast``) or product enumeration (``exact``) and are
+tested equal. ``conflict_cycles``: ``exact`` hashes every issued product; ``fast`` does the same on
+a systematic sample of at most 32,768 candidate pairs (exact when they all fit), and uses a
+balls-into-bins estimate for ``oracle``.
 """
 
 from __future__ import annotations

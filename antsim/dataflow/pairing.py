@@ -93,7 +93,7 @@ class PairBatch:
     i: np.ndarray
 
 
-def iter_pairs(cells: Cells, max_pairs: int = 1 << 22) -> Iterator[PairBatch]:
+def iter_pairs(cells: Cells, max_pairs: int = 1 << 20) -> Iterator[PairBatch]:
     """Every candidate (F-vector, I-vector) pair, in cell order, in batches of ≤ ~``max_pairs``."""
     counts = cells.n_pairs
     ends = np.cumsum(counts)
