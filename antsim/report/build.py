@@ -177,9 +177,12 @@ def _cycle_figure(comparison: Comparison) -> RenderedFigure | None:
 
 
 def _pareto_figure(sweep: SweepInfo) -> RenderedFigure:
+    third = (f" Pareto points are filled by their {sweep.objectives[2]} (colour bar)."
+             if len(sweep.objectives) > 2 else "")
     caption = (f"Sweep trials ({len(sweep.numbers)}, {int(sweep.feasible.sum())} feasible) on the first two"
-               f" objectives; orange: the {int(sweep.pareto.sum())} Pareto-optimal trials (all objectives"
-               f" minimised), grey crosses: infeasible trials. Source: {sweep.source}.")
+               f" objectives; ringed in orange: the {int(sweep.pareto.sum())} Pareto-optimal trials (as exported,"
+               f" or computed with every objective minimised); grey crosses: infeasible trials.{third}"
+               f" Source: {sweep.source}.")
     return _rendered("pareto", "Sweep: Pareto front", caption, f.render_pareto(sweep), sweep_rows(sweep))
 
 

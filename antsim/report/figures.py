@@ -183,29 +183,48 @@ def render_cycles(info: CycleInfo) -> Figure:
     return fig
 
 
-def _objective_label(name: str) -> str:
-    return OBJECTIVES.get(name, name)
+def _objective_axis(info: SweepInfo, index: int) -> tuple[float, str]:
+    """Divisor and axis label of one objective (SI prefix for seconds and joules: ``time (µs)``)."""
+    name = info.objectives[index]
+    label = OBJECTIVES.get(name, name)
+    unit = {"time_s": "s", "energy_j": "J"}.get(name)
+    if unit is None:
+        return 1.0, label
+    scale, prefixed = _scale(np.abs(info.values[:, index]), unit)
+    return scale, label.replace(f"({unit})", f"({prefixed})")
 
 
-def _scatter_pair(ax: Axes, info: SweepInfo, i: int, j: int) -> None:
+def _scatter_pair(ax: Axes, info: SweepInfo, i: int, j: int, front_line: bool, color_third: bool = False) -> Any:
+    """Trials on objectives ``i`` (x) and ``j`` (y); the Pareto set joined by a line (``front_line``) or
+    coloured by a third objective (``color_third``; returns that scatter for a colour bar, else None)."""
+    (sx, label_x), (sy, label_y) = _objective_axis(info, i), _objective_axis(info, j)
+    x, y = info.values[:, i] / sx, info.values[:, j] / sy
     feasible, pareto = info.feasible & ~info.pareto, info.pareto
-    infeasible = ~info.feasible & np.all(np.isfinite(info.values[:, [i, j]]), axis=1)
-    ax.scatter(info.values[infeasible, i], info.values[infeasible, j], marker="x", s=14, color="#BBBBBB",
-               label="infeasible")
-    ax.scatter(info.values[feasible, i], info.values[feasible, j], s=14, color="#56B4E9", alpha=0.7,
-               label="feasible")
-    order = np.argsort(info.values[pareto, i])
-    ax.plot(info.values[pareto, i][order], info.values[pareto, j][order], "o-", color="#D55E00", markersize=5,
-            linewidth=1, label="Pareto set")
-    ax.set_xlabel(_objective_label(info.objectives[i]))
-    ax.set_ylabel(_objective_label(info.objectives[j]))
+    infeasible = ~info.feasible & np.isfinite(x) & np.isfinite(y)
+    ax.scatter(x[infeasible], y[infeasible], marker="x", s=14, color="#BBBBBB", label="infeasible")
+    ax.scatter(x[feasible], y[feasible], s=14, color="#56B4E9", alpha=0.7, label="feasible")
+    third = next((k for k in range(len(info.objectives)) if k not in (i, j)), None) if color_third else None
+    if front_line:
+        order = np.argsort(x[pareto])
+        ax.plot(x[pareto][order], y[pareto][order], "-", color="#D55E00", linewidth=1)
+    fill: dict[str, Any] = ({"c": info.values[pareto, third], "cmap": "viridis"} if third is not None
+                            else {"color": "#D55E00"})
+    points = ax.scatter(x[pareto], y[pareto], s=30, edgecolors="#D55E00", linewidths=1.2, label="Pareto set",
+                        zorder=3, **fill)
+    ax.set_xlabel(label_x)
+    ax.set_ylabel(label_y)
     ax.grid(alpha=0.3)
+    return points if third is not None else None
 
 
 def render_pareto(info: SweepInfo) -> Figure:
-    """The first two objectives of every trial, with the Pareto set drawn as a front."""
+    """The first two objectives of every trial; the Pareto set is a line for two objectives, else it is
+    coloured by the third objective."""
     fig, ax = _figure(width=7.5, height=5.0)
-    _scatter_pair(ax, info, 0, 1)
+    two = len(info.objectives) == 2
+    points = _scatter_pair(ax, info, 0, 1, front_line=two, color_third=not two)
+    if points is not None:
+        fig.colorbar(points, ax=ax, label=f"Pareto points: {_objective_axis(info, 2)[1]}")
     ax.set_title(f"Pareto front: {info.objectives[0]} vs {info.objectives[1]}")
     ax.legend(fontsize=8)
     return fig
@@ -216,7 +235,7 @@ def render_tradeoffs(info: SweepInfo) -> Figure:
     pairs = info.pairs()
     fig, axes = _figure(width=min(15.0, 5.0 * len(pairs)), height=4.4, ncols=len(pairs), squeeze=False)
     for ax, (i, j) in zip(axes[0], pairs, strict=True):
-        _scatter_pair(ax, info, i, j)
+        _scatter_pair(ax, info, i, j, front_line=len(info.objectives) == 2)
     axes[0][0].legend(fontsize=8)
-    fig.suptitle("Trade-offs between objectives (Pareto set of all objectives in orange)")
+    fig.suptitle("Trade-offs between objectives (orange: the Pareto set of all objectives together)")
     return fig

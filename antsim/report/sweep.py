@@ -1,9 +1,12 @@
 """Reading an ``antsim sweep --export`` folder (``trials.csv``, ``pareto.csv``) for the report.
 
-The exporter is another module's; this reader is deliberately tolerant: it needs a ``number`` column
-and at least two numeric objective columns, takes feasibility from a boolean-ish column when there is
-one (else every trial with all objectives is feasible), and takes the Pareto set from ``pareto.csv``
-when present (else it computes the non-dominated feasible trials itself, all objectives minimised).
+The exporter is another module's (``antsim.dse.export``: ``number``, ``state``, ``param.*``,
+``objective.*``, ``feasible``, ``metric.*`` …); this reader is deliberately tolerant: it needs a
+``number`` column and at least two numeric objective columns (``objective.*``, else known names such as
+``time_s``/``energy_j``/``area_mm2``, else Optuna's ``values_*``), takes feasibility from a
+boolean-ish column when there is one (else every trial with all objectives is feasible), and takes
+the Pareto set from ``pareto.csv`` when present (else it computes the non-dominated feasible trials
+itself, all objectives minimised).
 """
 
 from __future__ import annotations
@@ -66,9 +69,10 @@ def _get_sweep_info(folder: str | Path) -> SweepInfo:
     values = np.array([[_float(r.get(o)) for o in objectives] for r in rows], dtype=float).reshape(len(rows), -1)
     feasible = _feasibility(header, rows) & np.all(np.isfinite(values), axis=1)
     pareto = _pareto_from_file(folder / "pareto.csv", numbers)
-    if pareto is None:
+    if pareto is None:  # no exported front: compute it, every objective minimised
         pareto = pareto_mask(values, feasible)
-    return SweepInfo(str(folder), tuple(objectives), numbers, values, feasible, pareto & feasible)
+    names = tuple(o.removeprefix("objective.") for o in objectives)
+    return SweepInfo(str(folder), names, numbers, values, feasible, pareto & feasible)
 
 
 def pareto_mask(values: np.ndarray, feasible: np.ndarray) -> np.ndarray:
@@ -91,6 +95,10 @@ def _read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
 
 
 def _objective_columns(header: list[str], rows: list[dict[str, str]]) -> list[str]:
+    """``objective.<name>`` columns (antsim's exporter), else known names, else Optuna's ``values_*``."""
+    exported = [c for c in header if c.startswith("objective.")]
+    if len(exported) >= 2:
+        return exported
     named = [c for c in OBJECTIVES if c in header]
     if len(named) >= 2:
         return named

@@ -39,9 +39,13 @@ def _write_inputs(folder: Path, items: list[NetworkResult]) -> list[str]:
 
 def _write_sweep(folder: Path) -> Path:
     folder.mkdir(parents=True)
-    (folder / "trials.csv").write_text("number,time_s,energy_j,area_mm2,feasible\n0,1.0,5.0,2.0,True\n"
-                                       "1,2.0,1.0,3.0,True\n2,3.0,6.0,1.0,False\n3,1.5,5.5,2.5,True\n")
-    (folder / "pareto.csv").write_text("number\n0\n1\n")
+    # the columns of antsim.dse.export (antsim sweep --export)
+    (folder / "trials.csv").write_text(
+        "number,state,param.pe_array.F,objective.time_s,objective.energy_j,objective.area_mm2,feasible,reason\n"
+        "0,COMPLETE,4,1e-6,5e-6,2.0,True,\n1,COMPLETE,8,2e-6,1e-6,3.0,True,\n"
+        "2,COMPLETE,2,3e-6,6e-6,9.0,False,area_mm2 > 8\n3,COMPLETE,4,1.5e-6,5.5e-6,2.5,True,\n4,FAIL,2,,,,False,x\n")
+    (folder / "pareto.csv").write_text("number,param.pe_array.F,objective.time_s,arch\n0,4,1e-6,a0.yaml\n"
+                                       "1,8,2e-6,a1.yaml\n")
     return folder
 
 

@@ -98,6 +98,16 @@ def test_sweep_reader_takes_pareto_and_feasibility_from_the_export(tmp_path: Pat
     assert info.pairs() == [(0, 1), (0, 2), (1, 2)]
 
 
+def test_sweep_reader_reads_the_antsim_exporter_columns(tmp_path: Path) -> None:
+    _write(tmp_path / "trials.csv", "number,state,param.F,objective.time_s,objective.energy_j,feasible,metric.edp\n"
+           "0,COMPLETE,4,1.0,5.0,True,5\n1,COMPLETE,8,2.0,1.0,True,2\n2,PRUNED,2,,,False,\n")
+    _write(tmp_path / "pareto.csv", "number,param.F,objective.time_s,objective.energy_j,arch\n1,8,2.0,1.0,a.yaml\n")
+    info = _get_sweep_info(tmp_path)
+    assert info.objectives == ("time_s", "energy_j")
+    np.testing.assert_array_equal(info.values[:2], [[1.0, 5.0], [2.0, 1.0]])
+    assert info.feasible.tolist() == [True, True, False] and info.pareto.tolist() == [False, True, False]
+
+
 def test_sweep_reader_computes_the_front_without_pareto_csv(tmp_path: Path) -> None:
     _write(tmp_path / "trials.csv", "number,state,values_0,values_1\n0,COMPLETE,1,5\n1,COMPLETE,2,1\n"
            "2,PRUNED,0.5,0.5\n3,COMPLETE,1.5,5.5\n4,COMPLETE,,\n")
