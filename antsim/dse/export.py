@@ -73,18 +73,22 @@ def _csv(rows: list[dict[str, Any]]) -> str:
 
 
 def multi_fidelity_summary(trials: list[FrozenTrial]) -> dict[str, Any]:
-    """Evaluations and evaluation time spent, and what a full evaluation of every trial would have cost."""
+    """Evaluations and evaluation time (wall and CPU seconds) spent, and what a full evaluation of every
+    evaluated trial would have cost (mean full-evaluation time × trials)."""
     evaluated = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
     full = [t for t in evaluated if t.user_attrs.get("stage") == "full"]
     screened = [t for t in evaluated if t.user_attrs.get("stage") == "proxy"]
-    full_s = [t.user_attrs["eval_s"] for t in full if "eval_s" in t.user_attrs]
-    proxy_s = sum(t.user_attrs.get("proxy_eval_s", 0.0) for t in evaluated)
-    spent = sum(full_s) + proxy_s
-    would = statistics.mean(full_s) * (len(full) + len(screened)) if full_s else None
-    return {"full_evaluations": len(full), "screened_by_proxy": len(screened),
-            "proxy_evaluations": sum("proxy_eval_s" in t.user_attrs for t in evaluated),
-            "eval_seconds": spent, "eval_seconds_if_all_full": would,
-            "saving_fraction": (1 - spent / would) if would else None}
+    out: dict[str, Any] = {"full_evaluations": len(full), "screened_by_proxy": len(screened),
+                           "proxy_evaluations": sum("proxy_eval_s" in t.user_attrs for t in evaluated)}
+    for unit, full_key, proxy_key in (("seconds", "eval_s", "proxy_eval_s"),
+                                      ("cpu_seconds", "eval_cpu_s", "proxy_eval_cpu_s")):
+        full_s = [t.user_attrs[full_key] for t in full if full_key in t.user_attrs]
+        spent = sum(full_s) + sum(t.user_attrs.get(proxy_key, 0.0) for t in evaluated)
+        would = statistics.mean(full_s) * (len(full) + len(screened)) if full_s else None
+        out[f"eval_{unit}"] = spent
+        out[f"eval_{unit}_if_all_full"] = would
+        out[f"saving_fraction_{unit}"] = (1 - spent / would) if would else None
+    return out
 
 
 def export_study(spec: SweepSpec, url: str, study_name: str, folder: Path, figures: bool = True) -> list[Path]:

@@ -75,3 +75,15 @@ def test_unknown_select_layer_names_index(tmp_path: Path) -> None:
         load_sweep(write_spec(tmp_path, workload={"layers": [{"name": "a", "N": 1, "C": 4, "K": 4, "H": 4,
                                                                "W": 4, "R": 3, "S": 3, "pad": 1}],
                                                   "select": ["a", "zz"]}))
+
+
+def test_resume_with_changed_space_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    db = f"sqlite:///{tmp_path / 'r.db'}"
+    assert main(["sweep", str(write_spec(tmp_path, "r", n_trials=2)), "--storage", db]) == 0
+    changed = write_spec(tmp_path, "r", n_trials=3, space={"pe_array.rows": {"low": 2, "high": 8}})
+    assert main(["sweep", str(changed), "--storage", db]) == 2
+    assert "another space" in capsys.readouterr().err
+    # Raising n_trials alone is a resume that runs only the missing trial.
+    assert main(["sweep", str(write_spec(tmp_path, "r", n_trials=3)), "--storage", db]) == 0
+    out = capsys.readouterr().out
+    assert "3/3 trials finished" in out and "1 run now" in out
