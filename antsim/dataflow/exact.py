@@ -149,11 +149,23 @@ def run_exact(policy: str, problem: PhaseProblem, tiling: Tiling, cells: Cells, 
     return ExactResult(enum.output.reshape(problem.output_shape), footprint, conflicts)
 
 
+_PRIOR_PAIRS = 16.0  # weight (in sampled pairs) of the phase-wide conflict rate in each slot's estimate
+
+
 def sampled_conflicts(policy: str, problem: PhaseProblem, tiling: Tiling, cells: Cells, stat: Vectors,
-                      streamed: Vectors, banks: int, budget: int = 1 << 15) -> tuple[np.ndarray, int]:
-    """Bank-conflict cycles per slot from a systematic 1-in-m sample of the candidate pairs
-    (``m = ceil(candidates / budget)``; every pair when m = 1, which makes it exact), each sampled
-    issued pair's products enumerated and hashed as in ``run_exact``, scaled by m. Returns (cycles, m)."""
+                      streamed: Vectors, banks: int, budget: int = 1 << 15,
+                      issued_pairs: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+    """Bank-conflict cycles per slot from a systematic 1-in-m sample of the candidate pairs.
+
+    ``m = ceil(candidates / budget)``; every pair is taken when m = 1, which makes the result exact.
+    Each sampled issued pair's products are enumerated and hashed as in ``run_exact``. With m > 1 a
+    slot's cycles are its issued pairs (``issued_pairs``, exact) times its sampled conflict rate shrunk
+    toward the phase-wide rate (weight ``_PRIOR_PAIRS`` pairs), which keeps slots with few sampled
+    pairs from reading 0 or a multiple of m; without ``issued_pairs`` the sample is scaled by m.
+
+    Returns:
+        (conflict cycles per slot, m).
+    """
     counts = cells.n_pairs
     n_slots = tiling.n_chunks * tiling.n_pes
     total = int(counts.sum())
@@ -169,8 +181,14 @@ def sampled_conflicts(policy: str, problem: PhaseProblem, tiling: Tiling, cells:
     prods = _Enumerator(problem, tiling, banks, scatter=False).batch(cells, stat, streamed, batch.cell, batch.f,
                                                                      batch.i, 0)
     extra = _max_load_extra(prods.pair, prods.bank, banks, len(batch.f))
-    cycles = np.bincount(cells.slot[batch.cell], weights=extra * m, minlength=n_slots)
-    return np.rint(cycles).astype(np.int64), m
+    slot = cells.slot[batch.cell]
+    extra_sum = np.bincount(slot, weights=extra, minlength=n_slots)
+    if m == 1 or issued_pairs is None:
+        return np.rint(extra_sum * m).astype(np.int64), m
+    sampled = np.bincount(slot, minlength=n_slots)
+    pooled = extra_sum.sum() / max(1, len(slot))
+    rate = (extra_sum + _PRIOR_PAIRS * pooled) / (sampled + _PRIOR_PAIRS)
+    return np.rint(rate * issued_pairs).astype(np.int64), m
 
 
 def _batches(policy: str, problem: PhaseProblem, cells: Cells, stat: Vectors, streamed: Vectors):

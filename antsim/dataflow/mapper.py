@@ -90,7 +90,7 @@ def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fideli
                                        arch.accumulators.banks)
     elif fidelity == "fast":
         conflicts, sample_step = sampled_conflicts(policy, problem, tiling, cells, stat, streamed.vectors,
-                                                   arch.accumulators.banks)
+                                                   arch.accumulators.banks, issued_pairs=counts.issued_pairs)
     return _assemble(layer, problem, tiling, classes, cells, stat, streamed, counts, footprint, conflicts,
                      output, (fidelity, policy, fetch_filter, dense, sample_step))
 
@@ -180,7 +180,8 @@ def _notes(fidelity: str, policy: str, fetch_filter: bool, dense: bool, sample_s
         notes.append("conflict_cycles exact: every issued pair's products hashed to banks")
     elif fidelity == "fast":
         notes.append(f"conflict_cycles estimated from a systematic 1-in-{sample_step} sample of candidate"
-                     f" pairs (exact bank hashing of the sampled issued pairs, scaled by {sample_step})")
+                     " pairs (exact bank hashing of the sampled issued pairs; per-PE rate shrunk toward the"
+                     " phase-wide rate, times the PE's issued pairs)")
     if policy == "oracle":
         notes.append("oracle: valid products packed into ceil(valid/(F*I)) full pairs per (chunk, PE)")
     if fetch_filter:
