@@ -93,6 +93,7 @@ def build_report(comparison: Comparison, out: str | Path, sweep_dir: str | Path 
         files[f"figures/{fig.name}.svg"] = fig.svg
         files[f"data/{fig.name}.csv"] = fig.csv_text.encode()
     files["data/records.csv"] = _csv(d.network_result_rows(comparison.results)).encode()
+    files["data/headline.csv"] = _csv(d.headline_rows(content.headline)).encode()
     for result in comparison.results:
         files[result_files[result.design]] = _result_json(result).encode()
     write_folder_atomic(out, files)

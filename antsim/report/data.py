@@ -236,3 +236,11 @@ def _over(reference: float | None, subject: float | None) -> float | None:
     if reference is None or subject is None or reference <= 0 or subject <= 0:
         return None
     return reference / subject
+
+
+def headline_rows(info: HeadlineInfo) -> list[list[object]]:
+    """CSV rows (header first) of the headline: subject over each reference, whole step."""
+    rows: list[list[object]] = [["design", "over", "over_backend", "speedup", "energy_reduction"]]
+    for i, reference in enumerate(info.references):
+        rows.append([info.subject, reference, info.backends[i], info.speedup[i], info.energy_reduction[i]])
+    return rows

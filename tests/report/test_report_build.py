@@ -135,6 +135,10 @@ def test_figure_data_csv_matches_the_results(report: tuple[Path, list[str]]) -> 
         parts = [float(r["energy_j"]) for r in energy if r["design"] == design and r["component"] != "total"]
         total = next(float(r["energy_j"]) for r in energy if r["design"] == design and r["component"] == "total")
         assert sum(parts) == pytest.approx(total)
+    headline = list(csv.DictReader((folder / "data" / "headline.csv").open()))
+    assert [(r["design"], r["over"]) for r in headline] == [("ant", "scnn"), ("ant", "v100"), ("ant", "h100")]
+    assert float(headline[1]["energy_reduction"]) == pytest.approx(
+        results[3].totals["energy_j"] / results[1].totals["energy_j"])
     comparison = json.loads((folder / "data" / "comparison.json").read_text())
     assert comparison["schema"] == "antsim.compare/1" and comparison["baseline"] == "scnn"
     copies = sorted(p.name for p in (folder / "results").iterdir())
