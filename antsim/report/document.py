@@ -116,6 +116,8 @@ def spec_summary(spec: Any, meta: Any) -> str:
     """One line of the most telling parameters of an arch or GPU spec echo (defensive: any dict)."""
     if not isinstance(spec, dict) or not spec:
         return "not echoed"
+    if "sms" in spec or spec.get("kind") == "gpu":
+        return _gpu_summary(spec, meta)
     parts = []
     pe = spec.get("pe_array") or {}
     if pe:
@@ -126,12 +128,19 @@ def spec_summary(spec: Any, meta: Any) -> str:
     anticipation = spec.get("anticipation") or {}
     if anticipation:
         parts.append(f"anticipation {anticipation.get('policy')}")
-    for key in ("sms", "num_sms", "fp32_tflops", "dram_gbps", "dram_bandwidth_gbps", "precision"):
-        if key in spec and not isinstance(spec[key], (dict, list)):
-            parts.append(f"{key} {spec[key]}")
-    if isinstance(meta, dict) and "precision" in meta and "precision" not in spec:
+    dram = spec.get("dram") or {}
+    if dram.get("bandwidth_gbps") is not None:
+        parts.append(f"DRAM {dram.get('bandwidth_gbps')} GB/s")
+    return ", ".join(parts) or ", ".join(str(k) for k in list(spec)[:6])
+
+
+def _gpu_summary(spec: dict[str, Any], meta: Any) -> str:
+    dram, power = spec.get("dram") or {}, spec.get("power") or {}
+    parts = [str(spec.get("description") or spec.get("name", "GPU")), f"{spec.get('sms')} SMs",
+             f"{spec.get('clock_mhz')} MHz", f"DRAM {dram.get('bandwidth_gbs')} GB/s", f"TDP {power.get('tdp_w')} W"]
+    if isinstance(meta, dict) and meta.get("precision"):
         parts.append(f"precision {meta['precision']}")
-    return ", ".join(parts) or ", ".join(f"{k}" for k in list(spec)[:6])
+    return ", ".join(parts)
 
 
 def rerun_command(content: ReportContent) -> str:
