@@ -107,3 +107,16 @@ def test_export_of_missing_study_is_a_user_error(tmp_path: Path, capsys: pytest.
     assert "no such study" in capsys.readouterr().err
     with pytest.raises(Exception, match="no such study"):
         export_study(load_sweep(spec_path), f"sqlite:///{tmp_path / 'x.db'}", "nostudy", tmp_path / "o")
+
+
+def test_same_seed_same_trials(tmp_path: Path) -> None:
+    spec = write_spec(tmp_path, "det", n_trials=8)
+    runs = []
+    for i in range(2):
+        out = tmp_path / f"o{i}"
+        assert main(["sweep", str(spec), "--storage", f"sqlite:///{tmp_path / f'd{i}.db'}", "--export", str(out),
+                     "--no-figures"]) == 0
+        runs.append([{k: v for k, v in r.items() if k.startswith(("param.", "objective.", "state", "reason"))}
+                     for r in _rows(out)])
+    assert runs[0] == runs[1] and len(runs[0]) == 8
+    assert (tmp_path / "o0" / "pareto.json").read_text() == (tmp_path / "o1" / "pareto.json").read_text()

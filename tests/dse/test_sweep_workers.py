@@ -37,7 +37,7 @@ def _assert_consistent(study: optuna.Study, n_trials: int) -> list[optuna.trial.
 def _two_workers(tmp_path: Path, url: str) -> None:
     # delay_s makes trials overlap so both workers really compete for the last slots.
     spec_path = write_spec(tmp_path, "two", n_trials=9,
-                           evaluator={"name": "analytic", "options": {"delay_s": 0.15}})
+                           evaluator={"name": "analytic", "options": {"delay_s": 0.3}})
     spec = load_sweep(spec_path)
     summary = run_sweep(spec, SweepOptions(storage_url=url, study_name="two", n_trials=9, workers=2, seed=1))
     assert summary.counts.finished == 9
