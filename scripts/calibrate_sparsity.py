@@ -1,0 +1,174 @@
+#!/usr/bin/env python
+"""Compare the structure of captured SWAT operands with the synthetic generators; write a Markdown report.
+
+For each capture (``antsim capture`` .npz; made here with PyTorch when not given), computes the operand
+statistics of ``antsim.capture.stats`` (per-channel density CV, neighbour clustering, wgrad co-location)
+for the captured tensors and for each generator model (uniform, topk_field, channel) at the captured
+shapes and per-layer densities, then fits ``topk_field``'s ``FieldParams`` (spatial_sigma, channel_sigma)
+per operand on a small grid so its medians fall on the captured ones.
+
+Usage::
+
+    .venv/bin/python scripts/calibrate_sparsity.py                      # capture ResNet-18 (b4, 100 steps)
+    .venv/bin/python scripts/calibrate_sparsity.py --captures a.npz b.npz --out reports/calibration.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ("uniform", "topk_field", "channel")
+STATS = [("weights", "channel_cv"), ("weights", "clustering"),
+         ("activations", "density"), ("activations", "channel_cv"), ("activations", "clustering"),
+         ("saved_activations", "channel_cv"), ("saved_activations", "clustering"),
+         ("grad_output", "density"), ("grad_output", "channel_cv"), ("grad_output", "clustering"),
+         ("wgrad", "colocation")]
+SPATIAL = (0.0, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
+CHANNEL = (0.0, 0.15, 0.3, 0.45, 0.6, 0.8)
+# make_tensors derives the saved A from the forward A's field, so those two share one FieldParams.
+FIT_GROUPS = {"weights": ("weights",), "activations + saved": ("activations", "saved_activations"),
+              "grad_output": ("grad_output",)}
+
+
+def parse_args() -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--captures", nargs="*", type=Path, default=None, help="tensors files (default: capture)")
+    p.add_argument("--network", default="resnet18-cifar")
+    p.add_argument("--steps", type=int, default=100)
+    p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--density", type=float, default=0.1)
+    p.add_argument("--grad-densities", default="1.0,0.1")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--no-fit", action="store_true", help="skip the FieldParams grid fit")
+    p.add_argument("--out", type=Path, default=ROOT / "reports" / "calibration.md")
+    return p.parse_args()
+
+
+def ensure_captures(args: argparse.Namespace) -> list[Path]:
+    if args.captures:
+        return list(args.captures)
+    from antsim.capture import require_torch
+
+    require_torch()
+    from antsim.capture.run import capture
+    from antsim.sparsity.tensors import save_tensors
+
+    paths = []
+    for gd in (float(x) for x in args.grad_densities.split(",")):
+        path = ROOT / "reports" / "capture" / f"{args.network}_b{args.batch}_g{gd}.npz"
+        if not path.exists():
+            t0 = time.perf_counter()
+            result = capture(args.network, steps=args.steps, batch=args.batch, density=args.density,
+                             grad_density=gd, seed=args.seed)
+            save_tensors(path, result.tensors)
+            print(f"captured {path.name} in {time.perf_counter() - t0:.0f} s, last loss {result.losses[-1]:.3f}",
+                  file=sys.stderr)
+        paths.append(path)
+    return paths
+
+
+def cell(summary: dict, operand: str, stat: str) -> str:
+    key = "colocation" if operand == "wgrad" else f"{operand}.{stat}"
+    median, lo, hi, count = summary.get(key, (math.nan, math.nan, math.nan, 0))
+    return "n/a" if count == 0 else f"{median:.2f} [{lo:.2f}–{hi:.2f}]"
+
+
+def comparison_table(captured_summary: dict, model_summaries: dict[str, dict]) -> list[str]:
+    lines = ["| operand | statistic | captured | " + " | ".join(model_summaries) + " |",
+             "|---|---|---|" + "---|" * len(model_summaries)]
+    for operand, stat in STATS:
+        cells = [cell(captured_summary, operand, stat)] + [cell(s, operand, stat) for s in model_summaries.values()]
+        lines.append(f"| {operand} | {stat} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def layer_table(rows: list[dict]) -> list[str]:
+    cols = [("weights.density", "W"), ("activations.density", "A"), ("grad_output.density", "dY"),
+            ("weights.channel_cv", "W cv"), ("activations.channel_cv", "A cv"), ("saved_activations.channel_cv",
+            "sA cv"), ("grad_output.channel_cv", "dY cv"), ("activations.clustering", "A clu"),
+            ("saved_activations.clustering", "sA clu"), ("grad_output.clustering", "dY clu"), ("colocation", "coloc")]
+    lines = ["| layer | " + " | ".join(c[1] for c in cols) + " |", "|---|" + "---|" * len(cols)]
+    for r in rows:
+        lines.append(f"| {r['layer']} | " + " | ".join(f"{float(r.get(k, math.nan)):.2f}" for k, _ in cols) + " |")
+    return lines
+
+
+def _score(summary: dict, target: dict, operands: tuple[str, ...]) -> float:
+    score = 0.0
+    for operand in operands:
+        for stat in ("channel_cv", "clustering"):
+            value, goal = summary[f"{operand}.{stat}"][0], target[f"{operand}.{stat}"][0]
+            if math.isfinite(goal) and math.isfinite(value) and goal > 0 and value > 0:
+                score += abs(math.log(value / goal))
+    return score
+
+
+def fit_field(captured, captured_summary: dict) -> list[str]:
+    """Grid over FieldParams; per operand group the point whose median CV and clustering are closest
+    to the captured medians (sum of |log ratio|)."""
+    from antsim.capture.stats import summarize, synthetic_like, tensors_stats
+    from antsim.sparsity.generators import FieldParams
+
+    best: dict[str, tuple[float, float, float, dict]] = {}
+    for spatial in SPATIAL:
+        for channel in CHANNEL:
+            params = FieldParams(spatial, channel)
+            summary = summarize(tensors_stats(synthetic_like(captured, "topk_field", 0, params)))
+            for group, operands in FIT_GROUPS.items():
+                score = _score(summary, captured_summary, operands)
+                if group not in best or score < best[group][0] - 1e-12:
+                    best[group] = (score, spatial, channel, summary)
+    lines = ["| operand group | best spatial_sigma | best channel_sigma | operand | captured CV | fitted CV |"
+             " captured clustering | fitted clustering |", "|---|---|---|---|---|---|---|---|"]
+    for group, (_, spatial, channel, summary) in best.items():
+        for operand in FIT_GROUPS[group]:
+            cap = [captured_summary[f"{operand}.{s}"][0] for s in ("channel_cv", "clustering")]
+            fit = [summary[f"{operand}.{s}"][0] for s in ("channel_cv", "clustering")]
+            lines.append(f"| {group} | {spatial} | {channel} | {operand} | {cap[0]:.2f} | {fit[0]:.2f} | "
+                         f"{cap[1]:.2f} | {fit[1]:.2f} |")
+    return lines
+
+
+def report_one(path: Path, fit: bool) -> list[str]:
+    from antsim.capture.stats import summarize, synthetic_like, tensors_stats
+    from antsim.sparsity.tensors import load_tensors
+
+    captured = load_tensors(path)
+    rows = tensors_stats(captured)
+    summary = summarize(rows)
+    models = {m: summarize(tensors_stats(synthetic_like(captured, m, seed=0))) for m in MODELS}
+    lines = [f"## {path.name}", "", f"{len(rows)} conv layers. Cells: median [min–max] over layers.",
+             "Synthetic tensors have the captured shapes and per-layer densities (default FieldParams).", ""]
+    lines += comparison_table(summary, models) + [""]
+    if fit:
+        t0 = time.perf_counter()
+        fit_lines = fit_field(captured, summary)
+        lines += [f"### topk_field fit (grid spatial_sigma {SPATIAL} × channel_sigma {CHANNEL}; "
+                  f"{time.perf_counter() - t0:.0f} s)", ""] + fit_lines + [""]
+    lines += ["### Per layer (captured)", ""] + layer_table(rows) + [""]
+    return lines
+
+
+def main() -> int:
+    args = parse_args()
+    sys.path.insert(0, str(ROOT))
+    paths = ensure_captures(args)
+    lines = ["# Sparsity calibration: captured SWAT operands vs synthetic generators", "",
+             "Made by `scripts/calibrate_sparsity.py` (statistics: `antsim/capture/stats.py`).", ""]
+    for path in paths:
+        print(f"statistics of {path} ...", file=sys.stderr)
+        lines += report_one(path, fit=not args.no_fit)
+    from antsim.results import write_text_atomic
+
+    write_text_atomic(args.out, "\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
