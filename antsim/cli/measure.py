@@ -37,12 +37,15 @@ def run(args: argparse.Namespace) -> int:
     from antsim.measure.timing import COLUMNS, measure_layers
     from antsim.results import write_text_atomic
 
-    if args.threads is not None:
-        if args.threads < 1:
-            raise AntsimError(f"--threads must be >= 1; got {args.threads}")
-        torch.set_num_threads(args.threads)
-    rows = measure_layers(progress(layers, total=len(layers), desc=f"measure {args.device}", unit="layer"),
-                          phases, args.device, args.precision, args.repeats, args.warmup, args.seed)
+    if args.threads is not None and args.threads < 1:
+        raise AntsimError(f"--threads must be >= 1; got {args.threads}")
+    previous_threads = torch.get_num_threads()
+    torch.set_num_threads(args.threads or previous_threads)
+    try:
+        rows = measure_layers(progress(layers, total=len(layers), desc=f"measure {args.device}", unit="layer"),
+                              phases, args.device, args.precision, args.repeats, args.warmup, args.seed)
+    finally:
+        torch.set_num_threads(previous_threads)
     buffer = io.StringIO()
     writer = csv.DictWriter(buffer, fieldnames=COLUMNS, lineterminator="\n")
     writer.writeheader()

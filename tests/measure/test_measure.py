@@ -64,8 +64,10 @@ def _measure(tmp_path: Path, name: str, repeats: int) -> list[dict[str, str]]:
 
 
 def test_three_phases_timed_separately_and_csv_round_trips(tmp_path: Path) -> None:
-    pytest.importorskip("torch")
+    torch = pytest.importorskip("torch")
+    threads = torch.get_num_threads()
     rows = _measure(tmp_path, "m", repeats=5)
+    assert torch.get_num_threads() == threads  # --threads 1 applies to the measurement only
     assert [r["phase"] for r in rows] == ["fprop", "dgrad", "wgrad"]
     times = [float(r["time_s"]) for r in rows]
     assert all(t > 0 for t in times) and len(set(times)) == 3
