@@ -31,10 +31,11 @@ h1{font-size:1.45em;margin:.3em 0}h2{font-size:1.15em;margin:1.2em 0 .3em;border
 table.t{border-collapse:collapse;font-size:.85em;margin:.4em 0}
 table.t th,table.t td{border:1px solid #ccc;padding:3px 7px;text-align:right}
 table.t td{white-space:nowrap}
+table.wrap td{white-space:normal;text-align:left}
 table.t th:first-child,table.t td:first-child{text-align:left}
 figure{margin:10px 0 22px}figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:.88em;color:#333;margin-top:4px}
-pre{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:.8em}
+pre{background:#f6f6f6;padding:8px;overflow-x:auto;font-size:.8em;white-space:pre-wrap;overflow-wrap:anywhere}
 .note{font-size:.85em;color:#555}
 """
 
@@ -148,10 +149,12 @@ def rerun_command(content: ReportContent) -> str:
     return f"antsim report results/*.json --baseline {c.baseline} --out REPORT_DIR"
 
 
-def _html_table(rows: list[list[str]]) -> str:
+def _html_table(rows: list[list[str]], wrap: bool = False) -> str:
+    """A table; numbers stay on one line unless ``wrap`` (text tables)."""
     head = "".join(f"<th>{escape(h)}</th>" for h in rows[0])
     body = "".join("<tr>" + "".join(f"<td>{escape(str(v))}</td>" for v in row) + "</tr>" for row in rows[1:])
-    return f'<table class="t"><tr>{head}</tr>{body}</table>'
+    classes = "t wrap" if wrap else "t"
+    return f'<table class="{classes}"><tr>{head}</tr>{body}</table>'
 
 
 def _html_headline(content: ReportContent) -> str:
@@ -189,7 +192,7 @@ def render_html(content: ReportContent) -> str:
 
 
 def _html_inputs(content: ReportContent) -> str:
-    parts = ["<h2>Inputs (to rerun this report)</h2>", _html_table(_input_rows(content)),
+    parts = ["<h2>Inputs (to rerun this report)</h2>", _html_table(_input_rows(content), wrap=True),
              f'<p class="sub">{escape(_workload_line(content))}</p>']
     if content.command:
         parts.append(f"<p>Produced by:</p><pre>{escape(content.command)}</pre>")
