@@ -304,9 +304,22 @@ def load_sweep(path: str | Path) -> SweepSpec:
         _check_param(base_dict, p_path, p, source)
     spec = spec.model_copy(update={"source": source, "base_arch_spec": base})
     _check_workload(spec)
+    _check_evaluator(spec)
     if spec.sampler.name == "grid":
         grid_values(spec)
     return spec
+
+
+def _check_evaluator(spec: SweepSpec) -> None:
+    import inspect
+
+    from antsim.dse.evaluators import resolve_evaluator
+
+    func = resolve_evaluator(spec.evaluator.name, None, spec.source)
+    try:
+        inspect.signature(func).bind_partial(None, None, None, None, **spec.evaluator.options)
+    except TypeError as exc:
+        raise SpecError(spec.source, "evaluator.options", f"not accepted by {spec.evaluator.name}: {exc}") from None
 
 
 def _check_workload(spec: SweepSpec) -> None:

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import optuna
 import pytest
 from sweep_helpers import write_spec
 
 from antsim.cli import main
 from antsim.dse.spec import load_sweep
-from antsim.dse.storage import study_names
+from antsim.dse.storage import make_storage, study_names
 from antsim.errors import SpecError
+
+
+def _study(folder: Path, name: str) -> optuna.Study:
+    return optuna.load_study(study_name=name, storage=make_storage(f"sqlite:///{folder / 'results' / name}.db", 60))
+
 
 BAD = [
     ("empty_range", {"space": {"pe_array.rows": {"low": 4, "high": 4}}}, "space.pe_array.rows", "empty range"),
@@ -87,3 +93,31 @@ def test_resume_with_changed_space_is_refused(tmp_path: Path, capsys: pytest.Cap
     assert main(["sweep", str(write_spec(tmp_path, "r", n_trials=3)), "--storage", db]) == 0
     out = capsys.readouterr().out
     assert "3/3 trials finished" in out and "1 run now" in out
+
+
+def test_unknown_evaluator_option_is_a_spec_error(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match=r"evaluator\.options"):
+        load_sweep(write_spec(tmp_path, evaluator={"name": "analytic", "options": {"delai_s": 1}}))
+    with pytest.raises(SpecError, match=r"evaluator\.name.*unknown evaluator"):
+        load_sweep(write_spec(tmp_path, evaluator="magic"))
+
+
+@pytest.mark.parametrize("sampler", ["nsga2", "tpe", "random", "qmc"])
+def test_every_sampler_runs(tmp_path: Path, sampler: str) -> None:
+    spec = write_spec(tmp_path, sampler, n_trials=3, sampler=sampler)
+    assert main(["sweep", str(spec)]) == 0
+    assert len(_study(tmp_path, sampler).trials) == 3
+
+
+def test_grid_sampler_is_capped_at_grid_size(tmp_path: Path) -> None:
+    spec = write_spec(tmp_path, "grid", n_trials=50, sampler="grid",
+                      space={"pe_array.rows": {"low": 2, "high": 6, "step": 2}, "pe_array.F": {"choices": [2, 4]}})
+    assert main(["sweep", str(spec)]) == 0
+    study = _study(tmp_path, "grid")
+    assert sorted((t.params["pe_array.rows"], t.params["pe_array.F"]) for t in study.trials) == [
+        (r, f) for r in (2, 4, 6) for f in (2, 4)]
+
+
+def test_grid_sampler_needs_step_for_float(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match=r"space\.technology\.clock_ghz.*grid sampler needs a step"):
+        load_sweep(write_spec(tmp_path, sampler="grid", space={"technology.clock_ghz": {"low": 0.5, "high": 1.0}}))
