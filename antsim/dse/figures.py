@@ -1,8 +1,9 @@
 """Sweep figures: figure data (``_get_<fig>_info`` → NamedTuple, testable) apart from thin matplotlib renderers.
 
 Figures: ``pareto.png`` (2-D projections of every objective pair, Pareto points highlighted),
-``tradeoff.png`` (area vs energy coloured by time), ``importance.png`` (fANOVA parameter importances per
-objective; a note instead of bars when they cannot be computed, e.g. with too few trials) and
+``tradeoff.png`` (area vs energy coloured by time), ``importance.png`` (parameter importances per objective
+from Optuna's default evaluator; a note instead of bars when they cannot be computed, e.g. with too few
+trials) and
 ``history.png`` (each objective over trial number). matplotlib is imported lazily.
 """
 
@@ -84,7 +85,7 @@ def _get_importance_info(spec: SweepSpec, study: optuna.Study) -> ImportanceInfo
             imp = optuna.importance.get_param_importances(study, target=lambda t, i=i: signs[i] * t.values[i])
             importances.append({k: float(v) for k, v in imp.items()})
             notes.append("")
-        except Exception as exc:  # fANOVA fails in several ways with few or constant trials
+        except Exception as exc:  # importance evaluators fail in several ways with few or constant trials
             importances.append({})
             notes.append(f"not computable: {type(exc).__name__}: {exc}".splitlines()[0][:120])
     return ImportanceInfo(list(spec.objectives), importances, notes)

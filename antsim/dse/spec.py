@@ -105,7 +105,6 @@ class SweepSpec(_Model):
 
     kind: Literal["sweep"] = "sweep"
     version: Literal[1] = 1
-    name: str | None = None
     description: str = ""
     base_arch: str
     space: dict[str, ParamSpec]
