@@ -50,10 +50,23 @@ def network_tensors(net: str, densities: Mapping[str, float], seed: int = 0) -> 
     return layers, tensors
 
 
-def run(arch: Any, layers: list[Any], tensors: dict) -> dict[str, Any]:
+_MEMO: dict[tuple[str, int, str], dict[str, Any]] = {}
+_ALIVE: list[dict] = []  # tensor sets stay alive so their id() in a memo key is never reused
+
+
+def run(arch: Any, layers: list[Any], tensors: dict, params: Any = None) -> dict[str, Any]:
+    """Whole-step totals of ``arch`` (memoised per design, tensor set and params: baselines repeat)."""
+    key = (json.dumps(arch.to_dict(), sort_keys=True), id(tensors), repr(params))
+    if key not in _MEMO:
+        _ALIVE.append(tensors)
+        _MEMO[key] = _run(arch, layers, tensors, params)
+    return _MEMO[key]
+
+
+def _run(arch: Any, layers: list[Any], tensors: dict, params: Any) -> dict[str, Any]:
     from antsim.simulate import simulate_network
 
-    result = simulate_network(arch, layers, tensors=tensors, fidelity="fast")
+    result = simulate_network(arch, layers, tensors=tensors, fidelity="fast", params=params)
     by_phase = {p: sum(r.time_s for r in result.records if r.phase == p) for p in ("fprop", "dgrad", "wgrad")}
     total = sum(r.products.total for r in result.records)
     skipped = sum(r.products.skipped for r in result.records)
@@ -71,8 +84,9 @@ def _sum_breakdowns(records: Any) -> dict[str, float]:
     return out
 
 
-def compare(layers: list[Any], tensors: dict, scnn: Any, ant: Any, oracle: Any | None = None) -> dict[str, Any]:
-    base, new = run(scnn, layers, tensors), run(ant, layers, tensors)
+def compare(layers: list[Any], tensors: dict, scnn: Any, ant: Any, oracle: Any | None = None,
+            params: Any = None) -> dict[str, Any]:
+    base, new = run(scnn, layers, tensors, params), run(ant, layers, tensors, params)
     row = {"scnn": base, "ant": new, "speedup": base["time_s"] / new["time_s"],
            "energy_reduction": base["energy_j"] / new["energy_j"]}
     if oracle is not None:
@@ -82,14 +96,15 @@ def compare(layers: list[Any], tensors: dict, scnn: Any, ant: Any, oracle: Any |
     return row
 
 
-def headline(networks: list[str]) -> dict[str, Any]:
+def headline(networks: list[str], dram_gbps: float | None = None) -> dict[str, Any]:
     from antsim.results import geomean
 
+    over = {} if dram_gbps is None else {"dram": {"bandwidth_gbps": dram_gbps}}
     rows = {}
     for net in networks:
         t0 = time.perf_counter()
         layers, tensors = network_tensors(net, BASE_DENSITIES)
-        rows[net] = compare(layers, tensors, load("scnn"), load("ant"), load("ant_oracle"))
+        rows[net] = compare(layers, tensors, load("scnn", **over), load("ant", **over), load("ant_oracle", **over))
         rows[net]["wall_s"] = time.perf_counter() - t0
         print(f"  {net}: speedup {rows[net]['speedup']:.2f}x, energy {rows[net]['energy_reduction']:.2f}x"
               f" ({rows[net]['wall_s']:.0f} s)", file=sys.stderr)
@@ -100,6 +115,8 @@ def headline(networks: list[str]) -> dict[str, Any]:
 
 def sensitivity(net: str = "resnet18-cifar") -> list[dict[str, Any]]:
     """ANT/SCNN ratios on ``net`` while one assumption moves at a time."""
+    from antsim.sim import SimParams
+
     out = []
     for g in (1.0, 0.5, 0.1):
         layers, tensors = network_tensors(net, {**BASE_DENSITIES, "g": g})
@@ -112,10 +129,14 @@ def sensitivity(net: str = "resnet18-cifar") -> list[dict[str, Any]]:
     for ppc in (1.0, 2.0, 16.0):
         ant = load("ant", anticipation={"pairs_per_cycle": ppc})
         out.append({"knob": "pairs_per_cycle", "value": ppc, **_ratios(compare(layers, tensors, load("scnn"), ant))})
-    for bw in (12.8, 102.4):
+    for bw in (12.8, 102.4, 1000.0):
         d = {"dram": {"bandwidth_gbps": bw}}
         out.append({"knob": "DRAM GB/s", "value": bw,
                     **_ratios(compare(layers, tensors, load("scnn", **d), load("ant", **d)))})
+    for width in (8.0,):
+        params = SimParams(halo_values_per_cycle=width, reduction_values_per_cycle=width)
+        row = compare(layers, tensors, load("scnn"), load("ant"), params=params)
+        out.append({"knob": "halo/reduction link values/cycle", "value": width, **_ratios(row)})
     return out
 
 
@@ -149,9 +170,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--networks", default=",".join(NETWORKS))
     parser.add_argument("--no-sensitivity", action="store_true")
+    parser.add_argument("--dram-gbps", type=float, default=None,
+                        help="override every design's DRAM bandwidth (e.g. 1000 for a compute-bound bound)")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
-    study = headline([n for n in args.networks.split(",") if n])
+    study = headline([n for n in args.networks.split(",") if n], args.dram_gbps)
     sens = None if args.no_sensitivity else sensitivity()
     print(markdown(study, sens))
     if args.json:
