@@ -49,8 +49,10 @@ def headline_lines(content: ReportContent) -> list[tuple[str, str, str]]:
     h = content.headline
     lines = []
     for i, ref in enumerate(h.references):
+        # builtin GPU names are lower-case file stems (v100); readers know them as V100
+        name = (ref.upper() if ref.isalnum() else ref) if h.backends[i] == "gpu" else _pretty_name(ref)
         kind = " (GPU)" if h.backends[i] == "gpu" else ""
-        lines.append((f"{_pretty_name(h.subject)} over {_pretty_name(ref)}{kind}", _ratio_text(h.speedup[i]),
+        lines.append((f"{_pretty_name(h.subject)} over {name}{kind}", _ratio_text(h.speedup[i]),
                       _ratio_text(h.energy_reduction[i])))
     return lines
 

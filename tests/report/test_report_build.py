@@ -101,7 +101,7 @@ def test_headline_box_comes_first_and_names_ant_over_scnn_and_gpus(report: tuple
     box = html[headline_at:html.index("</div></div>", headline_at)]
     results = [NetworkResult.read_json(p) for p in paths[:-1]]
     ant, scnn, v100, h100 = (results[i].totals for i in (1, 0, 3, 4))
-    for reference, totals in (("SCNN", scnn), ("v100 (GPU)", v100), ("h100 (GPU)", h100)):
+    for reference, totals in (("SCNN", scnn), ("V100 (GPU)", v100), ("H100 (GPU)", h100)):
         row = box[box.index(f"ANT over {reference}"):]
         row = row[:row.index("</tr>")]
         assert fmt_ratio(totals["time_s"] / ant["time_s"]) in row
