@@ -183,11 +183,12 @@ def _cycles(design: str, phase: str, density: float) -> tuple[int, float]:
 
 def test_scnn_is_slower_than_dense_at_full_density_and_far_faster_at_10_percent():
     # SCNN (ISCA 2017): at density 1.0/1.0 it runs at 79% of the dense design's speed (the same MACs plus
-    # bank conflicts, halos and barriers); we require "slower by more than 5%" and the same multiplier
-    # work — the exact ratio depends on the dataflow's bank-conflict model (see BENCHMARKS.md).
+    # bank conflicts, halos and barriers); we require "slower by more than 5%". The dense engine forms
+    # only the pairs that meet at an output, so its multiplier work is SCNN's minus the border RCPs
+    # (a few % at 32x32, 3x3, pad 1) and the vector fragmentation.
     scnn, scnn_busy = _cycles("scnn", "fprop", 1.0)
     dense, dense_busy = _cycles("dense", "fprop", 1.0)
-    assert scnn_busy == pytest.approx(dense_busy)
+    assert 0.9 * scnn_busy < dense_busy <= scnn_busy
     assert 0.25 < dense / scnn < 0.95
     # At 10% x 10% the Cartesian product holds ~1% of the dense MACs: far faster (>5x; ideal ~100x less
     # fragmentation, conflicts, barriers and the exposed first DRAM load).

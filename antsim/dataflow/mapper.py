@@ -10,8 +10,12 @@ Definitions (DESIGN.md §3.1, ``ProductCounts``):
 * ``skipped = total − issued products``: products of pairs the anticipation unit did not issue,
   including pairs never formed because the fetch filter dropped their streamed rows. Skipping is
   conservative, so ``skipped ≤ rcp``.
-* Dense design (``sparsity_support: false``): every element is treated as a non-zero (zeros are
-  multiplied), so ``total``/``valid`` count *element* pairs; the output is still exact.
+* Dense design (``sparsity_support: false``): a dense engine with the same multipliers. Every element
+  is treated as a non-zero (zeros are multiplied) and, like any dense convolution engine (sliding
+  window / im2col), it only forms the pairs that meet at an output: no Cartesian mapping, so no RCPs.
+  ``total = valid`` = element pairs that contribute (the dense MACs minus padding taps), packed into
+  ``ceil(valid/(F·I))`` full multiplier cycles per (chunk, PE), with no bank conflicts (a dense array
+  accumulates in place, without SCNN's scatter crossbar); the output is still exact.
 
 Fidelities: ``fast`` and ``exact`` share the vector-level accounting (tiling, vectors, cells, ANT
 screen), so every field except ``conflict_cycles`` is identical between them; valid products and
@@ -68,7 +72,8 @@ def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fideli
     tiling = make_tiling(problem, pe.rows, pe.cols, arch.mapping.output_channel_group)
     classes = stride_classes(problem, arch.mapping.stride_phases)
     dense = not arch.sparsity_support
-    fetch_filter = arch.anticipation.fetch_filter and policy != "none"
+    # A dense engine addresses exactly the streamed values its tile needs, as the fetch filter does.
+    fetch_filter = dense or (arch.anticipation.fetch_filter and policy != "none")
     S, T = problem.stationary(tensors), problem.streamed(tensors)
     stat = stationary_vectors(problem, tiling, classes, S, dense, pe.I)
     streamed = streamed_vectors(problem, tiling, classes, T, dense, pe.F, fetch_filter)
@@ -82,10 +87,12 @@ def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fideli
     else:
         footprint = fast_footprint(problem, tiling, nonzero_mask(S, dense), nonzero_mask(T, dense))
     counts = count_pairs(policy, problem, cells, stat, streamed.vectors, n_slots)
-    if policy == "oracle":
+    if policy == "oracle" or dense:
         counts = oracle_counts(counts.candidate_pairs, footprint.valid_products, pe.F, pe.I)
     sample_step = 1
-    if fidelity == "fast" and policy == "oracle":
+    if dense:
+        conflicts = np.zeros(n_slots, dtype=np.int64)
+    elif fidelity == "fast" and policy == "oracle":
         conflicts = estimate_conflicts(counts.issued_pairs, counts.issued_products, footprint.valid_products,
                                        arch.accumulators.banks)
     elif fidelity == "fast":
@@ -128,8 +135,8 @@ def _assemble(layer: Layer, problem: PhaseProblem, tiling: Tiling, classes: Stri
               stat: Vectors, streamed: StreamedOperand, counts: PairCounts, footprint: Footprint,
               conflicts: np.ndarray, output: np.ndarray | None, options: tuple) -> PhaseWork:
     fidelity, policy, fetch_filter, dense, sample_step = options
-    total = int(np.sum(cells.nnz_s * cells.nnz_t_all, dtype=np.int64))
     valid = int(footprint.valid_products.sum())
+    total = valid if dense else int(np.sum(cells.nnz_s * cells.nnz_t_all, dtype=np.int64))
     issued = int(counts.issued_products.sum())
     products = ProductCounts(total=total, valid=valid, skipped=total - issued)
     return PhaseWork(
@@ -188,5 +195,7 @@ def _notes(fidelity: str, policy: str, fetch_filter: bool, dense: bool, sample_s
         notes.append("fetch filter: streamed non-zeros whose row or column cannot reach a PE's tile are not"
                      " delivered to it")
     if dense:
-        notes.append("dense design: every element counts as a non-zero (products include zeros)")
+        notes.append("dense design: every element counts as a non-zero (products include zeros); only pairs"
+                     " that meet at an output are formed (total = valid), packed into full F*I cycles,"
+                     " no bank conflicts")
     return tuple(notes)

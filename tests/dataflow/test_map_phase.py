@@ -115,9 +115,16 @@ def test_dense_design_multiplies_zeros_and_stays_exact() -> None:
         np.testing.assert_allclose(exact.output, reference(layer, phase, t), atol=1e-9)
         assert exact.products.valid == brute_force_valid(layer, phase, t, dense=True)
         assert fast.products == exact.products
-    # fprop on a dense design: every element pair of a channel is formed.
-    work = map_phase(arch, layer, "fprop", t)
-    assert work.products.total == layer.N * layer.C * layer.H * layer.W * layer.K * layer.R * layer.S
+        # A dense engine forms only pairs that meet at an output (no RCPs), zeros included, packed
+        # into full F*I multiplier cycles, with no scatter-crossbar bank conflicts.
+        assert fast.products.total == fast.products.valid and fast.products.skipped == 0
+        assert fast.issued_pairs.sum() >= -(-fast.products.valid // (arch.pe_array.F * arch.pe_array.I))
+        assert fast.conflict_cycles.sum() == 0
+    # Without padding every one of the N*K*P*Q*C*R*S dense MACs is a contributing element pair.
+    unpadded = Layer(name="u", N=1, C=3, K=4, H=6, W=5, R=3, S=3)
+    t = random_tensors(unpadded, 0.3, seed=5)
+    for phase in ("fprop", "dgrad", "wgrad"):
+        assert map_phase(arch, unpadded, phase, t).products.total == unpadded.macs
 
 
 def test_phase_work_shapes_and_bookkeeping() -> None:
