@@ -30,9 +30,10 @@ class Gemm:
         a_unique, b_unique, c_unique: Distinct tensor elements behind A, B and C (elements).
         useful_macs: Multiply-accumulates of the convolution itself (dgrad at stride > 1 runs
             M·N·K MACs of which only these are non-zero; the GEMM still executes all of them).
-        algorithm: ``implicit`` (the CUTLASS shape above) or ``col2im`` (dgrad as dY·W → columns
-            scatter-added into dX, cuDNN's BWD_DATA_ALGO_0 family: no structural zeros, but every
-            column element is an atomic read-modify-write in L2).
+        algorithm: ``implicit`` (the CUTLASS shape above), ``phased`` (strided dgrad run per stride
+            phase, see ``dgrad_phased``) or ``col2im`` (dgrad as dY·W → columns scatter-added into
+            dX, cuDNN's BWD_DATA_ALGO_0 family: no structural zeros, but every column element is an
+            atomic read-modify-write in L2).
     """
 
     M: int
@@ -94,12 +95,52 @@ def dgrad_col2im(layer: Layer) -> Gemm:
                 "dgrad")
 
 
+def dgrad_phased(layer: Layer) -> Gemm:
+    """Strided dgrad split into stride phases: no structural zero is executed (except padding taps).
+
+    dX[h] receives dY[p]·W[r] only when h + pad − r = stride·p, so the dX pixels of one stride phase
+    (h mod stride_h, w mod stride_w) are reached by one fixed subset of the taps. Run per phase, dgrad
+    is an fprop-like implicit GEMM over that phase's pixels and taps. One kernel runs every phase
+    (its CTAs are cut per phase), so its reduction runs over the most taps any phase has:
+    (M, N, K) = (N·H·W, C, K·⌈R/st_h⌉·⌈S/st_w⌉) against the zero-inserted K·R·S. The model offers
+    it only when every phase is reached (R ≥ st_h and S ≥ st_w; see ``phase_gemms``).
+    """
+    rows = _axis_phases(layer.H, layer.R, layer.stride_h, layer.pad_h)
+    cols = _axis_phases(layer.W, layer.S, layer.stride_w, layer.pad_w)
+    taps = max(t for _, t in rows) * max(t for _, t in cols)
+    x = layer.N * layer.C * layer.H * layer.W
+    w = layer.K * layer.C * layer.R * layer.S
+    y = layer.N * layer.K * layer.P * layer.Q
+    return Gemm(layer.N * layer.H * layer.W, layer.C, layer.K * taps, y, w, x, layer.macs, "phased", "dgrad")
+
+
+def _axis_phases(extent: int, taps: int, stride: int, pad: int) -> list[tuple[int, int]]:
+    """Per stride phase of one dX axis: (positions in the phase, filter taps that reach them)."""
+    return [(len(range(ph, extent, stride)), sum(1 for r in range(taps) if (ph + pad - r) % stride == 0))
+            for ph in range(stride)]
+
+
+def _every_phase_reached(layer: Layer) -> bool:
+    """True when the filter reaches every stride phase of dX along both axes."""
+    rows = _axis_phases(layer.H, layer.R, layer.stride_h, layer.pad_h)
+    cols = _axis_phases(layer.W, layer.S, layer.stride_w, layer.pad_w)
+    return all(t for _, t in rows) and all(t for _, t in cols)
+
+
 NARROW_C = 32  # narrower than the narrowest SIMT tile (n = 32): the implicit GEMM would waste most of it
 
 
 def phase_gemms(layer: Layer, phase: str) -> list[Gemm]:
-    """The GEMM formulations a library may run for ``phase`` (the model keeps the fastest)."""
+    """The GEMM formulations a library may run for ``phase`` (the model keeps the fastest).
+
+    dgrad: the zero-inserted implicit GEMM always; the stride-phase GEMM when strided and every phase
+    is reached (a 1×1 filter at stride 2 reaches 1 pixel in 4: DeepBench's ResNet/Face 1×1 stride-2
+    dgrad rows run at the zero-inserted GEMM's speed for small K, so cuDNN 7 is not modelled as
+    skipping those zeros); col2im for narrow C.
+    """
     gemms = [implicit_gemm(layer, phase)]
+    if phase == "dgrad" and (layer.stride_h > 1 or layer.stride_w > 1) and _every_phase_reached(layer):
+        gemms.append(dgrad_phased(layer))
     if phase == "dgrad" and layer.C < NARROW_C:
         gemms.append(dgrad_col2im(layer))
     return gemms

@@ -11,7 +11,8 @@ For every candidate (CTA tile, split-K factor) a ``Plan`` predicts
 * L2: every CTA streams its A (m×k_slice) and B (k_slice×n) panels from L2;
 * DRAM: the unique bytes of A and B, plus re-reads of an operand that does not fit in L2 and is
   swept once per column group of the grid (DeLTA, Lym et al. ISPASS 2019);
-* store: the output (or fp32 split-K partials, or col2im atomics) written after the main loop;
+* store: the output (or fp32 split-K partials, or col2im atomics: one L2 read-modify-write of a
+  32-B sector each) written after the main loop;
 * reduce: the split-K reduction kernel (reads the partials, writes the output);
 
 and ``time = max(compute, L2, DRAM) + store + reduce + kernels × launch_overhead``. The main
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 
 from antsim.gpu.gemm import Gemm
 from antsim.gpu.spec import PRECISIONS, GpuSpec
-from antsim.gpu.tiles import SIMT_TILES, SIMT_WGRAD_TILES, TENSOR_TILES, Tile, ctas_per_sm
+from antsim.gpu.tiles import SIMT_PHASED_TILES, SIMT_TILES, SIMT_WGRAD_TILES, TENSOR_TILES, Tile, ctas_per_sm
 
 
 @dataclass(frozen=True)
@@ -76,9 +77,11 @@ CALIBRATION = Calibration()
 # Shared-memory bandwidth per SM: 32 banks × 4 B per clock (gpu_specs.md §4.1 [I] identity).
 SMEM_BYTES_PER_CLOCK = 128
 _ACC_BYTES = 4  # split-K partials and accumulators are fp32 at every precision
-# L2 sector (bytes): the granularity of an L2 access; a scattered atomic add occupies one whole sector
-# (NVIDIA L2 lines are 128 B in four 32-B sectors).
+# L2 sector (bytes): the granularity of an L2 access (NVIDIA L2 lines are 128 B in four 32-B sectors).
 _SECTOR_BYTES = 32
+# A scattered atomic add is a read-modify-write of one whole sector in L2: it moves the sector twice
+# (read, then write back), so it costs two sectors of L2 bandwidth.
+_ATOMIC_BYTES = 2 * _SECTOR_BYTES
 
 
 @dataclass(frozen=True)
@@ -140,8 +143,8 @@ def _traffic(gpu: GpuSpec, g: Gemm, tile: Tile, split: int, k_slice: int, ob: in
     l2_load = tm * tn * split * (tile.m + tile.n) * k_slice * ob
     dram_load = g.a_unique * ob * a_reloads + g.b_unique * ob * b_reloads
     output = g.M * g.N * ob
-    if g.scatter:  # col2im: every column element is an atomic add into dX (one L2 sector each)
-        return _Traffic(l2_load, dram_load, g.M * g.N * _SECTOR_BYTES * split, g.c_unique * ob)
+    if g.scatter:  # col2im: every column element is an atomic add into dX (an L2 read-modify-write)
+        return _Traffic(l2_load, dram_load, g.M * g.N * _ATOMIC_BYTES * split, g.c_unique * ob)
     if split == 1:
         return _Traffic(l2_load, dram_load, output, output)
     partials = split * g.M * g.N * _ACC_BYTES  # fp32 workspace: written by the GEMM, read by the reduction
@@ -212,7 +215,8 @@ def best_plan(gpu: GpuSpec, g: Gemm, precision: str, cal: Calibration = CALIBRAT
     if gpu.uses_tensor_cores(precision):
         tiles = TENSOR_TILES
     else:
-        tiles = SIMT_WGRAD_TILES if g.phase == "wgrad" else SIMT_TILES
+        tiles = SIMT_WGRAD_TILES if g.phase == "wgrad" else SIMT_PHASED_TILES if g.algorithm == "phased" \
+            else SIMT_TILES
     plans = [plan_gemm(gpu, g, precision, tile, split, cal)
              for tile in tiles for split in split_candidates(g, tile, gpu.sms, cal)]
     fitting = [p for p in plans if p is not None]

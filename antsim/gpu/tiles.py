@@ -70,6 +70,11 @@ WGRAD_FRAGMENT = 4
 SIMT_TILES: tuple[Tile, ...] = tuple(_simt(m, n) for m, n in ((128, 128), (128, 64), (128, 32)))
 SIMT_WGRAD_TILES: tuple[Tile, ...] = tuple(_simt(m, n, WGRAD_FRAGMENT) for m, n in (
     (128, 128), (128, 64), (64, 128), (128, 32), (32, 128)))
+# Strided dgrad per stride phase (gemm.dgrad_phased): [assumption] cuDNN 7's zero-skipping strided
+# dgrad kernels tile C (GEMM N) by 64 or 128, not 32 — DeepBench's DeepSpeech C = 32, 5×10 stride-2
+# dgrad runs at the zero-inserted GEMM's speed, while its C ≥ 64 Speaker-ID 5×5 stride-2 layers run
+# ~3× faster than that (BENCHMARKS.md, section gpu).
+SIMT_PHASED_TILES: tuple[Tile, ...] = tuple(t for t in SIMT_TILES if t.n >= 64)
 TENSOR_TILES: tuple[Tile, ...] = tuple(_mma(m, n) for m, n in (
     (256, 128), (128, 256), (128, 128), (256, 64), (64, 256), (128, 64), (64, 128), (64, 64)))
 

@@ -50,15 +50,47 @@ def test_strided_dgrad_gemm_includes_the_structural_zeros() -> None:
 
 
 def test_col2im_dgrad_is_offered_only_for_narrow_c_and_runs_no_zeros() -> None:
-    narrow = Layer("in", N=2, C=3, K=64, H=32, W=32, R=3, S=3, stride=2, pad=1)
+    narrow = Layer("in", N=2, C=3, K=64, H=32, W=32, R=3, S=3, stride=1, pad=1)
     gemms = phase_gemms(narrow, "dgrad")
     assert [g.algorithm for g in gemms] == ["implicit", "col2im"]
     col2im = gemms[1]
     assert (col2im.M, col2im.N, col2im.K) == (2 * narrow.P * narrow.Q, 3 * 9, 64)
     assert col2im.macs == narrow.macs
-    wide = Layer("wide", N=2, C=64, K=64, H=16, W=16, R=3, S=3, stride=2, pad=1)
+    wide = Layer("wide", N=2, C=64, K=64, H=16, W=16, R=3, S=3, stride=1, pad=1)
     assert [g.algorithm for g in phase_gemms(wide, "dgrad")] == ["implicit"]
     assert [g.algorithm for g in phase_gemms(narrow, "fprop")] == ["implicit"]
+
+
+def _dgrad_taps_per_pixel(layer: Layer) -> dict[tuple[int, int], int]:
+    """Brute force: for every dX pixel, the filter taps that land on an integer dY position."""
+    taps = {}
+    for h, w in itertools.product(range(layer.H), range(layer.W)):
+        taps[h, w] = sum((h + layer.pad_h - r) % layer.stride_h == 0 and (w + layer.pad_w - s) % layer.stride_w == 0
+                         for r, s in itertools.product(range(layer.R), range(layer.S)))
+    return taps
+
+
+@pytest.mark.parametrize("layer", [
+    Layer("s2", N=2, C=64, K=32, H=11, W=10, R=3, S=3, stride=2, pad=1),
+    Layer("s2x5", N=1, C=64, K=16, H=20, W=17, R=5, S=5, stride=2, pad=1),
+    Layer("s3", N=1, C=64, K=8, H=13, W=9, R=4, S=3, stride=(3, 2), pad=(0, 1)),
+], ids=lambda l: l.name)
+def test_phased_dgrad_reduces_over_the_most_taps_any_stride_phase_has(layer: Layer) -> None:
+    taps = _dgrad_taps_per_pixel(layer)
+    g = [g for g in phase_gemms(layer, "dgrad") if g.algorithm == "phased"][0]
+    assert (g.M, g.N, g.K) == (layer.N * layer.H * layer.W, layer.C, layer.K * max(taps.values()))
+    assert min(taps.values()) > 0  # every phase reached
+    # No more than the zero-inserted GEMM, no less than the taps that land on dY (padding included).
+    assert implicit_gemm(layer, "dgrad").macs > g.macs >= layer.N * layer.C * layer.K * sum(taps.values())
+    assert g.macs >= _valid_products(layer)
+
+
+def test_phased_dgrad_only_when_every_stride_phase_is_reached() -> None:
+    one_by_one = Layer("1x1s2", N=1, C=64, K=64, H=8, W=8, R=1, S=1, stride=2, pad=0)
+    assert min(_dgrad_taps_per_pixel(one_by_one).values()) == 0
+    assert [g.algorithm for g in phase_gemms(one_by_one, "dgrad")] == ["implicit"]
+    unit = Layer("s1", N=1, C=64, K=64, H=8, W=8, R=3, S=3, stride=1, pad=1)
+    assert [g.algorithm for g in phase_gemms(unit, "dgrad")] == ["implicit"]
 
 
 def test_unique_operand_sizes_are_the_tensors() -> None:
