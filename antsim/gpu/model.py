@@ -56,6 +56,10 @@ class Calibration:
         l2_residency: Fraction of L2 an operand may occupy and still be re-read from L2 instead of
             DRAM [assumption: half; the rest holds the other operand, outputs and conflicts].
         max_split_k: Largest split-K factor considered (library kernels use a few to a few tens).
+        atomic_sectors: 32-B L2 sectors of L2 bandwidth one scattered atomic add (col2im dgrad)
+            occupies: an L2 atomic is a read-modify-write of its sector, moved in and written back, so 2
+            [I: NVIDIA L2 lines are four 32-B sectors]. Leave-one-GPU-out over {1, 1.5, 2, 3} picks
+            1.5 on either GPU alone, within 0.5 point of 2 on the other (BENCHMARKS.md, section gpu).
     """
 
     simt_efficiency: float = 0.8
@@ -67,6 +71,7 @@ class Calibration:
     warps_per_scheduler: float = 2.0
     l2_residency: float = 0.5
     max_split_k: int = 32
+    atomic_sectors: float = 2.0
 
     def to_dict(self) -> dict[str, float]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -79,9 +84,6 @@ SMEM_BYTES_PER_CLOCK = 128
 _ACC_BYTES = 4  # split-K partials and accumulators are fp32 at every precision
 # L2 sector (bytes): the granularity of an L2 access (NVIDIA L2 lines are 128 B in four 32-B sectors).
 _SECTOR_BYTES = 32
-# A scattered atomic add is a read-modify-write of one whole sector in L2: it moves the sector twice
-# (read, then write back), so it costs two sectors of L2 bandwidth.
-_ATOMIC_BYTES = 2 * _SECTOR_BYTES
 
 
 @dataclass(frozen=True)
@@ -144,7 +146,7 @@ def _traffic(gpu: GpuSpec, g: Gemm, tile: Tile, split: int, k_slice: int, ob: in
     dram_load = g.a_unique * ob * a_reloads + g.b_unique * ob * b_reloads
     output = g.M * g.N * ob
     if g.scatter:  # col2im: every column element is an atomic add into dX (an L2 read-modify-write)
-        return _Traffic(l2_load, dram_load, g.M * g.N * _ATOMIC_BYTES * split, g.c_unique * ob)
+        return _Traffic(l2_load, dram_load, g.M * g.N * cal.atomic_sectors * _SECTOR_BYTES * split, g.c_unique * ob)
     if split == 1:
         return _Traffic(l2_load, dram_load, output, output)
     partials = split * g.M * g.N * _ACC_BYTES  # fp32 workspace: written by the GEMM, read by the reduction
