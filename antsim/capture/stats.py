@@ -30,6 +30,7 @@ import numpy as np
 
 from antsim.errors import WorkloadError
 from antsim.sparsity.tensors import Tensors, load_tensors
+from antsim.workloads.layers import Layer
 
 STAT_OPERANDS = ("weights", "activations", "saved_activations", "grad_output")
 OPERAND_STATS = ("density", "channel_cv", "clustering")
@@ -111,35 +112,61 @@ def summarize(rows: Iterable[Mapping[str, float | str]]) -> dict[str, tuple[floa
 
 
 def synthetic_like(captured: Mapping[str, Tensors], model: str, seed: int = 0,
-                   params: object | None = None) -> dict[str, Tensors]:
+                   params: object | Mapping[str, object] | None = None) -> dict[str, Tensors]:
     """Generator tensors with the shapes and per-operand densities of ``captured``, layer by layer.
 
     Args:
         captured: ``{layer name: Tensors}`` (e.g. from ``antsim capture``).
         model: ``antsim.sparsity.generators`` model name (``uniform``, ``topk_field``, ``channel``).
         seed: Base seed; layer i uses ``seed + i``.
-        params: Optional ``FieldParams`` for ``topk_field``.
+        params: ``FieldParams`` for ``topk_field`` — one for every operand (passed to ``make_tensors``), or
+            a mapping ``{"weights"|"activations"|"grad_output": FieldParams}`` for per-operand fields (the
+            saved A is the top-k of the generated A, as in ``make_tensors``).
 
     Raises:
         WorkloadError: a captured layer whose shapes are not those of a square-padded conv.
     """
     from antsim.sparsity.generators import make_tensors
-    from antsim.workloads.layers import Layer
 
     out = {}
     for i, (name, t) in enumerate(captured.items()):
-        n, c, h, w = t.activations.shape
-        k, _, r, s = t.weights.shape
-        p = t.grad_output.shape[2]
-        stride = max(1, round(h / p))
-        pad = max(0, ((p - 1) * stride + r - h + 1) // 2)
-        layer = Layer(name=name, N=n, C=c, K=k, H=h, W=w, R=r, S=s, stride=stride, pad=pad)
-        if (layer.P, layer.Q) != t.grad_output.shape[2:]:
-            raise WorkloadError(f"layer {name!r}: cannot infer stride/pad from A {t.activations.shape}"
-                                f" and dY {t.grad_output.shape}")
+        layer = _layer_like(name, t)
         d = t.densities()
-        saved = d.get("saved_activations")
+        if isinstance(params, Mapping):
+            out[name] = _per_operand(layer, d, model, seed + i, params)
+            continue
         out[name] = make_tensors(layer, density_w=d["weights"], density_a=d["activations"],
                                  density_g=d["grad_output"], model=model, seed=seed + i,
-                                 density_a_saved=saved, params=params)  # type: ignore[arg-type]
+                                 density_a_saved=d.get("saved_activations"), params=params)  # type: ignore[arg-type]
     return out
+
+
+def _layer_like(name: str, t: Tensors) -> Layer:
+    n, c, h, w = t.activations.shape
+    k, _, r, s = t.weights.shape
+    p = t.grad_output.shape[2]
+    stride = max(1, round(h / p))
+    pad = max(0, ((p - 1) * stride + r - h + 1) // 2)
+    layer = Layer(name=name, N=n, C=c, K=k, H=h, W=w, R=r, S=s, stride=stride, pad=pad)
+    if (layer.P, layer.Q) != t.grad_output.shape[2:]:
+        raise WorkloadError(f"layer {name!r}: cannot infer stride/pad from A {t.activations.shape}"
+                            f" and dY {t.grad_output.shape}")
+    return layer
+
+
+def _per_operand(layer: Layer, densities: Mapping[str, float], model: str, seed: int,
+                 params: Mapping[str, object]) -> Tensors:
+    """Like ``make_tensors`` (same seed streams) but with one ``FieldParams`` per operand."""
+    from antsim.sparsity.generators import make_operand, top_k
+
+    rng_w, rng_a, rng_g = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
+    shapes = {"weights": (layer.K, layer.C, layer.R, layer.S), "activations": (layer.N, layer.C, layer.H, layer.W),
+              "grad_output": (layer.N, layer.K, layer.P, layer.Q)}
+    rngs = {"weights": rng_w, "activations": rng_a, "grad_output": rng_g}
+    arrays = {op: make_operand(shapes[op], densities[op], model, rngs[op], params.get(op))  # type: ignore[arg-type]
+              for op in shapes}
+    saved = densities.get("saved_activations")
+    saved_array = None
+    if saved is not None and saved < densities["activations"]:
+        saved_array = top_k(arrays["activations"], saved)
+    return Tensors(arrays["weights"], arrays["activations"], arrays["grad_output"], saved_array)

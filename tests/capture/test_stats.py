@@ -123,3 +123,21 @@ def test_packed_file_keeps_the_pattern_of_a_wide_range_gradient(tmp_path) -> Non
     assert np.array_equal(np.sign(loaded), np.sign(grad))
     big = np.abs(grad) > 1e-3 * np.abs(grad).max()
     np.testing.assert_allclose(loaded[big], grad[big], rtol=1e-3)
+
+
+def test_per_operand_params_equal_make_tensors_when_all_equal() -> None:
+    from antsim.sparsity.generators import FieldParams
+
+    captured = _fake_capture()
+    same = FieldParams(0.7, 0.2)
+    shared = synthetic_like(captured, "topk_field", seed=5, params=same)
+    per_operand = synthetic_like(captured, "topk_field", seed=5,
+                                 params={"weights": same, "activations": same, "grad_output": same})
+    for name in captured:
+        for operand in ("weights", "activations", "grad_output", "saved_activations"):
+            np.testing.assert_array_equal(getattr(per_operand[name], operand), getattr(shared[name], operand))
+    smooth_a = synthetic_like(captured, "topk_field", seed=5,
+                              params={"weights": FieldParams(0, 0), "activations": FieldParams(2.0, 0),
+                                      "grad_output": FieldParams(0, 0)})
+    rows = summarize(tensors_stats(smooth_a))
+    assert rows["saved_activations.clustering"][0] > 2 and rows["weights.clustering"][0] < 1.3
