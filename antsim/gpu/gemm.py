@@ -34,6 +34,11 @@ class Gemm:
             phase, see ``dgrad_phased``) or ``col2im`` (dgrad as dY·W → columns scatter-added into
             dX, cuDNN's BWD_DATA_ALGO_0 family: no structural zeros, but every column element is an
             atomic read-modify-write in L2).
+        phase: The training phase the GEMM computes.
+        gather_reuse: GEMM columns (N) that read the same gathered operand element: wgrad's B is
+            im2col(X), whose R·S tap columns of one channel are shifted windows of the same input
+            pixels, so a kernel that stages an input tile computes each address once and serves R·S
+            columns with it. 1 when every element is gathered on its own.
     """
 
     M: int
@@ -45,6 +50,7 @@ class Gemm:
     useful_macs: int
     algorithm: str = "implicit"
     phase: str = "fprop"
+    gather_reuse: int = 1
 
     @property
     def scatter(self) -> bool:
@@ -82,7 +88,8 @@ def implicit_gemm(layer: Layer, phase: str) -> Gemm:
         return Gemm(layer.N * layer.H * layer.W, layer.C, layer.K * layer.R * layer.S, y, w, x, layer.macs, "implicit",
                     phase)
     if phase == "wgrad":
-        return Gemm(layer.K, crs, npq, y, _touched_input(layer), w, layer.macs, "implicit", phase)
+        return Gemm(layer.K, crs, npq, y, _touched_input(layer), w, layer.macs, "implicit", phase,
+                    layer.R * layer.S)
     raise WorkloadError(f"phase: unknown {phase!r}; known: {', '.join(PHASES)}")
 
 

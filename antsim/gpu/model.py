@@ -49,8 +49,11 @@ class Calibration:
         index_ops: Integer instructions per gathered operand element of an implicit GEMM with a
             precomputed offset table (load offset, add, bounds predicate, …) [assumption].
         wgrad_index_ops: The same for wgrad, whose reduction axis is N·P·Q: every element's
-            (n, p, q) → (n, h, w) needs a division/modulo chain, which no table can precompute
-            [assumption: ~12 instructions].
+            (n, p, q) → (n, h, w) needs two division/modulo pairs by runtime values (÷P·Q, ÷Q: a
+            mul.hi, shift, multiply and subtract each on GPUs without an integer divider) plus the
+            address and bounds predicate, which no table can precompute [assumption: ~20
+            instructions; leave-one-GPU-out fits 16–18 on P100 alone, 24 on TITAN Xp alone]. A
+            gathered input element shared by the R·S tap columns is decoded once (``Gemm.gather_reuse``).
         warps_per_scheduler: Resident warps each warp scheduler (one per 32 FP32 lanes) needs to
             hide pipeline and shared-memory latency in an ILP-rich GEMM loop [assumption: 2].
         l2_residency: Fraction of L2 an operand may occupy and still be re-read from L2 instead of
@@ -67,7 +70,7 @@ class Calibration:
     launch_overhead_s: float = 5e-6
     kernels_per_call: int = 2
     index_ops: float = 4.0
-    wgrad_index_ops: float = 12.0
+    wgrad_index_ops: float = 20.0
     warps_per_scheduler: float = 2.0
     l2_residency: float = 0.5
     max_split_k: int = 32
@@ -162,9 +165,20 @@ def _sm_macs_per_s(gpu: GpuSpec, g: Gemm, precision: str, tile: Tile, together: 
     schedulers = gpu.fp32_lanes_per_sm / 32  # one warp scheduler per 32 FP32 lanes (Pascal … Hopper)
     rate *= min(1.0, together * tile.threads / 32 / (cal.warps_per_scheduler * schedulers))
     if not tensor:  # gather arithmetic shares the SIMT issue slots: ops × (m + n)·k per m·n·k MACs
-        ops = cal.wgrad_index_ops if g.phase == "wgrad" else cal.index_ops
-        rate /= 1 + ops * (1 / tile.m + 1 / tile.n)
+        rate /= 1 + _gather_ops_per_mac(g, tile, cal)
     return rate
+
+
+def _gather_ops_per_mac(g: Gemm, tile: Tile, cal: Calibration) -> float:
+    """Integer instructions per MAC spent gathering the operands of one tile.
+
+    Per main-loop step a tile loads m·k elements of A and n·k of B for m·n·k MACs. In wgrad, B's
+    elements come in groups of ``gather_reuse`` columns (the R·S taps of one input pixel, at most
+    the tile's n) that share one address computation.
+    """
+    if g.phase != "wgrad":
+        return cal.index_ops * (1 / tile.m + 1 / tile.n)
+    return cal.wgrad_index_ops * (1 / tile.m + 1 / (tile.n * min(g.gather_reuse, tile.n)))
 
 
 def plan_gemm(gpu: GpuSpec, g: Gemm, precision: str, tile: Tile, split: int,

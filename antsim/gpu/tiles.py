@@ -3,7 +3,8 @@
 SIMT (FP32 / half2) tiles: cuDNN 7's implicit-precomp fprop/dgrad kernels tile the pixel dimension
 (GEMM M) by 128 — 128×128, 128×64, 128×32 (DeLTA-style models of cuDNN 7 SGEMM-like kernels,
 gpu_specs.md §"Conv → implicit GEMM" [U]); wgrad, whose M and N are both channel dimensions, may
-use either orientation (adds 64×128 and 32×128). Every SIMT thread holds 8×8 accumulators.
+use either orientation (adds 64×128 and 32×128). fprop/dgrad SIMT threads hold 8×8 accumulators;
+wgrad tiles come with 8×8 and 4×4 per-thread fragments.
 Tensor-core tiles are the typical cuBLAS/CUTLASS set (gpu_specs.md §4.3: 256×128 … 64×64 [U]),
 with a 32-deep K step.
 """
@@ -68,8 +69,13 @@ def _mma(m: int, n: int) -> Tile:
 
 WGRAD_FRAGMENT = 4
 SIMT_TILES: tuple[Tile, ...] = tuple(_simt(m, n) for m, n in ((128, 128), (128, 64), (128, 32)))
-SIMT_WGRAD_TILES: tuple[Tile, ...] = tuple(_simt(m, n, WGRAD_FRAGMENT) for m, n in (
-    (128, 128), (128, 64), (64, 128), (128, 32), (32, 128)))
+_WGRAD_SHAPES = ((128, 128), (128, 64), (64, 128), (128, 32), (32, 128))
+# wgrad: both 8×8-fragment tiles (1 B of shared memory per fp32 MAC) and 4×4-fragment tiles (2 B/MAC,
+# 4× the threads, hence more warps to hide latency on a small output). DeepBench's 5×5 wgrads reach
+# 96–100 MACs per SM-clock on TITAN Xp, above the 64/clock a 4×4 fragment's shared-memory feed
+# (128 B/clock) allows, so cuDNN 7 has fully register-blocked wgrad kernels too.
+SIMT_WGRAD_TILES: tuple[Tile, ...] = tuple(_simt(m, n) for m, n in _WGRAD_SHAPES) + tuple(
+    _simt(m, n, WGRAD_FRAGMENT) for m, n in _WGRAD_SHAPES)
 # Strided dgrad per stride phase (gemm.dgrad_phased): [assumption] cuDNN 7's zero-skipping strided
 # dgrad kernels tile C (GEMM N) by 64 or 128, not 32 — DeepBench's DeepSpeech C = 32, 5×10 stride-2
 # dgrad runs at the zero-inserted GEMM's speed, while its C ≥ 64 Speaker-ID 5×5 stride-2 layers run

@@ -101,3 +101,10 @@ def test_unique_operand_sizes_are_the_tensors() -> None:
     assert (f.a_unique, f.b_unique, f.c_unique) == (x, w, y)
     assert (d.a_unique, d.b_unique, d.c_unique) == (y, w, x)
     assert (wg.a_unique, wg.b_unique, wg.c_unique) == (y, x, w)
+
+
+def test_wgrad_gathered_columns_share_one_address_per_input_pixel() -> None:
+    layer = LAYERS[1]  # 3×5 filter: each input pixel feeds R·S = 15 columns of im2col(X)
+    assert implicit_gemm(layer, "wgrad").gather_reuse == 15
+    assert implicit_gemm(LAYERS[2], "wgrad").gather_reuse == 1  # 1×1: nothing shared
+    assert implicit_gemm(layer, "fprop").gather_reuse == 1

@@ -8,7 +8,7 @@ import math
 import pytest
 
 from antsim.gpu import Gemm, best_plan, estimate_gpu, estimate_layer, load_gpu
-from antsim.gpu.model import plan_gemm
+from antsim.gpu.model import CALIBRATION, plan_gemm
 from antsim.gpu.tiles import SIMT_TILES
 from antsim.workloads.layers import PHASES, Layer
 from antsim.workloads.zoo import network, networks
@@ -147,3 +147,15 @@ def test_estimate_gpu_result_echoes_design_and_workload_and_is_deterministic(tmp
     assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
     assert json.loads((tmp_path / "a.json").read_text())["schema"] == "antsim.result/1"
     assert best_plan(load_gpu("v100"), Gemm(64, 64, 64, 1, 1, 1, 0), "fp16").tile.k == 32  # tensor-core tile
+
+
+def test_wgrad_gather_cost_per_mac_falls_with_the_taps_sharing_an_input_pixel() -> None:
+    gpu = load_gpu("p100")
+    tile = SIMT_TILES[0]
+    plain = Gemm(M=512, N=4608, K=784, a_unique=1, b_unique=1, c_unique=1, useful_macs=0, phase="wgrad")
+    shared = Gemm(M=512, N=4608, K=784, a_unique=1, b_unique=1, c_unique=1, useful_macs=0, phase="wgrad",
+                  gather_reuse=9)
+    t_plain, t_shared = (plan_gemm(gpu, g, "fp32", tile, 1).compute_s for g in (plain, shared))
+    # Same MACs; B's address work drops 9×: rate ∝ 1 / (1 + ops·(1/m + 1/(n·reuse))).
+    ops = CALIBRATION.wgrad_index_ops
+    assert t_plain / t_shared == pytest.approx((1 + ops * (2 / 128)) / (1 + ops * (1 / 128 + 1 / (128 * 9))))
