@@ -96,14 +96,14 @@ def compare(layers: list[Any], tensors: dict, scnn: Any, ant: Any, oracle: Any |
     return row
 
 
-def headline(networks: list[str], dram_gbps: float | None = None) -> dict[str, Any]:
+def headline(networks: list[str], dram_gbps: float | None = None, density_g: float = 0.1) -> dict[str, Any]:
     from antsim.results import geomean
 
     over = {} if dram_gbps is None else {"dram": {"bandwidth_gbps": dram_gbps}}
     rows = {}
     for net in networks:
         t0 = time.perf_counter()
-        layers, tensors = network_tensors(net, BASE_DENSITIES)
+        layers, tensors = network_tensors(net, {**BASE_DENSITIES, "g": density_g})
         rows[net] = compare(layers, tensors, load("scnn", **over), load("ant", **over), load("ant_oracle", **over))
         rows[net]["wall_s"] = time.perf_counter() - t0
         print(f"  {net}: speedup {rows[net]['speedup']:.2f}x, energy {rows[net]['energy_reduction']:.2f}x"
@@ -133,6 +133,10 @@ def sensitivity(net: str = "resnet18-cifar") -> list[dict[str, Any]]:
         d = {"dram": {"bandwidth_gbps": bw}}
         out.append({"knob": "DRAM GB/s", "value": bw,
                     **_ratios(compare(layers, tensors, load("scnn", **d), load("ant", **d)))})
+    for ppc in (4.0, 16.0):
+        ant = load("ant", anticipation={"pairs_per_cycle": ppc, "fetch_filter": False})
+        out.append({"knob": "no fetch filter, pairs_per_cycle", "value": ppc,
+                    **_ratios(compare(layers, tensors, load("scnn"), ant))})
     for width in (8.0,):
         params = SimParams(halo_values_per_cycle=width, reduction_values_per_cycle=width)
         row = compare(layers, tensors, load("scnn"), load("ant"), params=params)
@@ -184,9 +188,10 @@ def main() -> int:
     parser.add_argument("--no-sensitivity", action="store_true")
     parser.add_argument("--dram-gbps", type=float, default=None,
                         help="override every design's DRAM bandwidth (e.g. 1000 for a compute-bound bound)")
+    parser.add_argument("--density-g", type=float, default=0.1, help="dY density of the headline runs")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
-    study = headline([n for n in args.networks.split(",") if n], args.dram_gbps)
+    study = headline([n for n in args.networks.split(",") if n], args.dram_gbps, args.density_g)
     sens = None if args.no_sensitivity else sensitivity()
     print(markdown(study, sens))
     if args.json:
