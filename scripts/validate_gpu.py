@@ -27,7 +27,7 @@ FP32 = {"p100": "deepbench_conv_P100.csv", "titanxp": "deepbench_conv_TitanXp.cs
 GRID: dict[str, tuple[float, ...]] = {
     "simt_efficiency": (0.7, 0.75, 0.8, 0.85, 0.9),
     "index_ops": (2.0, 3.0, 4.0, 6.0, 8.0),
-    "wgrad_index_ops": (6.0, 8.0, 10.0, 12.0, 16.0),
+    "wgrad_index_ops": (12.0, 16.0, 20.0, 24.0, 32.0),
     "warps_per_scheduler": (1.0, 2.0, 3.0, 4.0),
     "launch_overhead_s": (2e-6, 5e-6, 8e-6),
     "atomic_sectors": (1.0, 1.5, 2.0, 3.0),
