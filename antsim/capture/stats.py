@@ -7,7 +7,11 @@ Per layer and operand (``weights``, ``activations``, ``saved_activations``, ``gr
   axis 1 (input channel C of W and A, output channel K of dY — the axis the generators scale per channel
   and the one SCNN walks channel by channel); 0 for perfectly even channels;
 * ``clustering`` — P(a 4-neighbour in the last two (spatial / kernel) axes is non-zero | non-zero)
-  divided by the density: 1 for independent masks, > 1 when non-zeros clump; NaN on 1×1 planes.
+  divided by the density: 1 for independent masks, > 1 when non-zeros clump; NaN on 1×1 planes;
+* ``spatial_cv`` — CV of the density at each position of the last two axes (pooled over the first two):
+  how unevenly non-zeros spread over the plane (centred objects on a flat background give a high value;
+  it sets how unevenly SCNN's planar PE tiles are loaded); NaN on 1×1 planes;
+* ``batch_cv`` — CV of the density along axis 0 (per image for A and dY, per output filter for W).
 
 Per layer, for wgrad:
 
@@ -33,7 +37,7 @@ from antsim.sparsity.tensors import Tensors, load_tensors
 from antsim.workloads.layers import Layer
 
 STAT_OPERANDS = ("weights", "activations", "saved_activations", "grad_output")
-OPERAND_STATS = ("density", "channel_cv", "clustering")
+OPERAND_STATS = ("density", "channel_cv", "clustering", "spatial_cv", "batch_cv")
 NAN = float("nan")
 
 
@@ -44,6 +48,23 @@ def channel_cv(array: np.ndarray) -> float:
     per_channel = np.moveaxis(array != 0, 1, 0).reshape(array.shape[1], -1).mean(axis=1)
     mean = per_channel.mean()
     return NAN if mean == 0 else float(per_channel.std() / mean)
+
+
+def _cv(values: np.ndarray) -> float:
+    mean = values.mean()
+    return NAN if values.size < 2 or mean == 0 else float(values.std() / mean)
+
+
+def spatial_cv(array: np.ndarray) -> float:
+    """CV of the per-position density over the last two axes (pooled over the others); NaN on 1×1."""
+    if array.shape[-1] * array.shape[-2] < 2:
+        return NAN
+    return _cv((array != 0).reshape(-1, array.shape[-2] * array.shape[-1]).mean(axis=0))
+
+
+def batch_cv(array: np.ndarray) -> float:
+    """CV of the density along axis 0 (per image of A/dY, per output filter of W)."""
+    return _cv((array != 0).reshape(array.shape[0], -1).mean(axis=1))
 
 
 def clustering(array: np.ndarray) -> float:
@@ -88,6 +109,8 @@ def layer_stats(name: str, tensors: Tensors) -> dict[str, float | str]:
         row[f"{operand}.density"] = float(np.count_nonzero(array) / array.size)
         row[f"{operand}.channel_cv"] = channel_cv(array)
         row[f"{operand}.clustering"] = clustering(array)
+        row[f"{operand}.spatial_cv"] = spatial_cv(array)
+        row[f"{operand}.batch_cv"] = batch_cv(array)
     row["colocation"] = colocation(tensors.wgrad_activations, tensors.grad_output)
     return row
 

@@ -141,3 +141,20 @@ def test_per_operand_params_equal_make_tensors_when_all_equal() -> None:
                                       "grad_output": FieldParams(0, 0)})
     rows = summarize(tensors_stats(smooth_a))
     assert rows["saved_activations.clustering"][0] > 2 and rows["weights.clustering"][0] < 1.3
+
+
+def test_spatial_and_batch_cv() -> None:
+    from antsim.capture.stats import batch_cv, spatial_cv
+
+    a = np.zeros((2, 3, 4, 4))
+    a[:, :, :2, :] = 1.0                    # top half full, bottom half empty: per-position density 1 or 0
+    assert spatial_cv(a) == pytest.approx(1.0)
+    assert batch_cv(a) == 0.0
+    b = np.zeros((2, 3, 4, 4))
+    b[0] = 1.0
+    b[1, 0] = 1.0                          # image densities 1 and 1/3 → mean 2/3, std 1/3
+    assert batch_cv(b) == pytest.approx(0.5)
+    assert math.isnan(spatial_cv(np.ones((2, 3, 1, 1))))
+    rng = np.random.default_rng(0)
+    # iid Bernoulli(0.1) over 8·64 samples per position: binomial CV sqrt(0.9 / (0.1·512)) ≈ 0.133
+    assert spatial_cv(np.where(rng.random((8, 64, 16, 16)) < 0.1, 1.0, 0.0)) == pytest.approx(0.1326, rel=0.15)
