@@ -153,7 +153,7 @@ def synthetic_like(captured: Mapping[str, Tensors], model: str, seed: int = 0,
 
     out = {}
     for i, (name, t) in enumerate(captured.items()):
-        layer = _layer_like(name, t)
+        layer = layer_like(name, t)
         d = t.densities()
         if isinstance(params, Mapping):
             out[name] = _per_operand(layer, d, model, seed + i, params)
@@ -164,7 +164,12 @@ def synthetic_like(captured: Mapping[str, Tensors], model: str, seed: int = 0,
     return out
 
 
-def _layer_like(name: str, t: Tensors) -> Layer:
+def layer_like(name: str, t: Tensors) -> Layer:
+    """The conv layer that ``t``'s shapes imply (square stride and padding inferred from A and dY).
+
+    Raises:
+        WorkloadError: shapes no square-padded conv produces.
+    """
     n, c, h, w = t.activations.shape
     k, _, r, s = t.weights.shape
     p = t.grad_output.shape[2]
