@@ -24,12 +24,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _calibrated() -> dict:
-    from antsim.sparsity.generators import FieldParams
-
-    # Fitted on captured ResNet-18 (batch 4, 100 SWAT steps) by calibrate_sparsity.py; see BENCHMARKS.md.
-    return {"weights": FieldParams(0.0, 0.0), "activations": FieldParams(1.0, 0.15),
-            "grad_output": FieldParams(0.5, 0.15)}
 
 
 def parse_args() -> argparse.Namespace:
@@ -41,7 +35,7 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--models", nargs="*", default=["topk_field", "uniform", "channel"])
     p.add_argument("--fidelity", default="fast", choices=("fast", "exact"))
     p.add_argument("--calibrated", action="store_true",
-                   help="also topk_field with the per-operand FieldParams fitted by calibrate_sparsity.py")
+                   help="also the envelope recipe (antsim.capture.calibrated) fitted by calibrate_sparsity.py")
     p.add_argument("--out", type=Path, default=ROOT / "reports" / "capture" / "bench_capture.md")
     return p.parse_args()
 
@@ -84,8 +78,9 @@ def main() -> int:
         sources = {f"captured {path.stem}": captured}
         sources.update({f"{m} like {path.stem}": synthetic_like(captured, m, seed=0) for m in args.models})
         if args.calibrated:
-            sources[f"topk_field calibrated like {path.stem}"] = synthetic_like(
-                captured, "topk_field", seed=0, params=_calibrated())
+            from antsim.capture.calibrated import envelope_like
+
+            sources[f"envelope recipe like {path.stem}"] = envelope_like(captured, seed=0)
         for source, tensors in sources.items():
             t0 = time.perf_counter()
             results = [simulate_network(arch, layers, tensors=tensors, fidelity=args.fidelity)

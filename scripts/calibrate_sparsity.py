@@ -23,10 +23,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = ("uniform", "topk_field", "channel")
-STATS = [("weights", "channel_cv"), ("weights", "clustering"),
-         ("activations", "density"), ("activations", "channel_cv"), ("activations", "clustering"),
-         ("saved_activations", "channel_cv"), ("saved_activations", "clustering"),
-         ("grad_output", "density"), ("grad_output", "channel_cv"), ("grad_output", "clustering"),
+STATS = [("weights", "channel_cv"), ("weights", "clustering"), ("weights", "batch_cv"),
+         *[(op, st) for op in ("activations", "saved_activations", "grad_output")
+           for st in ("density", "channel_cv", "clustering", "spatial_cv", "batch_cv")],
          ("wgrad", "colocation")]
 SPATIAL = (0.0, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
 CHANNEL = (0.0, 0.15, 0.3, 0.45, 0.6, 0.8)
@@ -91,7 +90,9 @@ def layer_table(rows: list[dict]) -> list[str]:
     cols = [("weights.density", "W"), ("activations.density", "A"), ("grad_output.density", "dY"),
             ("weights.channel_cv", "W cv"), ("activations.channel_cv", "A cv"), ("saved_activations.channel_cv",
             "sA cv"), ("grad_output.channel_cv", "dY cv"), ("activations.clustering", "A clu"),
-            ("saved_activations.clustering", "sA clu"), ("grad_output.clustering", "dY clu"), ("colocation", "coloc")]
+            ("saved_activations.clustering", "sA clu"), ("grad_output.clustering", "dY clu"),
+            ("saved_activations.spatial_cv", "sA sp"), ("grad_output.spatial_cv", "dY sp"),
+            ("saved_activations.batch_cv", "sA img"), ("colocation", "coloc")]
     lines = ["| layer | " + " | ".join(c[1] for c in cols) + " |", "|---|" + "---|" * len(cols)]
     for r in rows:
         lines.append(f"| {r['layer']} | " + " | ".join(f"{float(r.get(k, math.nan)):.2f}" for k, _ in cols) + " |")
@@ -141,9 +142,13 @@ def report_one(path: Path, fit: bool) -> list[str]:
     captured = load_tensors(path)
     rows = tensors_stats(captured)
     summary = summarize(rows)
+    from antsim.capture.calibrated import envelope_like
+
     models = {m: summarize(tensors_stats(synthetic_like(captured, m, seed=0))) for m in MODELS}
+    models["envelope recipe"] = summarize(tensors_stats(envelope_like(captured, seed=0)))
     lines = [f"## {path.name}", "", f"{len(rows)} conv layers. Cells: median [min–max] over layers.",
-             "Synthetic tensors have the captured shapes and per-layer densities (default FieldParams).", ""]
+             "Synthetic tensors have the captured shapes and per-layer densities (default FieldParams;",
+             "`envelope recipe` = `antsim.capture.calibrated` with its fitted defaults).", ""]
     lines += comparison_table(summary, models) + [""]
     if fit:
         t0 = time.perf_counter()
