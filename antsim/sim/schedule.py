@@ -137,7 +137,8 @@ def build_schedule(arch: ArchSpec, work: PhaseWork, densities: Densities,
     candidates = np.concatenate([_split(work.candidate_pairs, passes, j) for j in range(passes)])
     n = work.n_chunks
     stationary = np.zeros(n * passes)
-    stationary[::n] = stationary_total / passes if n else 0.0
+    if n:
+        stationary[::n] = stationary_total / passes
     last = np.zeros(n * passes, dtype=bool)
     last[(passes - 1) * n:] = True
     return Schedule(

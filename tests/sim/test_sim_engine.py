@@ -184,3 +184,8 @@ def test_dense_design_has_no_bank_conflicts_nor_crossbar(make_work, make_arch):
     assert simulate_phase(sparse, work, DENSE).cycles == 500
     actions = simulate_phase(dense, work, DENSE).actions
     assert actions["crossbar"]["route"] == 0 and actions["multiplier"]["multiply"] == 16 * 1600
+
+
+def test_a_phase_without_chunks_takes_no_time(make_work, make_arch):
+    timing = simulate_phase(make_arch(pe_array={"rows": 2, "cols": 2}), make_work(0, 4, 0, stationary=10), DENSE)
+    assert timing.cycles == 0 and timing.actions["multiplier"]["multiply"] == 0
