@@ -8,7 +8,8 @@ of its spatial coordinates, which is all the ANT screen looks at (CSR-like forma
 Stationary fibers: ``(n, ch, pe, class)`` — the non-zeros of one channel of the PE's tile, ordered
 ``(y, x)``; for wgrad (no channel matching) ``(n, pe, class)`` ordered ``(ch, y, x)``.
 Streamed fibers: ``(block, class, fetch set)`` — block = (image or 0, channel or 0, output-channel
-group), ordered ``(ko, u, v)``. With the fetch filter on, fetch sets are per PE: using the row
+group), ordered ``(u, v, ko)`` (``mapping.streamed_order: channel_inner``, the default: an F-vector
+spans output channels, so its products never meet at one output) or ``(ko, u, v)`` (``spatial_inner``). With the fetch filter on, fetch sets are per PE: using the row
 pointers (rows ``u``) and the sorted column indices within a row (columns ``v``, a binary search
 per row), the fetcher delivers to each PE only the streamed non-zeros whose row *and* column can
 reach that PE's tile (interval test on the tile extent); PEs with the same reach share a set. Without the
@@ -190,7 +191,7 @@ def _fetch_sets(problem: PhaseProblem, tiling: Tiling, u: np.ndarray, v: np.ndar
 
 
 def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, T: np.ndarray,
-                     dense: bool, width: int, fetch_filter: bool) -> StreamedOperand:
+                     dense: bool, width: int, fetch_filter: bool, channel_inner: bool = True) -> StreamedOperand:
     """F-vectors of the canonical streamed operand ``T`` (Nt, Ct, Ko, U, V)."""
     Nt, Ct = T.shape[:2]
     nt, ct, ko, u, v = np.nonzero(nonzero_mask(T, dense))
@@ -210,7 +211,10 @@ def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClass
         fetched = np.bincount(block, minlength=n_blocks)
         layout = StreamedLayout(n_blocks, classes.n_streamed, 1, np.zeros(tiling.n_pes, np.int64))
     fiber = layout.key(block[elem], cls[elem], fetch_set)
-    order = np.argsort(fiber, kind="stable")
+    if channel_inner:
+        order = np.lexsort((ko[elem], v[elem], u[elem], fiber))
+    else:
+        order = np.argsort(fiber, kind="stable")  # np.nonzero's (ko, u, v) order within a fiber
     picked = elem[order]
     vectors = pack_vectors(fiber[order], u[picked], v[picked], ko[picked], nt[picked], values[picked], width)
     return StreamedOperand(vectors, layout, unfiltered.reshape(n_blocks, classes.n_streamed),

@@ -76,7 +76,8 @@ def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fideli
     fetch_filter = dense or (arch.anticipation.fetch_filter and policy != "none")
     S, T = problem.stationary(tensors), problem.streamed(tensors)
     stat = stationary_vectors(problem, tiling, classes, S, dense, pe.I)
-    streamed = streamed_vectors(problem, tiling, classes, T, dense, pe.F, fetch_filter)
+    streamed = streamed_vectors(problem, tiling, classes, T, dense, pe.F, fetch_filter,
+                                arch.mapping.streamed_order == "channel_inner")
     cells = make_cells(problem, tiling, classes, stat, streamed)
     n_slots = tiling.n_chunks * tiling.n_pes
     output = None

@@ -72,6 +72,11 @@ class Mapping(_Section):
 
     output_channel_group: int = Field(8, ge=1, le=4096, description="Kc: output channels per group (barrier unit)")
     stride_phases: bool = Field(False, description="split strided operands into stride phases (fewer RCPs)")
+    streamed_order: Literal["channel_inner", "spatial_inner"] = Field(
+        "channel_inner",
+        description="order of a streamed block's non-zeros: output channel innermost (an F-vector spans"
+                    " channels, so its products land on distinct outputs) or spatial innermost (raster order"
+                    " within a channel: neighbouring taps send products to the same output → bank conflicts)")
 
 
 class Anticipation(_Section):
