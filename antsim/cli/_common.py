@@ -78,3 +78,57 @@ def check_out_path(path: Path, suffixes: tuple[str, ...]) -> Path:
     if parent.exists() and not parent.is_dir():
         raise AntsimError(f"--out {path}: {parent} is not a folder")
     return path
+
+
+def add_sparsity_arguments(parser: argparse.ArgumentParser, title: str = "sparsity and simulation") -> None:
+    """Operand densities, generator or tensors file, fidelity, seed — shared by ``simulate`` and ``compare``."""
+    group = parser.add_argument_group(title)
+    group.add_argument("--density-w", type=float, default=0.1, help="weight density (default 0.1)")
+    group.add_argument("--density-a", type=float, default=0.1, help="activation density (default 0.1)")
+    group.add_argument("--density-g", type=float, default=0.1, help="output-gradient dY density (default 0.1)")
+    group.add_argument("--density-a-saved", type=float, default=None,
+                       help="density of the top-k copy of A saved for wgrad (SWAT; default: wgrad uses A)")
+    source = group.add_mutually_exclusive_group()
+    source.add_argument("--sparsity", default="topk_field",
+                        help="operand generator: uniform | topk_field | channel (default topk_field)")
+    source.add_argument("--tensors", type=Path, default=None, help="tensors .npz file instead of generated ones")
+    group.add_argument("--fidelity", choices=("fast", "exact"), default="fast",
+                       help="fast (vector granularity, default) or exact (every product)")
+    group.add_argument("--seed", type=int, default=0, help="seed of the operand generators (default 0)")
+    group.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
+
+
+def resolve_densities(args: argparse.Namespace) -> dict[str, float]:
+    """``{"w", "a", "g"[, "a_saved"]}`` from the density flags, each checked to lie in [0, 1]."""
+    from antsim.simulate import check_densities
+
+    densities = {"w": args.density_w, "a": args.density_a, "g": args.density_g}
+    if args.density_a_saved is not None:
+        densities["a_saved"] = args.density_a_saved
+    for key, flag in (("w", "w"), ("a", "a"), ("g", "g"), ("a_saved", "a-saved")):
+        if key in densities and not 0.0 <= densities[key] <= 1.0:
+            raise AntsimError(f"--density-{flag} must be in [0, 1]; got {densities[key]}")
+    return check_densities(densities)
+
+
+def resolve_tensors(args: argparse.Namespace, layers: list[Layer]) -> dict[str, Any] | None:
+    """The ``--tensors`` file's operands, checked to cover every layer with matching shapes."""
+    if args.tensors is None:
+        return None
+    from antsim.errors import WorkloadError
+    from antsim.sparsity.tensors import load_tensors
+
+    tensors = load_tensors(args.tensors)
+    for layer in layers:
+        if layer.name not in tensors:
+            raise WorkloadError(f"{args.tensors}: no tensors for layer {layer.name!r}")
+        tensors[layer.name].check_shapes(layer)
+    return tensors
+
+
+def check_sparsity_model(name: str) -> None:
+    """Reject an unknown ``--sparsity`` generator name."""
+    from antsim.sparsity.generators import sparsity_models
+
+    if name not in sparsity_models():
+        raise AntsimError(f"--sparsity: unknown model {name!r}; known: {', '.join(sparsity_models())}")

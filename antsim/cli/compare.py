@@ -16,7 +16,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from antsim.cli._common import add_workload_arguments, check_out_path, resolve_workload
+from antsim.cli._common import (
+    add_sparsity_arguments,
+    add_workload_arguments,
+    check_out_path,
+    check_sparsity_model,
+    resolve_densities,
+    resolve_tensors,
+    resolve_workload,
+)
 from antsim.errors import AntsimError
 from antsim.results import NetworkResult
 
@@ -39,28 +47,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sweep", type=Path, default=None,
                         help="with --report-out: add the Pareto plots of an 'antsim sweep --export' folder")
     add_workload_arguments(parser)
-    add_sparsity_arguments(parser)
+    _add_simulation_arguments(parser)
 
 
-def add_sparsity_arguments(parser: argparse.ArgumentParser) -> None:
-    """Operand-sparsity and simulation arguments for ``--arch`` runs (the same as ``antsim simulate``)."""
-    group = parser.add_argument_group("sparsity and simulation (for --arch)")
-    group.add_argument("--density-w", type=float, default=0.1, help="weight density (default 0.1)")
-    group.add_argument("--density-a", type=float, default=0.1, help="activation density (default 0.1)")
-    group.add_argument("--density-g", type=float, default=0.1, help="output-gradient dY density (default 0.1)")
-    group.add_argument("--density-a-saved", type=float, default=None,
-                       help="density of the top-k copy of A saved for wgrad (SWAT; default: wgrad uses A)")
-    source = group.add_mutually_exclusive_group()
-    source.add_argument("--sparsity", default="topk_field",
-                        help="operand generator: uniform | topk_field | channel (default topk_field)")
-    source.add_argument("--tensors", type=Path, default=None, help="tensors .npz file instead of generated ones")
-    group.add_argument("--fidelity", choices=("fast", "exact"), default="fast",
-                       help="fast (vector granularity, default) or exact (every product)")
-    group.add_argument("--seed", type=int, default=0, help="seed of the operand generators (default 0)")
-    group.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
-    group.add_argument("--jobs", type=int, default=0,
-                       help="simulate up to N designs at once in worker processes (default: one per design,"
-                            " at most the CPU count; 1 = in this process)")
+def _add_simulation_arguments(parser: argparse.ArgumentParser) -> None:
+    add_sparsity_arguments(parser, title="sparsity and simulation (for --arch)")
+    parser.add_argument("--jobs", type=int, default=0,
+                        help="simulate up to N designs at once in worker processes (default: one per design,"
+                             " at most the CPU count; 1 = in this process)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -184,12 +178,11 @@ def _simulate_all(archs: list[tuple[Path, Any]], args: argparse.Namespace, layer
 def _simulation_options(args: argparse.Namespace, layers: list[Any], echo: dict[str, Any]) -> dict[str, Any]:
     """Keyword arguments of ``simulate_network``, checked as ``antsim simulate`` checks them."""
     # The checks are antsim simulate's own, so both commands accept and reject the same values.
-    from antsim.cli.simulate import _check_sparsity, _densities, _tensors
 
-    densities = _densities(args)
-    tensors = _tensors(args, layers)
+    densities = resolve_densities(args)
+    tensors = resolve_tensors(args, layers)
     if tensors is None:
-        _check_sparsity(args.sparsity)
+        check_sparsity_model(args.sparsity)
     workload = {**echo, "tensors": str(args.tensors) if args.tensors else None,
                 "sparsity": None if tensors is not None else args.sparsity}
     return {"phases": tuple(echo["phases"]), "densities": densities, "sparsity": args.sparsity,
