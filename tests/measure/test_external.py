@@ -165,3 +165,20 @@ def test_real_deepbench_file_loads() -> None:
     assert result.record(layers[0].name, "fprop").time_s == pytest.approx(float(first["fwd_ms"]) * 1e-3)
     assert all(r.time_s > 0 for r in result.records)
     assert len(result.records) >= 2 * len(layers)
+
+
+def test_compare_cli_rejects_a_csv_missing_a_layer_in_one_line(tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from antsim.cli import main
+
+    model = NetworkResult(design="model", backend="gpu", workload={"layers": [l.to_dict() for l in LAYERS],
+                                                                   "batch": 2},
+                          records=tuple(LayerResult(layer=l.name, phase=p, time_s=1e-3)
+                                        for l in LAYERS for p in ("fprop", "dgrad", "wgrad")))
+    model.write_json(tmp_path / "model.json")
+    rows = [r for r in _antsim_rows(["conv1", "conv2"]) if r[0] == "conv1"]
+    path = _write(tmp_path / "m.csv", ["name", "phase", "time_s"], [r[:3] for r in rows])
+    assert main(["compare", str(tmp_path / "model.json"), str(path), "--out", str(tmp_path / "c.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'conv2'" in err and "m.csv" in err
+    assert not (tmp_path / "c.json").exists()
