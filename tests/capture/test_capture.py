@@ -166,6 +166,13 @@ def test_same_seed_same_file_other_seed_differs(tmp_path: Path) -> None:
                    if stores["a"][k].shape == stores["c"][k].shape)
 
 
+def test_cli_network_choices_are_the_buildable_ones() -> None:
+    from antsim.capture.models import CAPTURE_NETWORKS
+    from antsim.cli.capture import _NETWORKS
+
+    assert _NETWORKS == CAPTURE_NETWORKS
+
+
 @pytest.mark.parametrize("name", ["resnet18-cifar", "vgg16-cifar", "wrn-16-8-cifar"])
 def test_full_width_layers_match_the_zoo(name: str) -> None:
     state = SwatState(recording=True)
