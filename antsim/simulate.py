@@ -166,7 +166,7 @@ def _iterate(layers: Sequence[Layer], progress: bool, desc: str) -> Iterable[tup
 
 
 def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[str] = PHASES,
-                     densities: Mapping[str, float] | None = None, sparsity: str = "topk_field",
+                     densities: Mapping[str, float] | None = None, sparsity: str = "swat",
                      tensors: Mapping[str, Tensors] | None = None, fidelity: str = "fast", seed: int = 0,
                      progress: bool = False, params: SimParams | None = None,
                      workload: Mapping[str, Any] | None = None) -> NetworkResult:

@@ -10,7 +10,7 @@ ANT's speedup and energy reduction over SCNN.
 Usage::
 
     .venv/bin/python scripts/bench_capture.py reports/capture/resnet18-cifar_b4_g1.0.npz \
-        reports/capture/resnet18-cifar_b4_g0.1.npz [--models topk_field uniform] [--fidelity fast]
+        reports/capture/resnet18-cifar_b4_g0.1.npz [--models swat topk_field uniform] [--fidelity fast]
 """
 
 from __future__ import annotations
@@ -32,10 +32,8 @@ def parse_args() -> argparse.Namespace:
     p.add_argument("--network", default="resnet18-cifar")
     p.add_argument("--baseline", type=Path, default=ROOT / "arch_configs" / "scnn.yaml")
     p.add_argument("--design", type=Path, default=ROOT / "arch_configs" / "ant.yaml")
-    p.add_argument("--models", nargs="*", default=["topk_field", "uniform", "channel"])
+    p.add_argument("--models", nargs="*", default=["swat", "topk_field", "uniform", "channel"])
     p.add_argument("--fidelity", default="fast", choices=("fast", "exact"))
-    p.add_argument("--calibrated", action="store_true",
-                   help="also the envelope recipe (antsim.capture.calibrated) fitted by calibrate_sparsity.py")
     p.add_argument("--out", type=Path, default=ROOT / "reports" / "capture" / "bench_capture.md")
     return p.parse_args()
 
@@ -77,10 +75,6 @@ def main() -> int:
         layers = [layer.with_batch(batch) for layer in antsim.network(args.network)]
         sources = {f"captured {path.stem}": captured}
         sources.update({f"{m} like {path.stem}": synthetic_like(captured, m, seed=0) for m in args.models})
-        if args.calibrated:
-            from antsim.capture.calibrated import envelope_like
-
-            sources[f"envelope recipe like {path.stem}"] = envelope_like(captured, seed=0)
         for source, tensors in sources.items():
             t0 = time.perf_counter()
             results = [simulate_network(arch, layers, tensors=tensors, fidelity=args.fidelity)

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MODELS = ("uniform", "topk_field", "channel")
+MODELS = ("uniform", "topk_field", "channel")  # swat (the default) is added below
 STATS = [("weights", "channel_cv"), ("weights", "clustering"), ("weights", "batch_cv"),
          *[(op, st) for op in ("activations", "saved_activations", "grad_output")
            for st in ("density", "channel_cv", "clustering", "spatial_cv", "batch_cv")],
@@ -142,13 +142,11 @@ def report_one(path: Path, fit: bool) -> list[str]:
     captured = load_tensors(path)
     rows = tensors_stats(captured)
     summary = summarize(rows)
-    from antsim.capture.calibrated import envelope_like
-
     models = {m: summarize(tensors_stats(synthetic_like(captured, m, seed=0))) for m in MODELS}
-    models["envelope recipe"] = summarize(tensors_stats(envelope_like(captured, seed=0)))
+    models["swat (default)"] = summarize(tensors_stats(synthetic_like(captured, "swat", seed=0)))
     lines = [f"## {path.name}", "", f"{len(rows)} conv layers. Cells: median [min–max] over layers.",
              "Synthetic tensors have the captured shapes and per-layer densities (default FieldParams;",
-             "`envelope recipe` = `antsim.capture.calibrated` with its fitted defaults).", ""]
+             "`swat` = the default model, antsim.sparsity.generators.SwatParams).", ""]
     lines += comparison_table(summary, models) + [""]
     if fit:
         t0 = time.perf_counter()

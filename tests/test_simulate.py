@@ -117,7 +117,7 @@ def test_same_seed_gives_byte_identical_json(tmp_path, small_csv, capsys):
     assert [(r["layer"], r["phase"]) for r in data["records"]] == [
         (layer, phase) for layer in ("c1", "c2") for phase in ("fprop", "dgrad", "wgrad")]
     work = data["workload"]
-    assert work["densities"] == {"w": 0.1, "a": 0.1, "g": 0.1} and work["sparsity"] == "topk_field"
+    assert work["densities"] == {"w": 0.1, "a": 0.1, "g": 0.1} and work["sparsity"] == "swat"
     assert work["seed"] == 5 and work["fidelity"] == "fast" and work["network"] == "small"
 
 

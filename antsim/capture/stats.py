@@ -140,7 +140,7 @@ def synthetic_like(captured: Mapping[str, Tensors], model: str, seed: int = 0,
 
     Args:
         captured: ``{layer name: Tensors}`` (e.g. from ``antsim capture``).
-        model: ``antsim.sparsity.generators`` model name (``uniform``, ``topk_field``, ``channel``).
+        model: ``antsim.sparsity.generators`` model name (``swat``, ``topk_field``, ``uniform``, ``channel``).
         seed: Base seed; layer i uses ``seed + i``.
         params: ``FieldParams`` for ``topk_field`` — one for every operand (passed to ``make_tensors``), or
             a mapping ``{"weights"|"activations"|"grad_output": FieldParams}`` for per-operand fields (the

@@ -89,8 +89,9 @@ def add_sparsity_arguments(parser: argparse.ArgumentParser, title: str = "sparsi
     group.add_argument("--density-a-saved", type=float, default=None,
                        help="density of the top-k copy of A saved for wgrad (SWAT; default: wgrad uses A)")
     source = group.add_mutually_exclusive_group()
-    source.add_argument("--sparsity", default="topk_field",
-                        help="operand generator: uniform | topk_field | channel (default topk_field)")
+    source.add_argument("--sparsity", default="swat",
+                        help="operand generator: swat (calibrated on captured SWAT tensors, the default) |"
+                             " topk_field | uniform | channel")
     source.add_argument("--tensors", type=Path, default=None, help="tensors .npz file instead of generated ones")
     group.add_argument("--fidelity", choices=("fast", "exact"), default="fast",
                        help="fast (vector granularity, default) or exact (every product)")

@@ -9,7 +9,8 @@ Stationary fibers: ``(n, ch, pe, class)`` — the non-zeros of one channel of th
 ``(y, x)``; for wgrad (no channel matching) ``(n, pe, class)`` ordered ``(ch, y, x)``.
 Streamed fibers: ``(block, class, fetch set)`` — block = (image or 0, channel or 0, output-channel
 group), ordered ``(u, v, ko)`` (``mapping.streamed_order: channel_inner``, the default: an F-vector
-spans output channels, so its products never meet at one output) or ``(ko, u, v)`` (``spatial_inner``). With the fetch filter on, fetch sets are per PE: using the row
+spans output channels, so its products never meet at one output) or ``(ko, u, v)`` (``spatial_inner``).
+With the fetch filter on, fetch sets are per PE: using the row
 pointers (rows ``u``) and the sorted column indices within a row (columns ``v``, a binary search
 per row), the fetcher delivers to each PE only the streamed non-zeros whose row *and* column can
 reach that PE's tile (interval test on the tile extent); PEs with the same reach share a set. Without the

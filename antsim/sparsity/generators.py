@@ -1,7 +1,15 @@
 """Seeded generators of sparse training operands (W, A, dY) at a chosen density per operand.
 
-Models (registered by name; ``make_tensors(..., model=NAME)``):
+Models (``make_tensors(..., model=NAME)``):
 
+* ``swat`` (default) — calibrated on operands captured from real SWAT training (``antsim capture``;
+  BENCHMARKS.md "capture", ``reports/calibration.md``): W is the top-k of i.i.d. values (no clustering
+  inside kernels, even channels); the SWAT top-k copies — A (or the saved A when a separate forward
+  density is given) and a top-k dY — are the top-k of |smooth field| × an *envelope*: a smooth log-normal
+  gain over the plane shared by the batch times a log-normal per-image gain. That non-stationarity (some
+  regions and images keep most non-zeros) is what loads planar PE tiles unevenly in real captures; it
+  brings every captured statistic (channel CV, clustering, spatial and per-image CV) into range and ANT's
+  simulated speedup within 10 % of the captured one, where ``topk_field`` is 20–26 % off.
 * ``uniform`` — independent Bernoulli masks: every element non-zero with probability = density. Reproduces
   neither the per-channel imbalance nor the spatial clustering of real sparse training.
 * ``topk_field`` (default) — whole-tensor top-k of |smooth random field|: a Gaussian random field smoothed
@@ -52,10 +60,6 @@ def _register(name: str) -> Callable[[MaskModel], MaskModel]:
         return fn
 
     return wrap
-
-
-def sparsity_models() -> list[str]:
-    return sorted(_MODELS)
 
 
 def _nonzero_values(shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
@@ -117,25 +121,109 @@ def make_operand(shape: tuple[int, ...], density: float, model: str, rng: np.ran
         AntsimError: unknown model or density outside [0, 1].
     """
     if model not in _MODELS:
-        raise AntsimError(f"unknown sparsity model {model!r}; known: {', '.join(sparsity_models())}")
+        known = ", ".join(sorted(_MODELS))
+        raise AntsimError(f"unknown sparsity model {model!r}; known: {known} (and swat, via make_tensors)")
     if not 0.0 <= density <= 1.0:
         raise AntsimError(f"density must be in [0, 1]; got {density!r}")
     return _MODELS[model](shape, density, rng, params or FieldParams()).astype(np.float32)
 
 
+@dataclass(frozen=True)
+class SwatParams:
+    """Parameters of the ``swat`` model, fitted on captured ResNet-18 CIFAR operands (batch 4, 100 SWAT
+    steps; ``scripts/calibrate_sparsity.py`` grid fit, BENCHMARKS.md "capture").
+
+    Attributes:
+        weights, activations, grad_output: smooth-field shape per operand. Captured weights look like
+            top-k of i.i.d. values (channel CV 0.08, clustering 1.00) → no smoothing, no channel scale;
+            activations (1.0, 0.15) and dY (0.5, 0.15) are the grid-fit optima for ResNet-18
+            (VGG-16: (0.75, 0) and (0.5, 0.15); WRN-16-8: (1.5, 0) and (0.75, 0)).
+        envelope_sigma: std of the log-gain of the spatial envelope (ResNet-18 0.25; VGG-16 ≈ 0.1).
+        envelope_length: smoothing length of the envelope as a fraction of the plane's side.
+        image_sigma: std of the per-image log-gain (0.1 for A; captured dY up to ~0.5 on WRN).
+    """
+
+    weights: FieldParams = FieldParams(0.0, 0.0)
+    activations: FieldParams = FieldParams(1.0, 0.15)
+    grad_output: FieldParams = FieldParams(0.5, 0.15)
+    envelope_sigma: float = 0.25
+    envelope_length: float = 0.25
+    image_sigma: float = 0.1
+
+
+def envelope(shape: tuple[int, int, int, int], rng: np.random.Generator, params: SwatParams) -> np.ndarray:
+    """Positive gain, shape (N, 1, H, W): a smooth spatial log-normal field shared by the batch × a per-image gain."""
+    n, _, h, w = shape
+    log_gain = np.zeros((1, 1, h, w))
+    if h * w > 1 and params.envelope_sigma > 0:
+        noise = rng.standard_normal((1, 1, h, w))
+        smooth = gaussian_filter(noise, sigma=(0, 0, params.envelope_length * h, params.envelope_length * w),
+                                 mode="reflect")
+        log_gain = params.envelope_sigma * (smooth - smooth.mean()) / (smooth.std() or 1.0)
+    per_image = params.image_sigma * rng.standard_normal((n, 1, 1, 1))
+    return np.exp(log_gain + per_image)
+
+
+def _top_k_of_envelope(shape: tuple[int, int, int, int], density: float, rng_field: np.random.Generator,
+                       rng_envelope: np.random.Generator, field_params: FieldParams, params: SwatParams) -> np.ndarray:
+    field = make_operand(shape, 1.0, "topk_field", rng_field, field_params)
+    if density >= 1.0:
+        return field
+    chosen = top_k(np.abs(field) * envelope(shape, rng_envelope, params), density) != 0
+    return np.where(chosen, field, 0).astype(np.float32)
+
+
+def swat_tensors(layer: Layer, density_w: float, density_a: float, density_g: float, seed: int = 0,
+                 density_a_saved: float | None = None, params: SwatParams | None = None) -> Tensors:
+    """The ``swat`` model (see the module docstring). Without ``density_a_saved``, A is SWAT's top-k copy
+    used by both passes; with it, A is a stationary ReLU-like mask and the saved copy its enveloped top-k."""
+    params = params or SwatParams()
+    rng_w, rng_a, rng_g, rng_ea, rng_eg = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(5))
+    a_shape, g_shape = (layer.N, layer.C, layer.H, layer.W), (layer.N, layer.K, layer.P, layer.Q)
+    weights = make_operand((layer.K, layer.C, layer.R, layer.S), density_w, "topk_field", rng_w, params.weights)
+    saved = None
+    if density_a_saved is None:
+        activations = _top_k_of_envelope(a_shape, density_a, rng_a, rng_ea, params.activations, params)
+    else:
+        activations = make_operand(a_shape, density_a, "topk_field", rng_a, params.activations)
+        if density_a_saved < density_a:
+            chosen = top_k(np.abs(activations) * envelope(a_shape, rng_ea, params), density_a_saved) != 0
+            saved = np.where(chosen, activations, 0).astype(np.float32)
+    grad = _top_k_of_envelope(g_shape, density_g, rng_g, rng_eg, params.grad_output, params)
+    return Tensors(weights, activations, grad, saved)
+
+
+def sparsity_models() -> list[str]:
+    """Every model ``make_tensors`` knows."""
+    return sorted([*_MODELS, "swat"])
+
+
 def make_tensors(layer: Layer, density_w: float = 0.1, density_a: float = 0.1, density_g: float = 0.1,
-                 model: str = "topk_field", seed: int = 0, density_a_saved: float | None = None,
-                 params: FieldParams | None = None) -> Tensors:
+                 model: str = "swat", seed: int = 0, density_a_saved: float | None = None,
+                 params: FieldParams | SwatParams | None = None) -> Tensors:
     """Synthetic W, A, dY (and the SWAT-saved A) for ``layer``; same arguments → identical arrays.
 
     Args:
         density_w, density_a, density_g: fraction of non-zeros of W, forward A and dY.
+        model: ``swat`` (default, calibrated on captured SWAT operands), ``topk_field``, ``uniform``, ``channel``.
         density_a_saved: density of the top-k copy of A kept for wgrad (SWAT); ``None`` → wgrad uses A.
+        params: ``SwatParams`` for ``swat``; ``FieldParams`` (shared by all operands) for the others.
+
+    Raises:
+        AntsimError: unknown model, a density outside [0, 1], or params of the wrong kind.
     """
     for key, value in (("density_w", density_w), ("density_a", density_a), ("density_g", density_g),
                        ("density_a_saved", density_a_saved)):
         if value is not None and not 0.0 <= value <= 1.0:
             raise AntsimError(f"{key} must be in [0, 1]; got {value!r}")
+    if model not in sparsity_models():
+        raise AntsimError(f"unknown sparsity model {model!r}; known: {', '.join(sparsity_models())}")
+    if model == "swat":
+        if params is not None and not isinstance(params, SwatParams):
+            raise AntsimError("the swat model takes SwatParams")
+        return swat_tensors(layer, density_w, density_a, density_g, seed, density_a_saved, params)
+    if isinstance(params, SwatParams):
+        raise AntsimError(f"the {model} model takes FieldParams, not SwatParams")
     rng_w, rng_a, rng_g = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
     weights = make_operand((layer.K, layer.C, layer.R, layer.S), density_w, model, rng_w, params)
     activations = make_operand((layer.N, layer.C, layer.H, layer.W), density_a, model, rng_a, params)

@@ -95,7 +95,7 @@ def test_stats_of_file_and_summary(tmp_path) -> None:
     assert summary["activations.density"][1] <= summary["activations.density"][0] <= summary["activations.density"][2]
 
 
-@pytest.mark.parametrize("model", ["uniform", "topk_field", "channel"])
+@pytest.mark.parametrize("model", ["uniform", "topk_field", "channel", "swat"])
 def test_synthetic_like_copies_shapes_and_densities(model: str) -> None:
     captured = _fake_capture()
     synthetic = synthetic_like(captured, model, seed=3)

@@ -34,6 +34,7 @@ def test_smoke_sweep_with_simulator_and_rerun_of_exported_arch(tmp_path: Path) -
             writer.writerow([la.name, la.N, la.C, la.K, la.H, la.W, la.R, la.S, la.stride[0], la.pad[0]])
     result = tmp_path / "rerun.json"
     assert main(["simulate", "--arch", str(out / point["arch"]), "--layers-csv", str(layers_csv),
-                 "--seed", str(spec.seed), "--out", str(result), "--no-progress"]) == 0
+                 "--seed", str(spec.seed), "--sparsity", spec.workload.sparsity, "--out", str(result),
+                 "--no-progress"]) == 0
     totals = json.loads(result.read_text())["totals"]
     assert {k: totals[k] for k in ("time_s", "energy_j", "area_mm2")} == point["objectives"]

@@ -24,7 +24,7 @@ def _neighbour_ratio(a: np.ndarray) -> float:
     return float(both / m[..., :-1].sum() / m.mean())
 
 
-@pytest.mark.parametrize("model", ["uniform", "topk_field", "channel"])
+@pytest.mark.parametrize("model", ["uniform", "topk_field", "channel", "swat"])
 def test_same_seed_same_tensors_other_seed_other_tensors(model: str) -> None:
     a, b = make_tensors(LAYER, model=model, seed=3), make_tensors(LAYER, model=model, seed=3)
     c = make_tensors(LAYER, model=model, seed=4)
@@ -62,7 +62,7 @@ def test_channel_model_is_whole_channels() -> None:
 
 
 def test_saved_activations_are_top_k_of_forward_activations() -> None:
-    t = make_tensors(LAYER, density_a=0.5, density_a_saved=0.1, seed=2)
+    t = make_tensors(LAYER, density_a=0.5, density_a_saved=0.1, seed=2, model="topk_field")
     saved = t.saved_activations
     assert saved is not None and np.count_nonzero(saved) == round(0.1 * saved.size)
     kept = saved != 0
@@ -77,8 +77,8 @@ def test_top_k_keeps_largest_magnitudes() -> None:
 
 
 def test_bad_inputs() -> None:
-    with pytest.raises(AntsimError, match="unknown sparsity model 'gausian'; known: channel, topk_field, uniform"):
+    with pytest.raises(AntsimError, match="model 'gausian'; known: channel, swat, topk_field, uniform"):
         make_tensors(LAYER, model="gausian")
     with pytest.raises(AntsimError, match="density_g must be in"):
         make_tensors(LAYER, density_g=1.5)
-    assert sparsity_models() == ["channel", "topk_field", "uniform"]
+    assert sparsity_models() == ["channel", "swat", "topk_field", "uniform"]
