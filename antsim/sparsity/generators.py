@@ -175,20 +175,21 @@ def _top_k_of_envelope(shape: tuple[int, int, int, int], density: float, rng_fie
 
 def swat_tensors(layer: Layer, density_w: float, density_a: float, density_g: float, seed: int = 0,
                  density_a_saved: float | None = None, params: SwatParams | None = None) -> Tensors:
-    """The ``swat`` model (see the module docstring). Without ``density_a_saved``, A is SWAT's top-k copy
-    used by both passes; with it, A is a stationary ReLU-like mask and the saved copy its enveloped top-k."""
+    """The ``swat`` model (see the module docstring). Without a ``density_a_saved`` below ``density_a``, A is
+    SWAT's top-k copy used by both passes; with one, A is a stationary ReLU-like mask (the forward pass) and
+    the saved copy its enveloped top-k."""
     params = params or SwatParams()
     rng_w, rng_a, rng_g, rng_ea, rng_eg = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(5))
     a_shape, g_shape = (layer.N, layer.C, layer.H, layer.W), (layer.N, layer.K, layer.P, layer.Q)
     weights = make_operand((layer.K, layer.C, layer.R, layer.S), density_w, "topk_field", rng_w, params.weights)
     saved = None
-    if density_a_saved is None:
+    if density_a_saved is None or density_a_saved >= density_a:
+        # no separate saved copy: A itself is SWAT's top-k copy, read by fprop and wgrad alike
         activations = _top_k_of_envelope(a_shape, density_a, rng_a, rng_ea, params.activations, params)
     else:
         activations = make_operand(a_shape, density_a, "topk_field", rng_a, params.activations)
-        if density_a_saved < density_a:
-            chosen = top_k(np.abs(activations) * envelope(a_shape, rng_ea, params), density_a_saved) != 0
-            saved = np.where(chosen, activations, 0).astype(np.float32)
+        chosen = top_k(np.abs(activations) * envelope(a_shape, rng_ea, params), density_a_saved) != 0
+        saved = np.where(chosen, activations, 0).astype(np.float32)
     grad = _top_k_of_envelope(g_shape, density_g, rng_g, rng_eg, params.grad_output, params)
     return Tensors(weights, activations, grad, saved)
 

@@ -41,6 +41,10 @@ def test_densities_are_exact_and_seeded() -> None:
     dense = make_tensors(LAYER, 0.1, 0.1, 1.0, seed=3)
     assert np.count_nonzero(dense.grad_output) == dense.grad_output.size and dense.saved_activations is None
     assert np.count_nonzero(dense.activations) == round(0.1 * dense.activations.size)
+    # a saved density equal to A's means "no separate copy": A is the top-k copy either way
+    same = make_tensors(LAYER, 0.1, 0.1, 1.0, seed=3, density_a_saved=0.1)
+    np.testing.assert_array_equal(same.activations, dense.activations)
+    assert same.saved_activations is None
 
 
 def test_statistics_fall_in_the_captured_ranges_where_topk_field_does_not() -> None:
