@@ -88,15 +88,31 @@ def _layers(spec: SweepSpec) -> tuple[list[Layer], str]:
 
 
 def proxy_layer_names(workload: Workload, count: int) -> tuple[str, ...]:
-    """``count`` representative layers spread evenly over the network (first, last and between)."""
-    n = len(workload.layers)
-    if count >= n:
-        return tuple(layer.name for layer in workload.layers)
-    if count == 1:
-        picks = [n // 2]
+    """``count`` cheap, representative layers: one per output-plane size, spread over the network.
+
+    Layers are grouped by output plane (P, Q) in network order — the plane sets the RCP behaviour
+    (wgrad's valid fraction ≈ R·S/(H·W)) — and ``count`` groups spread evenly from the first to the last
+    are taken. Within a group the layer with the network's most common kernel and the fewest weights is
+    picked: simulation cost grows with the channel counts (measured: ResNet-18's 512×512 conv costs ~9×
+    its stage-2 convs), so this keeps the proxy cheap without leaving the plane sizes the network has.
+    """
+    groups: dict[tuple[int, int], list[Layer]] = {}
+    for layer in workload.layers:
+        groups.setdefault((layer.P, layer.Q), []).append(layer)
+    ordered = list(groups.values())
+    if count >= len(ordered):
+        picks = list(range(len(ordered)))
+    elif count == 1:
+        picks = [len(ordered) // 2]
     else:
-        picks = sorted({round(i * (n - 1) / (count - 1)) for i in range(count)})
-    return tuple(workload.layers[i].name for i in picks)
+        picks = sorted({round(i * (len(ordered) - 1) / (count - 1)) for i in range(count)})
+    kernels = [(layer.R, layer.S) for layer in workload.layers]
+    common = max(set(kernels), key=kernels.count)
+
+    def cost(layer: Layer) -> tuple[bool, int]:
+        return ((layer.R, layer.S) != common, layer.K * layer.C * layer.R * layer.S)
+
+    return tuple(min(ordered[i], key=cost).name for i in picks)
 
 
 def proxy_workload(spec: SweepSpec, workload: Workload) -> Workload | None:
