@@ -68,14 +68,14 @@ def _throughput(folder: Path, spec: Path, n_trials: int, label: str) -> list[dic
     return rows
 
 
-def _mf_comparison(folder: Path, n_trials: int) -> dict:
+def _mf_comparison(folder: Path, n_trials: int, proxy_layers: int) -> dict:
     src = REPO / "sweeps" / "resnet18_cifar_pareto.yaml"
     # A reduced ResNet-18 (one conv per stage + the stem) keeps the full-evaluation run to minutes.
     workload = yaml.safe_load(src.read_text())["workload"]
     workload["select"] = ["layer2.0.conv1", "layer2.1.conv2", "layer3.0.conv1", "layer3.0.downsample",
                           "layer3.1.conv2", "layer4.0.conv1", "layer4.0.downsample", "layer4.1.conv2"]
     base = {"sampler": {"name": "random"}, "workload": workload, "n_trials": n_trials, "seed": 7}
-    mf = {"proxy_layers": 2, "warmup_trials": 6, "margin": 0.1}
+    mf = {"proxy_layers": proxy_layers, "warmup_trials": 6, "margin": 0.1}
     out = {}
     studies = {}
     for label, multi in (("full", None), ("screened", mf)):
@@ -115,6 +115,7 @@ def main() -> int:
     parser.add_argument("--smoke-trials", type=int, default=24)
     parser.add_argument("--resnet-trials", type=int, default=3)
     parser.add_argument("--mf-trials", type=int, default=24)
+    parser.add_argument("--mf-proxy-layers", type=int, default=2)
     parser.add_argument("--skip-resnet", action="store_true")
     parser.add_argument("--json", type=Path, default=None, help="write all numbers here")
     args = parser.parse_args()
@@ -126,7 +127,7 @@ def main() -> int:
             full = _spec_variant(REPO / "sweeps" / "resnet18_cifar_pareto.yaml", folder, "resnet18_full",
                                  multi_fidelity=None)
             results["resnet18_full_eval"] = _throughput(folder, full, args.resnet_trials, "resnet18")
-        results["multi_fidelity"] = _mf_comparison(folder, args.mf_trials)
+        results["multi_fidelity"] = _mf_comparison(folder, args.mf_trials, args.mf_proxy_layers)
     print(json.dumps(results, indent=1))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")
