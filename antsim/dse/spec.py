@@ -60,7 +60,7 @@ class WorkloadSpec(_Model):
     phases: tuple[Literal["fprop", "dgrad", "wgrad"], ...] = ("fprop", "dgrad", "wgrad")
     batch: int = Field(1, ge=1, le=4096)
     densities: dict[str, float] = Field(default_factory=lambda: {"w": 0.1, "a": 0.1, "g": 0.1})
-    sparsity: str = "topk_field"
+    sparsity: str = "swat"
     tensors: str | None = None
 
 

@@ -29,7 +29,7 @@ class Workload:
     layers: tuple[Layer, ...]
     phases: tuple[str, ...] = PHASES
     densities: dict[str, float] = field(default_factory=lambda: {"w": 0.1, "a": 0.1, "g": 0.1})
-    sparsity: str = "topk_field"
+    sparsity: str = "swat"
     tensors_path: str | None = None
     name: str = "workload"
     indices: tuple[int, ...] = ()
