@@ -152,7 +152,7 @@ LAYERS = {
 }
 
 
-@pytest.mark.parametrize("design", ["scnn", "ant"])
+@pytest.mark.parametrize("design", ["scnn", "ant", "ant_oracle"])
 @pytest.mark.parametrize("layer", list(LAYERS))
 def test_fast_and_exact_agree_within_5_percent(design, layer):
     from antsim.phases import reference

@@ -191,6 +191,96 @@ def sampled_conflicts(policy: str, problem: PhaseProblem, tiling: Tiling, cells:
     return np.rint(rate * issued_pairs).astype(np.int64), m
 
 
+_ORACLE_RUN = 64  # consecutive candidate pairs per sampled run (oracle packs valid products across pairs)
+
+
+def _sample_picks(total: int, budget: int, run: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Global candidate-pair indices of a systematic sample of runs of ``run`` consecutive pairs.
+
+    Returns (pair indices, run id of each, m) with m = ceil(total / budget); every pair (one run) when
+    m = 1.
+    """
+    m = max(1, -(-total // budget))
+    if m == 1:
+        return np.arange(total, dtype=np.int64), np.zeros(total, np.int64), 1
+    stride = m * run
+    starts = np.arange((stride - run) // 2, total, stride, dtype=np.int64)
+    picks = (starts[:, None] + np.arange(run, dtype=np.int64)[None, :]).ravel()
+    run_id = np.repeat(np.arange(len(starts), dtype=np.int64), run)
+    keep = picks < total
+    return picks[keep], run_id[keep], m
+
+
+def sampled_oracle_conflicts(problem: PhaseProblem, tiling: Tiling, cells: Cells, stat: Vectors,
+                             streamed: Vectors, banks: int, group_size: int, issued_pairs: np.ndarray,
+                             budget: int = 1 << 15, run: int = _ORACLE_RUN) -> tuple[np.ndarray, int]:
+    """Oracle bank-conflict cycles per slot from systematic runs of consecutive candidate pairs.
+
+    The oracle packs a slot's valid products, in enumeration order, into groups of ``group_size``
+    (F·I) — ``_oracle_conflicts``. Here the candidate pairs of ``m = ceil(candidates / budget)``
+    -spaced runs of ``run`` consecutive pairs are enumerated (valid products hashed as in
+    ``run_exact``) and each (run, slot) segment's valid products are packed the same way. With m = 1
+    the single run is every pair, so the result equals ``run_exact``'s. With m > 1 only full groups
+    count (a run's trailing partial group is an artefact of the cut); a slot's cycles are its packed
+    pairs (``issued_pairs`` = ceil(valid / F·I)) times its sampled conflicts per group shrunk toward
+    the phase-wide rate (weight ``_PRIOR_PAIRS`` groups).
+
+    Returns:
+        (conflict cycles per slot, m).
+    """
+    n_slots = tiling.n_chunks * tiling.n_pes
+    counts = cells.n_pairs
+    picks, run_id, m = _sample_picks(int(counts.sum()), budget, run)
+    ends = np.cumsum(counts)
+    cell = np.searchsorted(ends, picks, side="right")
+    f_local, i_local = np.divmod(picks - (ends[cell] - counts[cell]), np.maximum(cells.n_i[cell], 1))
+    batch = PairBatch(cell, cells.f0[cell] + f_local, cells.i0[cell] + i_local)
+    # The ANT screen is conservative: pairs it drops hold no valid product, so dropping them first
+    # leaves the valid products and their order unchanged.
+    keep = screen(problem, stat, streamed, batch)
+    prods = _Enumerator(problem, tiling, banks, scatter=False).batch(
+        cells, stat, streamed, batch.cell[keep], batch.f[keep], batch.i[keep], 0)
+    segment = run_id[keep][prods.pair] * n_slots + prods.slot
+    order = np.argsort(segment, kind="stable")
+    segment, bank = segment[order], prods.bank[order]
+    first = np.searchsorted(segment, segment, side="left")
+    position = np.arange(len(segment)) - first
+    if m > 1:
+        position, full = _phase_shift(segment, first, position, group_size)
+        segment, bank, position = segment[full], bank[full], position[full]
+    in_group = position // group_size
+    group_key, group = np.unique(segment * (len(segment) + 1) + in_group, return_inverse=True)
+    extra = _max_load_extra(group, bank, banks, len(group_key))
+    group_slot = (group_key // (len(segment) + 1)) % n_slots
+    extra_sum = np.bincount(group_slot, weights=extra, minlength=n_slots)
+    if m == 1:
+        return np.rint(extra_sum).astype(np.int64), 1
+    sampled = np.bincount(group_slot, minlength=n_slots)
+    pooled = extra_sum.sum() / max(1, len(group_slot))
+    rate = (extra_sum + _PRIOR_PAIRS * pooled) / (sampled + _PRIOR_PAIRS)
+    return np.rint(rate * issued_pairs).astype(np.int64), m
+
+
+_PHASE_SEED = 20240601
+
+
+def _phase_shift(segment: np.ndarray, first: np.ndarray, position: np.ndarray, group_size: int
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Shift each segment's group boundaries by a seeded phase in [0, group_size); keep full groups only.
+
+    A segment starts at a cell boundary (or a run cut), whereas ``exact``'s group boundaries fall
+    anywhere relative to cells; packing from the segment start would make groups hold products of
+    one cell more often than they do (measured: ~5 % fewer conflicts on a 128→128 32×32 fprop).
+    """
+    keys, start_of_key = np.unique(segment, return_index=True)
+    phase = np.random.default_rng(_PHASE_SEED).integers(0, group_size, len(keys))
+    shift = phase[np.searchsorted(keys, segment)]
+    seg_len = np.searchsorted(segment, segment, side="right") - first
+    shifted = position - shift
+    full = (shifted >= 0) & (shifted < (seg_len - shift) // group_size * group_size)
+    return shifted, full
+
+
 def _batches(policy: str, problem: PhaseProblem, cells: Cells, stat: Vectors, streamed: Vectors):
     for batch in iter_pairs(cells, _EXACT_PAIRS):
         mask = screen(problem, stat, streamed, batch) if policy == "ant" else np.ones(len(batch.f), bool)
@@ -226,4 +316,4 @@ def _footprint(problem: PhaseProblem, tiling: Tiling, p: _Products, n_slots: int
     return Footprint(valid, partial, halo, out_values)
 
 
-__all__ = ["ExactResult", "run_exact", "sampled_conflicts"]
+__all__ = ["ExactResult", "run_exact", "sampled_conflicts", "sampled_oracle_conflicts"]

@@ -21,8 +21,9 @@ Fidelities: ``fast`` and ``exact`` share the vector-level accounting (tiling, ve
 screen), so every field except ``conflict_cycles`` is identical between them; valid products and
 output footprints come from mask correlation (``fast``) or product enumeration (``exact``) and are
 tested equal. ``conflict_cycles``: ``exact`` hashes every issued product; ``fast`` does the same on
-a systematic sample of at most 32,768 candidate pairs (exact when they all fit), and uses a
-balls-into-bins estimate for ``oracle``.
+a systematic sample of at most 32,768 candidate pairs (exact when they all fit); for ``oracle`` the
+sample is runs of 64 consecutive candidate pairs whose valid products are packed into F·I groups as
+``exact`` packs them (again exact when every pair fits).
 """
 
 from __future__ import annotations
@@ -30,8 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from antsim.dataflow.anticipation import POLICIES, PairCounts, count_pairs, oracle_counts
-from antsim.dataflow.banks import estimate_conflicts
-from antsim.dataflow.exact import run_exact, sampled_conflicts
+from antsim.dataflow.exact import run_exact, sampled_conflicts, sampled_oracle_conflicts
 from antsim.dataflow.fibers import StreamedOperand, Vectors, nonzero_mask, stationary_vectors, streamed_vectors
 from antsim.dataflow.footprint import Footprint, fast_footprint
 from antsim.dataflow.pairing import Cells, make_cells
@@ -94,8 +94,9 @@ def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fideli
     if dense:
         conflicts = np.zeros(n_slots, dtype=np.int64)
     elif fidelity == "fast" and policy == "oracle":
-        conflicts = estimate_conflicts(counts.issued_pairs, counts.issued_products, footprint.valid_products,
-                                       arch.accumulators.banks)
+        conflicts, sample_step = sampled_oracle_conflicts(problem, tiling, cells, stat, streamed.vectors,
+                                                          arch.accumulators.banks, pe.F * pe.I,
+                                                          counts.issued_pairs)
     elif fidelity == "fast":
         conflicts, sample_step = sampled_conflicts(policy, problem, tiling, cells, stat, streamed.vectors,
                                                    arch.accumulators.banks, issued_pairs=counts.issued_pairs)
@@ -181,9 +182,14 @@ def _notes(fidelity: str, policy: str, fetch_filter: bool, dense: bool, sample_s
     notes = ["total counts pairs of the unfiltered mapping; pairs removed by the fetch filter count as skipped",
              "stationary_values sums every image's tile (DRAM loads); tiling['stationary_values_max_per_image']"
              " is the buffer occupancy"]
-    if fidelity == "fast" and policy == "oracle":
-        notes.append("conflict_cycles estimated: balls into banks, E[max load]-1 per packed pair (seeded Monte"
-                     " Carlo); same-output collisions ignored")
+    if fidelity == "fast" and policy == "oracle" and sample_step == 1:
+        notes.append("conflict_cycles exact: every valid product hashed to banks, packed F*I per pair in"
+                     " enumeration order as the exact path packs them")
+    elif fidelity == "fast" and policy == "oracle":
+        notes.append(f"conflict_cycles estimated from runs of 64 consecutive candidate pairs, 1 run in"
+                     f" {sample_step} (valid products packed F*I per pair in enumeration order and hashed to"
+                     " banks; full packed pairs only; per-PE rate shrunk toward the phase-wide rate, times"
+                     " the PE's packed pairs)")
     elif fidelity == "fast" and sample_step == 1:
         notes.append("conflict_cycles exact: every issued pair's products hashed to banks")
     elif fidelity == "fast":
