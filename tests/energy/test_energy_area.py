@@ -34,16 +34,6 @@ TOTAL_TOLERANCE = 0.15
 ROW_FACTOR = 2.0
 
 
-@pytest.fixture(scope="module")
-def scnn():
-    return load_arch(ROOT / "arch_configs/scnn.yaml")
-
-
-@pytest.fixture(scope="module")
-def ant():
-    return load_arch(ROOT / "arch_configs/ant.yaml")
-
-
 def _dense(arch):
     data = arch.to_dict()
     data["name"] = "dense"

@@ -11,21 +11,11 @@ import yaml
 from antsim.energy import ACTIONS, energy_per_action, leakage_power, load_table, price
 from antsim.energy.tables import TABLES_DIR
 from antsim.errors import SpecError
-from antsim.spec.arch import arch_from_dict, load_arch
+from antsim.spec.arch import arch_from_dict
 
 ROOT = Path(__file__).resolve().parents[2]
 RAW16 = yaml.safe_load((TABLES_DIR / "default_16nm.yaml").read_text())
 PJ = 1e-12
-
-
-@pytest.fixture(scope="module")
-def scnn():
-    return load_arch(ROOT / "arch_configs/scnn.yaml")
-
-
-@pytest.fixture(scope="module")
-def ant():
-    return load_arch(ROOT / "arch_configs/ant.yaml")
 
 
 def _variant(arch, **sections):
