@@ -135,18 +135,25 @@ def _every_phase_reached(layer: Layer) -> bool:
 
 
 NARROW_C = 32  # narrower than the narrowest SIMT tile (n = 32): the implicit GEMM would waste most of it
+# Narrowest C (GEMM N) cuDNN 7's zero-skipping strided-dgrad kernels are run at: their CTA tiles
+# span 64 or 128 input channels (tiles.SIMT_PHASED_TILES) [assumption, from DeepBench]. Below it
+# the library runs the zero-inserted GEMM: DeepBench's DeepSpeech 5×10 stride-2 dgrad (C = 32) runs
+# at the zero-inserted speed on both P100 and TITAN Xp (a half-empty 64-wide phased tile would be
+# 1.6–2× faster), while its C ≥ 64 Speaker-ID 5×5 stride-2 layers run ~3× faster than that.
+PHASED_MIN_C = 64
 
 
 def phase_gemms(layer: Layer, phase: str) -> list[Gemm]:
     """The GEMM formulations a library may run for ``phase`` (the model keeps the fastest).
 
-    dgrad: the zero-inserted implicit GEMM always; the stride-phase GEMM when strided and every phase
+    dgrad: the zero-inserted implicit GEMM always; the stride-phase GEMM when strided, every phase
     is reached (a 1×1 filter at stride 2 reaches 1 pixel in 4: DeepBench's ResNet/Face 1×1 stride-2
     dgrad rows run at the zero-inserted GEMM's speed for small K, so cuDNN 7 is not modelled as
-    skipping those zeros); col2im for narrow C.
+    skipping those zeros) and C fills the phased kernel's tile (``PHASED_MIN_C``); col2im for narrow C.
     """
     gemms = [implicit_gemm(layer, phase)]
-    if phase == "dgrad" and (layer.stride_h > 1 or layer.stride_w > 1) and _every_phase_reached(layer):
+    strided = layer.stride_h > 1 or layer.stride_w > 1
+    if phase == "dgrad" and strided and layer.C >= PHASED_MIN_C and _every_phase_reached(layer):
         gemms.append(dgrad_phased(layer))
     if phase == "dgrad" and layer.C < NARROW_C:
         gemms.append(dgrad_col2im(layer))

@@ -93,6 +93,16 @@ def test_phased_dgrad_only_when_every_stride_phase_is_reached() -> None:
     assert [g.algorithm for g in phase_gemms(unit, "dgrad")] == ["implicit"]
 
 
+def test_phased_dgrad_needs_c_to_fill_the_phased_tile() -> None:
+    # DeepSpeech-like 5×10 stride 2: every phase is reached, but C = 32 is narrower than the 64-wide
+    # zero-skipping kernels, so only the zero-inserted GEMM is offered; C = 64 gets the phased GEMM too.
+    narrow = Layer("c32", N=1, C=32, K=32, H=20, W=30, R=5, S=10, stride=2, pad=0)
+    assert min(_dgrad_taps_per_pixel(narrow).values()) > 0
+    assert [g.algorithm for g in phase_gemms(narrow, "dgrad")] == ["implicit"]
+    wide = Layer("c64", N=1, C=64, K=32, H=20, W=30, R=5, S=10, stride=2, pad=0)
+    assert [g.algorithm for g in phase_gemms(wide, "dgrad")] == ["implicit", "phased"]
+
+
 def test_unique_operand_sizes_are_the_tensors() -> None:
     layer = LAYERS[0]
     x, w = layer.N * layer.C * layer.H * layer.W, layer.K * layer.C * layer.R * layer.S

@@ -18,7 +18,7 @@ from antsim.gpu.measured import bias, geomean_abs_error, read_deepbench_csv
 FILES = {"p100": "deepbench_conv_P100.csv", "titanxp": "deepbench_conv_TitanXp.csv"}
 # Reached by the calibrated model (BENCHMARKS.md, section gpu); these bounds guard against regressions.
 # fprop meets the 20 % design target; dgrad and wgrad do not yet (see the xfail test below).
-ACHIEVED = {"fprop": 0.20, "dgrad": 0.35, "wgrad": 0.25}
+ACHIEVED = {"fprop": 0.20, "dgrad": 0.30, "wgrad": 0.25}
 
 
 def _errors(deepbench: Path, gpu: str) -> dict[str, dict]:
@@ -43,7 +43,7 @@ def test_implicit_gemm_rows_within_the_achieved_error(deepbench: Path, gpu: str)
         assert s["err_all"] < 0.6, (gpu, phase)  # Winograd/FFT rows included
 
 
-@pytest.mark.xfail(strict=True, reason="design target ≤ 20 % per phase: not reached (dgrad ~27–32 %, wgrad ~22–24 %)")
+@pytest.mark.xfail(strict=True, reason="design target ≤ 20 % per phase: not reached (dgrad ~23–29 %, wgrad ~22–24 %)")
 @pytest.mark.parametrize("gpu", sorted(FILES))
 def test_design_target_twenty_percent_every_phase(deepbench: Path, gpu: str) -> None:
     errors = _errors(deepbench, gpu)
