@@ -152,13 +152,9 @@ def render_products(info: ProductInfo) -> Figure:
              ("RCP issued", info.rcp_issued, "#D55E00", None))
     _stacked_groups(ax_abs, [(n, v / scale, c, h) for n, v, c, h in parts], info.designs, info.phases)
     _stacked_groups(ax_share, [(n, v / safe_total * 100, c, h) for n, v, c, h in parts], info.designs, info.phases)
-    ax_abs.set_ylabel(f"Cartesian products per step ({unit})")
-    ax_share.set_ylabel("share of products formed (%)")
-    ax_abs.set_title("Products per phase")
-    ax_share.set_title("Product composition per phase")
-    for ax in (ax_abs, ax_share):
-        ax.set_xlabel("design, grouped by phase")
-    ax_share.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    _label_absolute_and_share(ax_abs, ax_share,
+                              (f"Cartesian products per step ({unit})", "share of products formed (%)"),
+                              ("Products per phase", "Product composition per phase"))
     return fig
 
 
@@ -173,14 +169,18 @@ def render_cycles(info: CycleInfo) -> Figure:
     stacks_share = [(c, info.cycles[:, :, k] / safe * 100, colors[k], None) for k, c in enumerate(info.categories)]
     _stacked_groups(ax_abs, stacks_abs, info.designs, info.phases)
     _stacked_groups(ax_share, stacks_share, info.designs, info.phases)
-    ax_abs.set_ylabel(f"cycles per step ({unit})")
-    ax_share.set_ylabel("share of cycles (%)")
-    ax_abs.set_title("Cycle breakdown per phase")
-    ax_share.set_title("Cycle shares per phase")
-    for ax in (ax_abs, ax_share):
+    _label_absolute_and_share(ax_abs, ax_share, (f"cycles per step ({unit})", "share of cycles (%)"),
+                              ("Cycle breakdown per phase", "Cycle shares per phase"))
+    return fig
+
+
+def _label_absolute_and_share(ax_abs: Any, ax_share: Any, ylabels: tuple[str, str], titles: tuple[str, str]) -> None:
+    """Labels of the two-panel (absolute, share) stacked figures grouped by phase; legend beside the share panel."""
+    for ax, ylabel, title in zip((ax_abs, ax_share), ylabels, titles, strict=True):
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
         ax.set_xlabel("design, grouped by phase")
     ax_share.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    return fig
 
 
 def _objective_axis(info: SweepInfo, index: int) -> tuple[float, str]:
