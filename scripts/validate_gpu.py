@@ -5,8 +5,11 @@ and the bias exp(mean ln(pred/meas)) on the IMPLICIT*-forward rows and on all ro
 With ``--loo``, also a leave-one-GPU-out check of the calibration constants: each constant in turn
 is re-fitted on one GPU's fp32 IMPLICIT* rows alone (grid below, the others at their defaults;
 objective = mean of the three phase errors) and the result is evaluated on the other GPU.
+With ``--oracle``, also the plan-space floor (``antsim.gpu.check.oracle_rows``: the error if every
+row were predicted by the candidate plan closest to it), the rows no candidate plan reaches within
+±20 %, and two signs in the data of heuristic (not timed) kernel selection.
 
-    .venv/bin/python scripts/validate_gpu.py [--loo]
+    .venv/bin/python scripts/validate_gpu.py [--loo] [--oracle]
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ import dataclasses
 from pathlib import Path
 
 from antsim.gpu import CALIBRATION, load_gpu
-from antsim.gpu.check import check_measured, deepbench_rows, summarize
+from antsim.gpu.check import batch_inversions, check_measured, deepbench_rows, oracle_rows, summarize
+from antsim.gpu.measured import MeasuredLayer
 from antsim.gpu.model import Calibration
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "deepbench"
@@ -61,6 +65,47 @@ def leave_one_gpu_out() -> None:
                   f"| {_fmt(held_default)} |")
 
 
+def plan_space_floor(tolerance: float = 0.2) -> None:
+    """Print, per GPU and phase, the model's error next to the floor of any plan-selection rule."""
+    print("| GPU | phase | model error | plan-space floor | rows no plan reaches within ±20 % |")
+    print("|---|---|---|---|---|")
+    unreached: list[str] = []
+    for gpu, file in FP32.items():
+        measured = [m for m in deepbench_rows(DATA / file, "fp32") if m.implicit_gemm]
+        spec = load_gpu(gpu)
+        model = {s["phase"]: s for s in summarize(check_measured(spec, measured, "fp32"))}
+        closest = oracle_rows(spec, measured, "fp32")
+        floor = {s["phase"]: s for s in summarize(closest)}
+        shapes = {m.layer.name: _shape(m) for m in measured}
+        for phase in ("fprop", "dgrad", "wgrad"):
+            far = [r for r in closest if r.phase == phase and max(r.ratio, 1 / r.ratio) > 1 + tolerance]
+            print(f"| {gpu} | {phase} | {model[phase]['err_implicit'] * 100:.1f} % "
+                  f"| {floor[phase]['err_implicit'] * 100:.1f} % | {len(far)} of {floor[phase]['n_implicit']} |")
+            unreached += [f"{gpu} {phase} {r.name} ({shapes[r.name]}): closest plan {r.ratio:.2f}×" for r in far]
+    print()
+    print("Rows no candidate plan reaches within ±20 % (closest plan / measured):")
+    for line in unreached:
+        print(f"* {line}")
+
+
+def _shape(m: MeasuredLayer) -> str:
+    layer = m.layer
+    return (f"C={layer.C} K={layer.K} {layer.H}×{layer.W} {layer.R}×{layer.S} stride {layer.stride_h} "
+            f"N={layer.N}")
+
+
+def selection_evidence() -> None:
+    """Print the two signs that DeepBench's cuDNN 7 picked kernels by heuristics, not by timing them."""
+    rows = {gpu: deepbench_rows(DATA / file, "fp32") for gpu, file in FP32.items()}
+    algos = {gpu: {_shape(m): m.algo for m in ms} for gpu, ms in rows.items()}
+    shared = sorted(set(algos["p100"]) & set(algos["titanxp"]))
+    same = sum(algos["p100"][k] == algos["titanxp"][k] for k in shared)
+    print(f"Forward algorithm identical on P100 and TITAN Xp for {same} of {len(shared)} layer shapes.")
+    for gpu, ms in rows.items():
+        for name, phase, small, large, t_small, t_large in batch_inversions(ms):
+            print(f"* {gpu} {phase} {name}: N={small} takes {t_small * 1e3:.3f} ms, N={large} {t_large * 1e3:.3f} ms")
+
+
 def _fmt(errors: dict[str, float]) -> str:
     return " / ".join(f"{errors[p] * 100:.1f}" for p in ("fprop", "dgrad", "wgrad"))
 
@@ -68,6 +113,8 @@ def _fmt(errors: dict[str, float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--loo", action="store_true", help="also run the leave-one-GPU-out calibration check")
+    parser.add_argument("--oracle", action="store_true",
+                        help="also print the plan-space floor and the signs of heuristic kernel selection")
     args = parser.parse_args()
     print("| GPU | precision | phase | rows (implicit) | error (implicit) | bias (implicit) | rows (all) "
           "| error (all) | bias (all) |")
@@ -82,6 +129,11 @@ def main() -> None:
     if args.loo:
         print()
         leave_one_gpu_out()
+    if args.oracle:
+        print()
+        plan_space_floor()
+        print()
+        selection_evidence()
 
 
 if __name__ == "__main__":

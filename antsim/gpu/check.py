@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from antsim.errors import WorkloadError
-from antsim.gpu.estimate import estimate_layer
+from antsim.gpu.estimate import estimate_layer, layer_plans
 from antsim.gpu.measured import MeasuredLayer, bias, geomean_abs_error, read_deepbench_csv
 from antsim.gpu.model import CALIBRATION, Calibration
 from antsim.gpu.spec import GpuSpec
@@ -57,6 +57,53 @@ def check_measured(gpu: GpuSpec, measured: Sequence[MeasuredLayer], precision: s
                                  m.implicit_gemm if m.algo else None, m.algo,
                                  r.details["M"], r.details["N"], r.details["K"]))
     return rows
+
+
+def oracle_rows(gpu: GpuSpec, measured: Sequence[MeasuredLayer], precision: str,
+                calibration: Calibration = CALIBRATION) -> list[CheckRow]:
+    """Like ``check_measured``, but each prediction is the candidate plan *closest* to the measurement.
+
+    Of all the plans the model weighs for a (layer, phase) — GEMM formulation × tile × split-K — it
+    keeps the fastest; a perfect model of the library's kernel heuristics could keep any of them.
+    The error of these rows is therefore the floor for every selection rule over the model's plan
+    space: what it leaves is a missing kernel or missing physics, not a wrong choice.
+    """
+    rows = []
+    for m in measured:
+        for phase in PHASES:
+            if phase not in m.times_s:
+                continue
+            measured_s = m.times_s[phase]
+            plan, g = min(layer_plans(gpu, m.layer, phase, precision, calibration),
+                          key=lambda pg: abs(math.log(pg[0].time_s / measured_s)))
+            rows.append(CheckRow(m.layer.name, phase, measured_s, plan.time_s, m.implicit_gemm if m.algo else None,
+                                 m.algo, g.M, g.N, g.K))
+    return rows
+
+
+def batch_inversions(measured: Sequence[MeasuredLayer]) -> list[tuple[str, str, int, int, float, float]]:
+    """Same layer and phase measured at two batch sizes where the *smaller* batch took longer.
+
+    Any kernel runs a batch of N in no more time than a batch of 2N (it can run the larger grid's
+    first half), so a library that timed every algorithm and kept the fastest would not show this;
+    one that picks a kernel by heuristics may. Returns (layer, phase, small N, large N, small-N
+    seconds, large-N seconds) for each inverted pair.
+    """
+    by_shape: dict[tuple, list[MeasuredLayer]] = {}
+    for m in measured:
+        layer = m.layer
+        shape = (layer.C, layer.K, layer.H, layer.W, layer.R, layer.S, layer.stride, layer.pad)
+        by_shape.setdefault(shape, []).append(m)
+    inverted: dict[tuple, tuple[str, str, int, int, float, float]] = {}
+    for group in by_shape.values():
+        for small in group:
+            for large in group:
+                for phase in PHASES:
+                    if small.layer.N < large.layer.N and phase in small.times_s and phase in large.times_s \
+                            and small.times_s[phase] > large.times_s[phase]:
+                        key = (phase, small.layer.N, large.layer.N, small.times_s[phase], large.times_s[phase])
+                        inverted.setdefault(key, (small.layer.name, *key))
+    return sorted(inverted.values())
 
 
 def check_result(gpu: GpuSpec, measured: NetworkResult, layers: Sequence[Layer], precision: str,

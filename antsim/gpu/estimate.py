@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from antsim.gpu.energy import energy_breakdown
-from antsim.gpu.gemm import phase_gemms
-from antsim.gpu.model import CALIBRATION, Calibration, Plan, best_plan
+from antsim.gpu.gemm import Gemm, phase_gemms
+from antsim.gpu.model import CALIBRATION, Calibration, Plan, best_plan, candidate_plans
 from antsim.gpu.spec import GpuSpec, load_gpu, precision_key
 from antsim.results import LayerResult, NetworkResult
 from antsim.workloads.layers import PHASES, Layer
@@ -46,6 +46,16 @@ def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer, phase: str, precisio
     energy = energy_breakdown(spec, precision, plan.time_s, 2.0 * plan.executed_macs, plan.dram_bytes)
     return LayerResult(layer=layer.name, phase=phase, time_s=plan.time_s, energy_j=sum(energy.values()),
                        energy_breakdown_j=energy, details=_details(plan, gemm, precision))
+
+
+def layer_plans(gpu: GpuSpec, layer: Layer, phase: str, precision: str = "fp32",
+                calibration: Calibration = CALIBRATION) -> list[tuple[Plan, Gemm]]:
+    """Every plan the model weighs for one (layer, phase): each GEMM formulation × tile × split-K.
+
+    ``estimate_layer`` keeps the fastest; ``antsim.gpu.check.oracle_rows`` asks how close the
+    closest of them comes to a measurement (what a perfect kernel-selection rule could reach).
+    """
+    return [(plan, g) for g in phase_gemms(layer, phase) for plan in candidate_plans(gpu, g, precision, calibration)]
 
 
 def _details(plan: Plan, gemm: Any, precision: str) -> dict[str, Any]:

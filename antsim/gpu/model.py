@@ -221,8 +221,8 @@ def split_candidates(g: Gemm, tile: Tile, sms: int, cal: Calibration = CALIBRATI
     return splits
 
 
-def best_plan(gpu: GpuSpec, g: Gemm, precision: str, cal: Calibration = CALIBRATION) -> Plan:
-    """The fastest predicted plan over the GPU's tiles and split-K factors.
+def candidate_plans(gpu: GpuSpec, g: Gemm, precision: str, cal: Calibration = CALIBRATION) -> list[Plan]:
+    """Every (tile, split-K) plan the model considers for ``g`` on ``gpu`` (those whose tile fits an SM).
 
     Raises:
         AntsimError: the GPU lacks ``precision``.
@@ -235,7 +235,16 @@ def best_plan(gpu: GpuSpec, g: Gemm, precision: str, cal: Calibration = CALIBRAT
             else SIMT_TILES
     plans = [plan_gemm(gpu, g, precision, tile, split, cal)
              for tile in tiles for split in split_candidates(g, tile, gpu.sms, cal)]
-    fitting = [p for p in plans if p is not None]
+    return [p for p in plans if p is not None]
+
+
+def best_plan(gpu: GpuSpec, g: Gemm, precision: str, cal: Calibration = CALIBRATION) -> Plan:
+    """The fastest of ``candidate_plans`` (ties: fewer splits, then the larger tile).
+
+    Raises:
+        AntsimError: the GPU lacks ``precision``.
+    """
+    fitting = candidate_plans(gpu, g, precision, cal)
     if not fitting:  # pragma: no cover - every builtin GPU fits the smallest tile
         raise ValueError(f"no tile fits on {gpu.name}")
     return min(fitting, key=lambda p: (p.time_s, p.split_k, -p.tile.m * p.tile.n))
