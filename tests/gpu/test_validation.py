@@ -12,8 +12,10 @@ import pytest
 
 from antsim.errors import WorkloadError
 from antsim.gpu import load_gpu
-from antsim.gpu.check import check_measured, deepbench_rows, summarize
-from antsim.gpu.measured import bias, geomean_abs_error, read_deepbench_csv
+from antsim.gpu.check import batch_inversions, check_measured, deepbench_rows, oracle_rows, summarize
+from antsim.gpu.estimate import estimate_layer, layer_plans
+from antsim.gpu.measured import MeasuredLayer, bias, geomean_abs_error, read_deepbench_csv
+from antsim.workloads.layers import PHASES, Layer
 
 FILES = {"p100": "deepbench_conv_P100.csv", "titanxp": "deepbench_conv_TitanXp.csv"}
 # Reached by the calibrated model (BENCHMARKS.md, section gpu); these bounds guard against regressions.
@@ -75,3 +77,45 @@ def test_empty_or_zero_dgrad_is_an_input_layer_without_dgrad(tmp_path: Path) -> 
 def test_precision_absent_from_the_file_is_reported(deepbench: Path) -> None:
     with pytest.raises(WorkloadError, match="no rows of 'fp16'; the file has fp32"):
         deepbench_rows(deepbench / FILES["titanxp"], "fp16")
+
+
+def test_the_model_keeps_the_fastest_of_the_plans_the_oracle_weighs() -> None:
+    spec = load_gpu("p100")
+    for layer in (Layer("s2", N=8, C=256, K=512, H=28, W=28, R=1, S=1, stride=2, pad=0),
+                  Layer("c1", N=4, C=1, K=32, H=40, W=60, R=5, S=5, stride=2, pad=0)):
+        for phase in PHASES:
+            plans = layer_plans(spec, layer, phase)
+            assert len(plans) >= 3  # at least one plan per tile
+            assert estimate_layer(spec, layer, phase).time_s == min(p.time_s for p, _ in plans)
+
+
+def test_oracle_keeps_the_plan_closest_to_the_measurement() -> None:
+    spec = load_gpu("titanxp")
+    layer = Layer("c64", N=8, C=64, K=128, H=28, W=28, R=3, S=3, stride=1, pad=1)
+    slowest = max(p.time_s for p, _ in layer_plans(spec, layer, "wgrad"))
+    measured = [MeasuredLayer(layer, {"wgrad": slowest}, "fp32", "IMPLICIT_GEMM")]
+    (closest,) = oracle_rows(spec, measured, "fp32")
+    (model,) = check_measured(spec, measured, "fp32")
+    assert closest.ratio == pytest.approx(1.0)
+    assert model.ratio < 0.9  # the model keeps a faster plan
+
+
+@pytest.mark.parametrize("gpu", sorted(FILES))
+def test_plan_space_floor_is_below_the_model_error(deepbench: Path, gpu: str) -> None:
+    measured = deepbench_rows(deepbench / FILES[gpu], "fp32")
+    floor = {s["phase"]: s["err_implicit"] for s in summarize(oracle_rows(load_gpu(gpu), measured, "fp32"))}
+    model = _errors(deepbench, gpu)
+    for phase in PHASES:
+        assert 0 < floor[phase] <= model[phase]["err_implicit"], phase
+
+
+def test_batch_inversions_flag_a_smaller_batch_that_ran_longer(deepbench: Path) -> None:
+    layer = Layer("x", N=8, C=64, K=64, H=14, W=14, R=1, S=1, stride=1, pad=0)
+    rows = [MeasuredLayer(layer, {"fprop": 2e-4, "wgrad": 1e-4}),
+            MeasuredLayer(layer.with_batch(16), {"fprop": 1e-4, "wgrad": 2e-4})]
+    assert batch_inversions(rows) == [("x", "fprop", 8, 16, 2e-4, 1e-4)]
+    assert batch_inversions(rows[:1]) == []
+    # The evidence BENCHMARKS.md cites: cuDNN 7 on P100 ran Resnet-71/74 dgrad slower at N = 8 than at N = 16.
+    p100 = batch_inversions(deepbench_rows(deepbench / FILES["p100"], "fp32"))
+    assert ("Resnet-71", "dgrad", 8, 16, 0.273e-3, 0.254e-3) in [(*r[:4], round(r[4], 7), round(r[5], 7)) for r in p100]
+    assert batch_inversions(deepbench_rows(deepbench / FILES["titanxp"], "fp32")) == []
