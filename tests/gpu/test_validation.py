@@ -45,7 +45,8 @@ def test_implicit_gemm_rows_within_the_achieved_error(deepbench: Path, gpu: str)
         assert s["err_all"] < 0.6, (gpu, phase)  # Winograd/FFT rows included
 
 
-@pytest.mark.xfail(strict=True, reason="design target ≤ 20 % per phase: not reached (dgrad ~23–29 %, wgrad ~22–24 %)")
+@pytest.mark.xfail(strict=True, reason="design target ≤ 20 % per phase: not reached (dgrad ~23–29 %, wgrad ~22–24 %); "
+                   "dgrad's plan-space floor is itself ~19–21 % (BENCHMARKS.md, gpu round 4)")
 @pytest.mark.parametrize("gpu", sorted(FILES))
 def test_design_target_twenty_percent_every_phase(deepbench: Path, gpu: str) -> None:
     errors = _errors(deepbench, gpu)
