@@ -20,11 +20,11 @@ import math
 from pathlib import Path
 
 from antsim.gpu import CALIBRATION, load_gpu
-from antsim.gpu.check import batch_inversions, check_measured, deepbench_rows, oracle_rows, summarize
+from antsim.gpu.check import batch_inversions, check_measured, oracle_rows, summarize
 from antsim.gpu.estimate import layer_plans
 from antsim.gpu.gemm import Gemm
-from antsim.gpu.measured import MeasuredLayer
 from antsim.gpu.model import Calibration, Plan, plan_gemm
+from antsim.measure.deepbench import MeasuredLayer, read_deepbench_csv
 from antsim.workloads.layers import PHASES
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "deepbench"
@@ -44,7 +44,7 @@ GRID: dict[str, tuple[float, ...]] = {
 
 def phase_errors(gpu: str, cal: Calibration) -> dict[str, float]:
     """fp32 IMPLICIT* error per phase on one GPU."""
-    rows = check_measured(load_gpu(gpu), deepbench_rows(DATA / FP32[gpu], "fp32"), "fp32", cal)
+    rows = check_measured(load_gpu(gpu), read_deepbench_csv(DATA / FP32[gpu], "fp32"), "fp32", cal)
     return {s["phase"]: s["err_implicit"] for s in summarize(rows)}
 
 
@@ -77,7 +77,7 @@ def plan_space_floor(tolerance: float = 0.2) -> None:
     unreached: list[str] = []
     shared = shared_plan_floor()
     for gpu, file in FP32.items():
-        measured = [m for m in deepbench_rows(DATA / file, "fp32") if m.implicit_gemm]
+        measured = [m for m in read_deepbench_csv(DATA / file, "fp32") if m.implicit_gemm]
         spec = load_gpu(gpu)
         model = {s["phase"]: s for s in summarize(check_measured(spec, measured, "fp32"))}
         closest = oracle_rows(spec, measured, "fp32")
@@ -103,8 +103,8 @@ def shared_plan_floor() -> dict[tuple[str, str], float]:
     over the model's plans could reach. Returns (GPU, phase) → error.
     """
     specs = {gpu: load_gpu(gpu) for gpu in FP32}
-    p100 = [m for m in deepbench_rows(DATA / FP32["p100"], "fp32") if m.implicit_gemm]
-    titanxp = {_shape(m): m for m in deepbench_rows(DATA / FP32["titanxp"], "fp32") if m.implicit_gemm}
+    p100 = [m for m in read_deepbench_csv(DATA / FP32["p100"], "fp32") if m.implicit_gemm]
+    titanxp = {_shape(m): m for m in read_deepbench_csv(DATA / FP32["titanxp"], "fp32") if m.implicit_gemm}
     logs: dict[tuple[str, str], list[float]] = {}
     for m in p100:  # every row once, as in the other tables (DeepBench lists a few shapes twice)
         pair = {"p100": m, "titanxp": titanxp[_shape(m)]}
@@ -138,7 +138,7 @@ def _shape(m: MeasuredLayer) -> str:
 
 def selection_evidence() -> None:
     """Print the two signs that DeepBench's cuDNN 7 picked kernels by heuristics, not by timing them."""
-    rows = {gpu: deepbench_rows(DATA / file, "fp32") for gpu, file in FP32.items()}
+    rows = {gpu: read_deepbench_csv(DATA / file, "fp32") for gpu, file in FP32.items()}
     algos = {gpu: {_shape(m): m.algo for m in ms} for gpu, ms in rows.items()}
     shared = sorted(set(algos["p100"]) & set(algos["titanxp"]))
     same = sum(algos["p100"][k] == algos["titanxp"][k] for k in shared)
@@ -162,7 +162,7 @@ def main() -> None:
           "| error (all) | bias (all) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for gpu, file, precision in RUNS:
-        rows = check_measured(load_gpu(gpu), deepbench_rows(DATA / file, precision), precision)
+        rows = check_measured(load_gpu(gpu), read_deepbench_csv(DATA / file, precision), precision)
         for s in summarize(rows):
             print(f"| {gpu} | {precision} | {s['phase']} | {s['n_implicit']} | {s['err_implicit'] * 100:.1f} % "
                   f"| {s['bias_implicit']:.2f} | {s['n_all']} | {s['err_all'] * 100:.1f} % | {s['bias_all']:.2f} |")

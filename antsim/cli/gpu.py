@@ -68,8 +68,8 @@ def _print_summary(result: NetworkResult, out: Path) -> None:
 
 def _run_check(args: argparse.Namespace) -> int:
     from antsim.gpu import load_gpu
-    from antsim.gpu.check import check_measured, check_result, deepbench_rows, write_check_csv
-    from antsim.gpu.measured import is_deepbench_csv
+    from antsim.gpu.check import check_measured, check_result, write_check_csv
+    from antsim.measure.deepbench import is_deepbench_csv, read_deepbench_csv
 
     out = check_out_path(args.out, (".csv",)) if args.out is not None else None
     gpu = load_gpu(args.gpu)
@@ -79,7 +79,7 @@ def _run_check(args: argparse.Namespace) -> int:
 
         raise WorkloadError(f"{args.check}: measurement CSV not found")
     if is_deepbench_csv(args.check):
-        rows = check_measured(gpu, deepbench_rows(args.check, args.precision), args.precision)
+        rows = check_measured(gpu, read_deepbench_csv(args.check, args.precision), args.precision)
     else:
         from antsim.measure.external import read_results_csv
 

@@ -1,6 +1,9 @@
 """The GPU model against measured layer times: per-row comparison, per-phase error summary, worst rows.
 
-Error metric (``antsim.gpu.measured.geomean_abs_error``): ``exp(mean |ln(pred/meas)|) − 1``.
+The error of a model against measurements is the **geometric-mean absolute error**
+``exp(mean |ln(pred / meas)|) − 1``: symmetric in over- and under-prediction (×2 and ×0.5 both
+count as 100 %), and robust to the wide range of layer times. ``bias`` is ``exp(mean ln(pred / meas))``
+(> 1: the model predicts too slow on average).
 """
 
 from __future__ import annotations
@@ -8,15 +11,14 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from antsim.errors import WorkloadError
 from antsim.gpu.estimate import estimate_layer, layer_plans
-from antsim.gpu.measured import MeasuredLayer, bias, geomean_abs_error, read_deepbench_csv
 from antsim.gpu.model import CALIBRATION, Calibration
 from antsim.gpu.spec import GpuSpec
+from antsim.measure.deepbench import MeasuredLayer
 from antsim.results import NetworkResult, write_text_atomic
 from antsim.workloads.layers import PHASES, Layer
 
@@ -120,20 +122,6 @@ def check_result(gpu: GpuSpec, measured: NetworkResult, layers: Sequence[Layer],
     return rows
 
 
-def deepbench_rows(path: str | Path, precision: str) -> list[MeasuredLayer]:
-    """The rows of a DeepBench CSV measured at ``precision``.
-
-    Raises:
-        WorkloadError: unreadable file, or no row of that precision (the message lists those present).
-    """
-    rows = read_deepbench_csv(path)
-    picked = [m for m in rows if m.precision == precision]
-    if not picked:
-        have = sorted({m.precision for m in rows})
-        raise WorkloadError(f"{path}: column precision: no rows of {precision!r}; the file has {', '.join(have)}")
-    return picked
-
-
 def summarize(rows: Sequence[CheckRow]) -> list[dict[str, object]]:
     """Per phase: rows, geomean |error| and bias over the implicit-GEMM rows (when known) and over all rows."""
     out = []
@@ -165,3 +153,15 @@ def write_check_csv(rows: Sequence[CheckRow], path: str | Path) -> None:
                          f"{r.abs_log_error:.4f}", "" if r.implicit is None else int(r.implicit), r.algo,
                          r.M, r.N, r.K])
     write_text_atomic(path, buffer.getvalue())
+
+
+def geomean_abs_error(ratios: Iterable[float]) -> float:
+    """``exp(mean |ln r|) − 1`` of predicted/measured ratios (0.2 = 20 %); NaN for no ratios."""
+    logs = [abs(math.log(r)) for r in ratios]
+    return math.exp(math.fsum(logs) / len(logs)) - 1 if logs else math.nan
+
+
+def bias(ratios: Iterable[float]) -> float:
+    """``exp(mean ln r)`` of predicted/measured ratios; NaN for no ratios."""
+    logs = [math.log(r) for r in ratios]
+    return math.exp(math.fsum(logs) / len(logs)) if logs else math.nan

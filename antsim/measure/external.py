@@ -7,12 +7,11 @@ Two formats are read (chosen from the header):
   ``N, C, K, H, W, R, S, stride, pad`` (with ``stride_h, stride_w, pad_h, pad_w`` overriding the square
   values). Any other column (``device``, ``device_name``, ``time_min_s``, ``algorithm``, …) is kept in the
   record's ``details``; columns whose value is the same on every row also go to the result's ``meta``.
-* **DeepBench CSV** (``/work/shared/data/deepbench/*.csv``): one row per (layer shape, precision) with
-  ``gpu, precision, source, W, H, C, N, K, R, S, pad_h, pad_w, stride_h, stride_w, fwd_ms, dgrad_ms,
-  wgrad_ms, fwd_algo``. Each row gives three records: ``fwd_ms`` → fprop, ``dgrad_ms`` → dgrad,
-  ``wgrad_ms`` → wgrad (milliseconds → seconds). DeepBench leaves dgrad empty or zero for input layers
-  (not measured): such a phase has no record. Rows are joined to the workload by shape only, and only
-  the rows of one precision are used (``fp32`` when present, unless ``precision`` says otherwise).
+* **DeepBench CSV** (read by ``antsim.measure.deepbench``): one row per (layer shape, precision), each
+  giving up to three records (fprop, dgrad, wgrad; milliseconds → seconds; an input layer's unmeasured
+  dgrad has no record). Only the rows of one precision are used (``fp32`` when present, unless
+  ``precision`` says otherwise); layers are named ``<source>-<line>``, so a workload from
+  ``read_deepbench_layers`` joins by name and any other workload by shape.
 
 Joining: each workload layer is looked up by name first; when its name is not in the CSV and the CSV
 has shape columns, by its shape (batch included). A row found by name whose shape columns disagree
@@ -28,14 +27,12 @@ from pathlib import Path
 from typing import Any
 
 from antsim.errors import WorkloadError
+from antsim.measure.deepbench import distinct_layers, read_deepbench_csv
 from antsim.results import LayerResult, NetworkResult
 from antsim.workloads.layers import PHASES, Layer
 
 SHAPE_COLUMNS = ("N", "C", "K", "H", "W", "R", "S", "stride", "pad")
 _HW_COLUMNS = ("stride_h", "stride_w", "pad_h", "pad_w")
-_DEEPBENCH_PHASES = {"fprop": "fwd_ms", "dgrad": "dgrad_ms", "wgrad": "wgrad_ms"}
-_DEEPBENCH_REQUIRED = ("gpu", "precision", "W", "H", "C", "N", "K", "R", "S", "pad_h", "pad_w",
-                       "stride_h", "stride_w", *_DEEPBENCH_PHASES.values())
 _CORE_COLUMNS = ("name", "phase", "time_s", "energy_j")
 
 ShapeKey = tuple[int, ...]
@@ -74,7 +71,7 @@ def read_results_csv(path: str | Path, layers: Sequence[Layer], design: str | No
     if not layers:
         raise WorkloadError(f"{path}: the workload has no layers")
     if "fwd_ms" in header:
-        table, meta = _deepbench_table(path, header, rows, precision)
+        table, meta = _deepbench_table(path, precision)
         default_design = str(meta.get("gpu", path.stem))
     else:
         table, meta = _antsim_table(path, header, rows)
@@ -217,32 +214,17 @@ def _antsim_table(path: Path, header: list[str], rows: list[tuple[int, dict[str,
     return table, _constant_columns(rows, skip)
 
 
-def _deepbench_table(path: Path, header: list[str], rows: list[tuple[int, dict[str, str]]],
-                     precision: str | None) -> tuple[_Table, dict[str, Any]]:
-    missing = [c for c in _DEEPBENCH_REQUIRED if c not in header]
-    if missing:
-        raise WorkloadError(f"{path}: DeepBench CSV lacks column {missing[0]!r}")
-    available = sorted({row["precision"] for _, row in rows})
-    if precision is None and "fp32" not in available and len(available) > 1:
-        raise WorkloadError(f"{path}: several precisions ({', '.join(available)}); choose one")
-    chosen = precision or ("fp32" if "fp32" in available else available[0])
-    if chosen not in available:
-        raise WorkloadError(f"{path}: precision {chosen!r} not in the file; it has {', '.join(available)}")
-    rows = [(line, row) for line, row in rows if row["precision"] == chosen]
+def _deepbench_table(path: Path, precision: str | None) -> tuple[_Table, dict[str, Any]]:
+    measured = read_deepbench_csv(path, precision or "default")
     table = _Table(path, "deepbench", has_shape=True)
-    skip = (*_DEEPBENCH_REQUIRED, "fwd_algo")
-    for line, row in rows:
-        shape = _row_shape(path, line, row)
-        name = f"deepbench-{line}"
-        for phase, column in _DEEPBENCH_PHASES.items():
-            ms = _number(path, line, column, row[column]) if row[column] else 0.0
-            if ms <= 0:
-                continue  # not measured (DeepBench's input layers have no dgrad)
-            details = _details(row, skip) | {"deepbench_line": line}
-            if phase == "fprop" and row.get("fwd_algo"):
-                details["algorithm"] = row["fwd_algo"]
-            table.add(name, shape, LayerResult(layer=name, phase=phase, time_s=ms * 1e-3, details=details))
-    meta = {"gpu": rows[0][1]["gpu"], "precision": chosen, "source_format": "deepbench"}
+    for m in measured:
+        for phase, time_s in m.times_s.items():
+            details: dict[str, Any] = {"source": m.source, "deepbench_line": m.line}
+            if phase == "fprop" and m.algo:
+                details["algorithm"] = m.algo
+            table.add(m.layer.name, shape_key(m.layer), LayerResult(layer=m.layer.name, phase=phase, time_s=time_s,
+                                                                    details=details))
+    meta = {"gpu": measured[0].gpu, "precision": measured[0].precision, "source_format": "deepbench"}
     return table, meta
 
 
@@ -254,26 +236,11 @@ def _design_from_meta(meta: dict[str, Any], path: Path) -> str:
 
 
 def read_deepbench_layers(path: str | Path, precision: str | None = None) -> list[Layer]:
-    """The distinct layer shapes of a DeepBench CSV as a workload (names ``deepbench-<line>``).
+    """The distinct layer shapes of a DeepBench CSV as a workload (names ``<source>-<line>``).
 
     Feed the result to ``read_results_csv(path, layers)`` to get DeepBench's times for them.
 
     Raises:
         WorkloadError: not a DeepBench CSV, or a row with an impossible shape.
     """
-    path = Path(path)
-    header, rows = _read_rows(path)
-    if "fwd_ms" not in header:
-        raise WorkloadError(f"{path}: not a DeepBench CSV (no fwd_ms column)")
-    table, _ = _deepbench_table(path, header, rows, precision)
-    layers, seen = [], set()
-    for name, shape in table.shape_of.items():
-        if shape in seen:
-            continue
-        seen.add(shape)
-        n, c, k, h, w, r, s, sh, sw, ph, pw = shape
-        try:
-            layers.append(Layer(name=name, N=n, C=c, K=k, H=h, W=w, R=r, S=s, stride=(sh, sw), pad=(ph, pw)))
-        except WorkloadError as exc:
-            raise WorkloadError(f"{path}: {exc}") from None
-    return layers
+    return distinct_layers(read_deepbench_csv(path, precision or "default"))

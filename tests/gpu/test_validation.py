@@ -12,9 +12,9 @@ import pytest
 
 from antsim.errors import WorkloadError
 from antsim.gpu import load_gpu
-from antsim.gpu.check import batch_inversions, check_measured, deepbench_rows, oracle_rows, summarize
+from antsim.gpu.check import batch_inversions, bias, check_measured, geomean_abs_error, oracle_rows, summarize
 from antsim.gpu.estimate import estimate_layer, layer_plans
-from antsim.gpu.measured import MeasuredLayer, bias, geomean_abs_error, read_deepbench_csv
+from antsim.measure.deepbench import MeasuredLayer, read_deepbench_csv
 from antsim.workloads.layers import PHASES, Layer
 
 FILES = {"p100": "deepbench_conv_P100.csv", "titanxp": "deepbench_conv_TitanXp.csv"}
@@ -24,7 +24,7 @@ ACHIEVED = {"fprop": 0.20, "dgrad": 0.30, "wgrad": 0.25}
 
 
 def _errors(deepbench: Path, gpu: str) -> dict[str, dict]:
-    rows = check_measured(load_gpu(gpu), deepbench_rows(deepbench / FILES[gpu], "fp32"), "fp32")
+    rows = check_measured(load_gpu(gpu), read_deepbench_csv(deepbench / FILES[gpu], "fp32"), "fp32")
     return {s["phase"]: s for s in summarize(rows)}
 
 
@@ -77,7 +77,7 @@ def test_empty_or_zero_dgrad_is_an_input_layer_without_dgrad(tmp_path: Path) -> 
 
 def test_precision_absent_from_the_file_is_reported(deepbench: Path) -> None:
     with pytest.raises(WorkloadError, match="no rows of 'fp16'; the file has fp32"):
-        deepbench_rows(deepbench / FILES["titanxp"], "fp16")
+        read_deepbench_csv(deepbench / FILES["titanxp"], "fp16")
 
 
 def test_the_model_keeps_the_fastest_of_the_plans_the_oracle_weighs() -> None:
@@ -103,7 +103,7 @@ def test_oracle_keeps_the_plan_closest_to_the_measurement() -> None:
 
 @pytest.mark.parametrize("gpu", sorted(FILES))
 def test_plan_space_floor_is_below_the_model_error(deepbench: Path, gpu: str) -> None:
-    measured = deepbench_rows(deepbench / FILES[gpu], "fp32")
+    measured = read_deepbench_csv(deepbench / FILES[gpu], "fp32")
     floor = {s["phase"]: s["err_implicit"] for s in summarize(oracle_rows(load_gpu(gpu), measured, "fp32"))}
     model = _errors(deepbench, gpu)
     for phase in PHASES:
@@ -117,6 +117,6 @@ def test_batch_inversions_flag_a_smaller_batch_that_ran_longer(deepbench: Path) 
     assert batch_inversions(rows) == [("x", "fprop", 8, 16, 2e-4, 1e-4)]
     assert batch_inversions(rows[:1]) == []
     # The evidence BENCHMARKS.md cites: cuDNN 7 on P100 ran Resnet-71/74 dgrad slower at N = 8 than at N = 16.
-    p100 = batch_inversions(deepbench_rows(deepbench / FILES["p100"], "fp32"))
+    p100 = batch_inversions(read_deepbench_csv(deepbench / FILES["p100"], "fp32"))
     assert ("Resnet-71", "dgrad", 8, 16, 0.273e-3, 0.254e-3) in [(*r[:4], round(r[4], 7), round(r[5], 7)) for r in p100]
-    assert batch_inversions(deepbench_rows(deepbench / FILES["titanxp"], "fp32")) == []
+    assert batch_inversions(read_deepbench_csv(deepbench / FILES["titanxp"], "fp32")) == []

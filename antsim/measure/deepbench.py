@@ -1,0 +1,149 @@
+"""DeepBench convolution CSVs: the one reader behind ``antsim gpu --check`` and ``read_results_csv``.
+
+Columns (tests/data/deepbench/README.md): ``gpu, precision, source, W, H, C, N, K, R, S, pad_h,
+pad_w, stride_h, stride_w, fwd_ms, dgrad_ms, wgrad_ms, fwd_algo``; one row per (layer shape,
+precision). ``fwd_ms`` → fprop, ``dgrad_ms`` → dgrad, ``wgrad_ms`` → wgrad, in milliseconds. DeepBench
+leaves dgrad empty or zero for input layers (not measured): such a phase is absent. Only the forward
+algorithm cuDNN chose is recorded.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from antsim.errors import WorkloadError
+from antsim.workloads.layers import Layer
+
+DEEPBENCH_COLUMNS = ("gpu", "precision", "source", "W", "H", "C", "N", "K", "R", "S", "pad_h", "pad_w",
+                     "stride_h", "stride_w", "fwd_ms", "dgrad_ms", "wgrad_ms", "fwd_algo")
+PHASE_COLUMNS = {"fprop": "fwd_ms", "dgrad": "dgrad_ms", "wgrad": "wgrad_ms"}
+_SHAPE_COLUMNS = DEEPBENCH_COLUMNS[3:14]
+
+
+@dataclass(frozen=True)
+class MeasuredLayer:
+    """One measured layer: its shape and, per phase, the measured time (s).
+
+    Attributes:
+        layer: The convolution, named ``<source>-<line>`` (unique in its file).
+        times_s: Phase → measured seconds; a phase is absent when not measured (input-layer dgrad).
+        precision: Precision label of the measurement (``fp32``, ``fp16_pseudo``, …) or "" if unknown.
+        algo: Forward algorithm cuDNN chose (``IMPLICIT_PRECOMP_GEMM``, ``WINOGRAD``, …) or "".
+        gpu: GPU label of the measurement or "".
+        source: DeepBench's benchmark family (``Resnet``, ``DeepSpeech``, …) or "".
+        line: Line of the CSV the row came from (0 when not read from a file).
+    """
+
+    layer: Layer
+    times_s: Mapping[str, float] = field(default_factory=dict)
+    precision: str = ""
+    algo: str = ""
+    gpu: str = ""
+    source: str = ""
+    line: int = 0
+
+    @property
+    def implicit_gemm(self) -> bool:
+        """True when cuDNN ran an implicit-GEMM forward kernel (the rows the GPU model is judged on)."""
+        return self.algo.upper().startswith("IMPLICIT")
+
+
+def is_deepbench_csv(path: str | Path) -> bool:
+    """True when the file's header has DeepBench's three per-phase time columns."""
+    with Path(path).open(newline="") as handle:
+        header = next(csv.reader(handle), [])
+    return set(PHASE_COLUMNS.values()) <= {h.strip() for h in header}
+
+
+def read_deepbench_csv(path: str | Path, precision: str | None = None) -> list[MeasuredLayer]:
+    """Read a DeepBench conv CSV; with ``precision``, only that precision's rows.
+
+    ``precision=None`` keeps every row. Use ``"default"`` for ``fp32`` when present, else the only
+    precision in the file.
+
+    Raises:
+        WorkloadError: missing file or column, non-numeric or negative value, invalid layer shape, a
+            precision the file lacks, or ``"default"`` on a file of several precisions none fp32.
+    """
+    path = Path(path)
+    rows = [_row(path, line, row) for line, row in _read_rows(path)]
+    if precision is None:
+        return rows
+    available = sorted({m.precision for m in rows})
+    if precision == "default":
+        if "fp32" not in available and len(available) > 1:
+            raise WorkloadError(f"{path}: column precision: several precisions ({', '.join(available)}); choose one")
+        precision = "fp32" if "fp32" in available else available[0]
+    if precision not in available:
+        raise WorkloadError(f"{path}: column precision: no rows of {precision!r}; the file has {', '.join(available)}")
+    return [m for m in rows if m.precision == precision]
+
+
+def _read_rows(path: Path) -> list[tuple[int, dict[str, str]]]:
+    if not path.is_file():
+        raise WorkloadError(f"{path}: measurement CSV not found")
+    try:
+        with path.open(newline="") as handle:
+            reader = csv.DictReader(handle)
+            header = [h.strip() for h in (reader.fieldnames or [])]
+            missing = [c for c in DEEPBENCH_COLUMNS if c not in header]
+            if missing:
+                raise WorkloadError(f"{path}: DeepBench CSV lacks column(s) {', '.join(missing)}")
+            rows = [(line, {(k or "").strip(): (v or "").strip() for k, v in row.items()})
+                    for line, row in enumerate(reader, start=2)]
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise WorkloadError(f"{path}: not a readable CSV ({exc})") from None
+    if not rows:
+        raise WorkloadError(f"{path}: no data rows")
+    return rows
+
+
+def _row(path: Path, line: int, row: dict[str, str]) -> MeasuredLayer:
+    ints = {key: _integer(path, line, key, row[key]) for key in _SHAPE_COLUMNS}
+    name = f"{row['source'].replace(' ', '_')}-{line}"
+    try:
+        layer = Layer(name=name, N=ints["N"], C=ints["C"], K=ints["K"], H=ints["H"], W=ints["W"], R=ints["R"],
+                      S=ints["S"], stride=(ints["stride_h"], ints["stride_w"]), pad=(ints["pad_h"], ints["pad_w"]))
+    except WorkloadError as exc:
+        raise WorkloadError(f"{path}: line {line}: {exc}") from None
+    times = {}
+    for phase, column in PHASE_COLUMNS.items():
+        ms = _milliseconds(path, line, column, row[column])
+        if ms > 0:  # empty/zero: not measured (DeepBench's input layers have no dgrad)
+            times[phase] = ms * 1e-3
+    return MeasuredLayer(layer, times, row["precision"], row["fwd_algo"], row["gpu"], row["source"], line)
+
+
+def _integer(path: Path, line: int, column: str, text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise WorkloadError(f"{path}: line {line}: column {column} must be an integer; got {text!r}") from None
+
+
+def _milliseconds(path: Path, line: int, column: str, text: str) -> float:
+    if text == "":
+        return 0.0
+    try:
+        value = float(text)
+    except ValueError:
+        raise WorkloadError(f"{path}: line {line}: column {column} must be a number; got {text!r}") from None
+    if not (math.isfinite(value) and value >= 0):
+        raise WorkloadError(f"{path}: line {line}: column {column} must be a finite number >= 0; got {text!r}")
+    return value
+
+
+def distinct_layers(rows: Sequence[MeasuredLayer]) -> list[Layer]:
+    """The layers of ``rows`` with each shape (batch included) once, first occurrence kept."""
+    layers, seen = [], set()
+    for m in rows:
+        layer = m.layer
+        shape = (layer.N, layer.C, layer.K, layer.H, layer.W, layer.R, layer.S, layer.stride, layer.pad)
+        if shape not in seen:
+            seen.add(shape)
+            layers.append(layer)
+    return layers
