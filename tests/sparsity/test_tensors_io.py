@@ -44,3 +44,18 @@ def test_shape_mismatch_and_bad_files(tmp_path) -> None:
     np.savez(tmp_path / "partial.npz", **{"conv1/weights": t.weights})
     with pytest.raises(WorkloadError, match="lacks activations, grad_output"):
         load_tensors(tmp_path / "partial.npz")
+
+
+def test_same_tensors_give_the_same_bytes_at_any_time(tmp_path, monkeypatch) -> None:
+    import time
+
+    t = make_tensors(LAYER, 0.3, 0.5, 0.2, seed=3)
+    save_tensors(tmp_path / "a.npz", {"conv1": t})
+    later = time.localtime(time.time() + 3 * 86400)  # the zip timestamp np.savez would record
+    monkeypatch.setattr(time, "localtime", lambda *_: later)
+    save_tensors(tmp_path / "b.npz", {"conv1": t})
+    assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()
+    save_tensors(tmp_path / "c.npz", {"conv1": make_tensors(LAYER, 0.3, 0.5, 0.2, seed=4)})
+    assert (tmp_path / "c.npz").read_bytes() != (tmp_path / "a.npz").read_bytes()
+    with np.load(tmp_path / "b.npz") as npz:  # still a plain .npz
+        assert "conv1/weights/bitmap" in npz.files
