@@ -8,7 +8,8 @@ py="${PYTHON:-python3}"
 if [ ! -x "$root/.venv/bin/python" ]; then
   "$py" -m venv "$root/.venv"
 fi
-pip=("$root/.venv/bin/python" -m pip -q --disable-pip-version-check)
+# PYTHONWARNINGS: setuptools warns about editable installs on every run (noise, not a problem).
+pip=(env PYTHONWARNINGS=ignore "$root/.venv/bin/python" -m pip -q --disable-pip-version-check)
 "${pip[@]}" install --upgrade pip >/dev/null 2>&1 || true
 if [[ "$extras" == *torch* ]]; then
   # The CPU wheel lies on disk on our machines; elsewhere pip fetches torch. Optional: tests skip without it.
