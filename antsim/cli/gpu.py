@@ -29,6 +29,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="compare the model with measured times: a DeepBench CSV (shapes inside) or a "
                              "name,phase,time_s CSV joined by layer name to --network/--layers-csv")
     parser.add_argument("--worst", type=int, default=5, help="with --check: how many worst layers to list")
+    parser.add_argument("--floor", action="store_true",
+                        help="with --check: also the plan-space floor per phase — the error if every row were "
+                             "predicted by the model's plan (GEMM form, tile, split-K) closest to it, i.e. what "
+                             "better kernel selection alone could reach")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
@@ -68,7 +72,7 @@ def _print_summary(result: NetworkResult, out: Path) -> None:
 
 def _run_check(args: argparse.Namespace) -> int:
     from antsim.gpu import load_gpu
-    from antsim.gpu.check import check_measured, check_result, write_check_csv
+    from antsim.gpu.check import check_measured, observations, oracle_rows, result_observations, write_check_csv
     from antsim.measure.deepbench import is_deepbench_csv, read_deepbench_csv
 
     out = check_out_path(args.out, (".csv",)) if args.out is not None else None
@@ -79,20 +83,23 @@ def _run_check(args: argparse.Namespace) -> int:
 
         raise WorkloadError(f"{args.check}: measurement CSV not found")
     if is_deepbench_csv(args.check):
-        rows = check_measured(gpu, read_deepbench_csv(args.check, args.precision), args.precision)
+        measured = observations(read_deepbench_csv(args.check, args.precision))
     else:
         from antsim.measure.external import read_results_csv
 
         layers, _ = resolve_workload(args)
-        measured = read_results_csv(args.check, layers, phases=parse_phases(args.phases))
-        rows = check_result(gpu, measured, layers, args.precision)
+        measured = result_observations(read_results_csv(args.check, layers, phases=parse_phases(args.phases)),
+                                       layers)
+    rows = check_measured(gpu, measured, args.precision)
+    floor = oracle_rows(gpu, measured, args.precision) if args.floor else None
     if out is not None:
         write_check_csv(rows, out)
-    sys.stdout.write(_check_report(gpu.name, args, rows, out))
+    sys.stdout.write(_check_report(gpu.name, args, rows, floor, out))
     return 0
 
 
-def _check_report(name: str, args: argparse.Namespace, rows: Sequence[CheckRow], out: Path | None) -> str:
+def _check_report(name: str, args: argparse.Namespace, rows: Sequence[CheckRow], floor: Sequence[CheckRow] | None,
+                  out: Path | None) -> str:
     from antsim.gpu.check import summarize, worst
 
     lines = [f"{name} vs {args.check} ({args.precision}); error = exp(mean |ln(pred/meas)|) - 1, "
@@ -102,6 +109,11 @@ def _check_report(name: str, args: argparse.Namespace, rows: Sequence[CheckRow],
         impl = (f"{s['n_implicit']:6d} {s['err_implicit'] * 100:7.1f}% {s['bias_implicit']:5.2f}"
                 if s["n_implicit"] else f"{0:6d} {'-':>8s} {'-':>5s}")
         lines.append(f"{s['phase']:6s} {impl} {s['n_all']:6d} {s['err_all'] * 100:7.1f}% {s['bias_all']:5.2f}")
+    if floor is not None:
+        lines.append("plan-space floor (each row predicted by the model's plan closest to it):")
+        for s in summarize(floor):
+            impl = f"{s['err_implicit'] * 100:7.1f}%" if s["n_implicit"] else f"{'-':>8s}"
+            lines.append(f"{s['phase']:6s} {'':6s} {impl} {'':5s} {'':6s} {s['err_all'] * 100:7.1f}%")
     lines.append(f"worst {args.worst}:")
     for r in worst(rows, args.worst):
         lines.append(f"  {r.name} {r.phase}: measured {r.measured_s * 1e3:.3f} ms, predicted "

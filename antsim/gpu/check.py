@@ -46,22 +46,42 @@ class CheckRow:
         return abs(math.log(self.ratio))
 
 
-def check_measured(gpu: GpuSpec, measured: Sequence[MeasuredLayer], precision: str,
+@dataclass(frozen=True)
+class Observation:
+    """One measured (layer, phase): the layer (at its batch), seconds, and what ran if known."""
+
+    layer: Layer
+    phase: str
+    measured_s: float
+    implicit: bool | None = None
+    algo: str = ""
+
+
+def observations(measured: Sequence[MeasuredLayer]) -> list[Observation]:
+    """The measured (layer, phase) pairs of DeepBench-style rows (``implicit`` from the forward algorithm)."""
+    return [Observation(m.layer, phase, m.times_s[phase], m.implicit_gemm if m.algo else None, m.algo)
+            for m in measured for phase in PHASES if phase in m.times_s]
+
+
+def result_observations(measured: NetworkResult, layers: Sequence[Layer]) -> list[Observation]:
+    """The timed records of a measured ``NetworkResult``, joined by layer name to ``layers``."""
+    by_name = {layer.name: layer for layer in layers}
+    return [Observation(by_name[rec.layer], rec.phase, rec.time_s, None, str(rec.details.get("algorithm", "")))
+            for rec in measured.records if rec.time_s > 0]
+
+
+def check_measured(gpu: GpuSpec, measured: Sequence[MeasuredLayer] | Sequence[Observation], precision: str,
                    calibration: Calibration = CALIBRATION) -> list[CheckRow]:
     """Predict every measured (layer, phase) (layers carry their own batch)."""
     rows = []
-    for m in measured:
-        for phase in PHASES:
-            if phase not in m.times_s:
-                continue
-            r = estimate_layer(gpu, m.layer, phase, precision, calibration)
-            rows.append(CheckRow(m.layer.name, phase, m.times_s[phase], r.time_s,
-                                 m.implicit_gemm if m.algo else None, m.algo,
-                                 r.details["M"], r.details["N"], r.details["K"]))
+    for o in _as_observations(measured):
+        r = estimate_layer(gpu, o.layer, o.phase, precision, calibration)
+        rows.append(CheckRow(o.layer.name, o.phase, o.measured_s, r.time_s, o.implicit, o.algo,
+                             r.details["M"], r.details["N"], r.details["K"]))
     return rows
 
 
-def oracle_rows(gpu: GpuSpec, measured: Sequence[MeasuredLayer], precision: str,
+def oracle_rows(gpu: GpuSpec, measured: Sequence[MeasuredLayer] | Sequence[Observation], precision: str,
                 calibration: Calibration = CALIBRATION) -> list[CheckRow]:
     """Like ``check_measured``, but each prediction is the candidate plan *closest* to the measurement.
 
@@ -71,16 +91,17 @@ def oracle_rows(gpu: GpuSpec, measured: Sequence[MeasuredLayer], precision: str,
     space: what it leaves is a missing kernel or missing physics, not a wrong choice.
     """
     rows = []
-    for m in measured:
-        for phase in PHASES:
-            if phase not in m.times_s:
-                continue
-            measured_s = m.times_s[phase]
-            plan, g = min(layer_plans(gpu, m.layer, phase, precision, calibration),
-                          key=lambda pg: abs(math.log(pg[0].time_s / measured_s)))
-            rows.append(CheckRow(m.layer.name, phase, measured_s, plan.time_s, m.implicit_gemm if m.algo else None,
-                                 m.algo, g.M, g.N, g.K))
+    for o in _as_observations(measured):
+        plan, g = min(layer_plans(gpu, o.layer, o.phase, precision, calibration),
+                      key=lambda pg: abs(math.log(pg[0].time_s / o.measured_s)))
+        rows.append(CheckRow(o.layer.name, o.phase, o.measured_s, plan.time_s, o.implicit, o.algo, g.M, g.N, g.K))
     return rows
+
+
+def _as_observations(measured: Sequence[MeasuredLayer] | Sequence[Observation]) -> list[Observation]:
+    if all(isinstance(m, Observation) for m in measured):
+        return list(measured)  # type: ignore[arg-type]
+    return observations(measured)  # type: ignore[arg-type]
 
 
 def batch_inversions(measured: Sequence[MeasuredLayer]) -> list[tuple[str, str, int, int, float, float]]:
@@ -106,20 +127,6 @@ def batch_inversions(measured: Sequence[MeasuredLayer]) -> list[tuple[str, str, 
                         key = (phase, small.layer.N, large.layer.N, small.times_s[phase], large.times_s[phase])
                         inverted.setdefault(key, (small.layer.name, *key))
     return sorted(inverted.values())
-
-
-def check_result(gpu: GpuSpec, measured: NetworkResult, layers: Sequence[Layer], precision: str,
-                 calibration: Calibration = CALIBRATION) -> list[CheckRow]:
-    """Predict the (layer, phase) records of a measured ``NetworkResult`` joined by layer name."""
-    by_name = {layer.name: layer for layer in layers}
-    rows = []
-    for rec in measured.records:
-        if rec.time_s <= 0:
-            continue
-        r = estimate_layer(gpu, by_name[rec.layer], rec.phase, precision, calibration)
-        rows.append(CheckRow(rec.layer, rec.phase, rec.time_s, r.time_s, None, str(rec.details.get("algorithm", "")),
-                             r.details["M"], r.details["N"], r.details["K"]))
-    return rows
 
 
 def summarize(rows: Sequence[CheckRow]) -> list[dict[str, object]]:

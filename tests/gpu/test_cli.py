@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from antsim.cli import main
+from antsim.gpu import load_gpu
 
 REPO = Path(__file__).resolve().parents[2]
 LAYERS_CSV = "name,N,C,K,H,W,R,S,stride,pad\nc1,1,3,16,32,32,3,3,1,1\nc2,1,16,32,32,32,3,3,2,1\n"
@@ -69,6 +70,26 @@ def test_check_generic_csv_joined_by_layer_name(tmp_path: Path, layers_csv: Path
                  "--phases", "fprop"]) == 0
     stdout = capsys.readouterr().out
     assert "c1 fprop: measured 0.020 ms" in stdout and "c2 fprop: measured 0.040 ms" in stdout
+
+
+def test_check_floor_finds_the_plan_that_matches_a_measurement(tmp_path: Path, layers_csv: Path,
+                                                                capsys: pytest.CaptureFixture) -> None:
+    from antsim.gpu.estimate import layer_plans
+    from antsim.workloads.layers import read_layers_csv
+
+    lines = ["name,phase,time_s"]
+    for layer in read_layers_csv(layers_csv):  # each measured as the model's slowest plan for it
+        slowest = max(p.time_s for p, _ in layer_plans(load_gpu("p100"), layer, "wgrad"))
+        lines.append(f"{layer.name},wgrad,{slowest!r}")
+    measured = tmp_path / "m.csv"
+    measured.write_text("\n".join(lines) + "\n")
+    assert main(["gpu", "--gpu", "p100", "--check", str(measured), "--layers-csv", str(layers_csv),
+                 "--phases", "wgrad", "--floor"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    model = next(line for line in lines if line.startswith("wgrad"))
+    floor = lines[lines.index(next(line for line in lines if line.startswith("plan-space floor"))) + 1]
+    assert float(model.split()[-2].rstrip("%")) > 10  # the model keeps a faster plan
+    assert floor.split() == ["wgrad", "-", "0.0%"]
 
 
 def _bad_spec(tmp_path: Path, edit) -> Path:  # type: ignore[no-untyped-def]
