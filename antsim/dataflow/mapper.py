@@ -28,12 +28,15 @@ sample is runs of 64 consecutive candidate pairs whose valid products are packed
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from antsim.dataflow.anticipation import POLICIES, PairCounts, count_pairs, oracle_counts
 from antsim.dataflow.exact import run_exact, sampled_conflicts, sampled_oracle_conflicts
 from antsim.dataflow.fibers import StreamedOperand, Vectors, nonzero_mask, stationary_vectors, streamed_vectors
 from antsim.dataflow.footprint import Footprint, fast_footprint
+from antsim.dataflow.output_partition import OutputPartition, partition_wgrad
 from antsim.dataflow.pairing import Cells, make_cells
 from antsim.dataflow.tiling import StrideClasses, Tiling, make_tiling, stride_classes
 from antsim.dataflow.work import PhaseWork
@@ -100,8 +103,32 @@ def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fideli
     elif fidelity == "fast":
         conflicts, sample_step = sampled_conflicts(policy, problem, tiling, cells, stat, streamed.vectors,
                                                    arch.accumulators.banks, issued_pairs=counts.issued_pairs)
-    return _assemble(layer, problem, tiling, classes, cells, stat, streamed, counts, footprint, conflicts,
+    work = _assemble(layer, problem, tiling, classes, cells, stat, streamed, counts, footprint, conflicts,
                      output, (fidelity, policy, fetch_filter, dense, sample_step))
+    if dense and phase == "wgrad" and arch.mapping.wgrad_partition == "output":
+        return _output_partitioned(work, partition_wgrad(layer, tiling, pe.F, pe.I), tiling)
+    return work
+
+
+def _output_partitioned(work: PhaseWork, part: OutputPartition, tiling: Tiling) -> PhaseWork:
+    """``work`` (planar accounting) re-cut with each PE owning a block of dW entries (dense wgrad)."""
+    planar_valid = work.valid_products.sum(axis=1)
+    if not np.array_equal(part.valid_products.sum(axis=1), planar_valid):  # pragma: no cover - invariant
+        raise AssertionError("output partition lost or invented valid products")
+    zeros = part.zeros
+    notes = (*work.notes, "wgrad_partition output: each PE owns a contiguous block of the C*R*S dW entries (all"
+             " Kc channels of the group), gets the group's whole dY and the activation planes of its channels;"
+             " no halo, no cross-PE reduction")
+    return replace(work, candidate_pairs=part.issued_pairs, issued_pairs=part.issued_pairs, conflict_cycles=zeros,
+                   issued_products=part.valid_products, valid_products=part.valid_products,
+                   stationary_reads=part.stationary_reads, streamed_delivered=part.streamed_delivered,
+                   halo_outputs=zeros, partial_outputs=part.partial_outputs,
+                   stationary_values=part.stationary_values, needs_reduction=False,
+                   tiling={**work.tiling, "wgrad_partition": "output",
+                           "entries_per_pe": [int(part.entries_per_pe.min()), int(part.entries_per_pe.max())],
+                           "stationary_values_max_per_image": int(part.stationary_values.max(initial=0)
+                                                                  // max(1, tiling.n_images))},
+                   notes=notes)
 
 
 def _per_slot(tiling: Tiling, values: np.ndarray) -> np.ndarray:

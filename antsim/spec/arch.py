@@ -77,6 +77,11 @@ class Mapping(_Section):
         description="order of a streamed block's non-zeros: output channel innermost (an F-vector spans"
                     " channels, so its products land on distinct outputs) or spatial innermost (raster order"
                     " within a channel: neighbouring taps send products to the same output → bank conflicts)")
+    wgrad_partition: Literal["planar", "output"] = Field(
+        "planar",
+        description="wgrad work split: planar (SCNN: each PE a spatial tile, partial sums of every dW entry"
+                    " reduced across PEs) or output (dense designs only: each PE owns a block of dW entries,"
+                    " no cross-PE reduction)")
 
 
 class Anticipation(_Section):
@@ -150,6 +155,10 @@ def arch_from_dict(data: dict[str, Any], source: str = "<dict>") -> ArchSpec:
     if not arch.sparsity_support and arch.anticipation.policy != "none":
         raise SpecError(source, "anticipation.policy", "must be 'none' in a dense design (sparsity_support: false)",
                         arch.anticipation.policy)
+    if arch.sparsity_support and arch.mapping.wgrad_partition != "planar":
+        raise SpecError(source, "mapping.wgrad_partition",
+                        "must be 'planar' in a sparse design (only a dense engine keeps its products within a"
+                        " block of outputs)", arch.mapping.wgrad_partition)
     return arch
 
 

@@ -1,0 +1,87 @@
+"""Dense wgrad with dW partitioned over the PEs (mapping.wgrad_partition: output)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+from dataflow_helpers import arch_from_dict, random_tensors
+
+from antsim.dataflow import map_phase
+from antsim.dataflow.output_partition import entry_blocks
+from antsim.errors import SpecError
+from antsim.phases import reference
+from antsim.simulate import simulate_layer
+from antsim.workloads.layers import Layer
+
+LAYERS = [
+    Layer(name="pad", N=2, C=3, K=5, H=7, W=6, R=3, S=3, stride=1, pad=1),
+    Layer(name="stride", N=1, C=4, K=3, H=9, W=8, R=3, S=2, stride=2, pad=(1, 0)),
+    Layer(name="pointwise", N=1, C=7, K=4, H=5, W=5, R=1, S=1, stride=1, pad=0),
+]
+
+
+def _dense(partition: str, rows: int = 2, cols: int = 3, kc: int = 2):  # type: ignore[no-untyped-def]
+    return arch_from_dict({"name": "dense", "sparsity_support": False, "pe_array": {"rows": rows, "cols": cols},
+                           "mapping": {"output_channel_group": kc, "wgrad_partition": partition}})
+
+
+def _brute_force_per_pe(layer: Layer, n_pes: int, kc: int) -> np.ndarray:
+    """Contributing (dY, A) element pairs of each PE's dW entries, per chunk, by enumeration."""
+    bounds = entry_blocks(layer.C * layer.R * layer.S, n_pes)
+    owner = np.searchsorted(bounds, np.arange(layer.C * layer.R * layer.S), side="right") - 1
+    groups = -(-layer.K // kc)
+    out = np.zeros((layer.N * groups, n_pes), np.int64)
+    for n, k, c, r, s, p, q in itertools.product(range(layer.N), range(layer.K), range(layer.C), range(layer.R),
+                                                 range(layer.S), range(layer.P), range(layer.Q)):
+        h, w = p * layer.stride_h - layer.pad_h + r, q * layer.stride_w - layer.pad_w + s
+        if 0 <= h < layer.H and 0 <= w < layer.W:
+            out[n * groups + k // kc, owner[(c * layer.R + r) * layer.S + s]] += 1
+    return out
+
+
+@pytest.mark.parametrize("layer", LAYERS, ids=lambda layer: layer.name)
+def test_each_pe_computes_exactly_its_own_dw_entries(layer: Layer) -> None:
+    arch, planar = _dense("output"), _dense("planar")
+    t = random_tensors(layer, 0.4, seed=1)
+    fast = map_phase(arch, layer, "wgrad", t)
+    exact = map_phase(arch, layer, "wgrad", t, fidelity="exact")
+    np.testing.assert_array_equal(fast.valid_products, _brute_force_per_pe(layer, 6, 2))
+    np.testing.assert_allclose(exact.output, reference(layer, "wgrad", t), atol=1e-9)
+    for name in ("issued_pairs", "valid_products", "partial_outputs", "streamed_delivered", "stationary_values"):
+        np.testing.assert_array_equal(getattr(fast, name), getattr(exact, name), err_msg=name)
+    assert fast.products == map_phase(planar, layer, "wgrad", t).products  # the same MACs, cut another way
+    assert not fast.needs_reduction and fast.halo_outputs.sum() == 0 and fast.conflict_cycles.sum() == 0
+    F_I = arch.pe_array.F * arch.pe_array.I
+    np.testing.assert_array_equal(fast.issued_pairs, -(-fast.valid_products // F_I))
+    # Each PE ends a chunk holding its entries for the group's channels: C*R*S*Kc_g over the PEs.
+    kc_per_chunk = np.tile([min(layer.K, 2 * (g + 1)) - 2 * g for g in range(-(-layer.K // 2))], layer.N)
+    np.testing.assert_array_equal(fast.partial_outputs.sum(axis=1), kc_per_chunk * layer.C * layer.R * layer.S)
+    # Every busy PE receives the group's whole dY.
+    busy = fast.partial_outputs > 0
+    np.testing.assert_array_equal(fast.streamed_delivered[busy],
+                                  np.broadcast_to(kc_per_chunk[:, None] * layer.P * layer.Q, busy.shape)[busy])
+
+
+def test_blocks_are_contiguous_and_balanced() -> None:
+    bounds = entry_blocks(27, 64)  # a 3-channel 3x3 input layer on 64 PEs: 27 busy PEs, 37 idle
+    sizes = np.diff(bounds)
+    assert bounds[0] == 0 and bounds[-1] == 27 and sizes.max() - sizes.min() <= 1 and (sizes > 0).sum() == 27
+    assert np.diff(entry_blocks(576, 64)).tolist() == [9] * 64
+
+
+def test_output_partition_removes_the_cross_pe_reduction() -> None:
+    layer = Layer(name="c", N=1, C=16, K=16, H=8, W=8, R=3, S=3, stride=1, pad=1)
+    t = random_tensors(layer, 1.0, seed=2)
+    planar = simulate_layer(_dense("planar", 2, 2, 8), layer, "wgrad", t, fidelity="fast")
+    output = simulate_layer(_dense("output", 2, 2, 8), layer, "wgrad", t, fidelity="fast")
+    assert planar.stalls["reduction"] > 0 and output.stalls["reduction"] == 0
+    assert output.actions["reduction"]["add"] == 0 < planar.actions["reduction"]["add"]
+    assert output.actions["multiplier"]["multiply"] == planar.actions["multiplier"]["multiply"]
+    assert output.cycles < planar.cycles
+
+
+def test_sparse_designs_keep_the_planar_split() -> None:
+    with pytest.raises(SpecError, match="mapping.wgrad_partition: must be 'planar' in a sparse design.*'output'"):
+        arch_from_dict({"name": "scnn", "mapping": {"wgrad_partition": "output"}})
