@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from antsim.errors import WorkloadError
+from antsim.measure._csv import read_csv_rows
 from antsim.workloads.layers import Layer
 
 DEEPBENCH_COLUMNS = ("gpu", "precision", "source", "W", "H", "C", "N", "K", "R", "S", "pad_h", "pad_w",
@@ -84,21 +85,10 @@ def read_deepbench_csv(path: str | Path, precision: str | None = None) -> list[M
 
 
 def _read_rows(path: Path) -> list[tuple[int, dict[str, str]]]:
-    if not path.is_file():
-        raise WorkloadError(f"{path}: measurement CSV not found")
-    try:
-        with path.open(newline="") as handle:
-            reader = csv.DictReader(handle)
-            header = [h.strip() for h in (reader.fieldnames or [])]
-            missing = [c for c in DEEPBENCH_COLUMNS if c not in header]
-            if missing:
-                raise WorkloadError(f"{path}: DeepBench CSV lacks column(s) {', '.join(missing)}")
-            rows = [(line, {(k or "").strip(): (v or "").strip() for k, v in row.items()})
-                    for line, row in enumerate(reader, start=2)]
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise WorkloadError(f"{path}: not a readable CSV ({exc})") from None
-    if not rows:
-        raise WorkloadError(f"{path}: no data rows")
+    header, rows = read_csv_rows(path, "measurement CSV")
+    missing = [c for c in DEEPBENCH_COLUMNS if c not in header]
+    if missing:
+        raise WorkloadError(f"{path}: DeepBench CSV lacks column(s) {', '.join(missing)}")
     return rows
 
 

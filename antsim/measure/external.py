@@ -21,12 +21,12 @@ Several rows of one shape: the first in file order is used.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from antsim.errors import WorkloadError
+from antsim.measure._csv import read_csv_rows
 from antsim.measure.deepbench import distinct_layers, read_deepbench_csv
 from antsim.results import LayerResult, NetworkResult
 from antsim.workloads.layers import PHASES, Layer
@@ -67,7 +67,7 @@ def read_results_csv(path: str | Path, layers: Sequence[Layer], design: str | No
             phase) the file lacks — the message names the first missing layer.
     """
     path = Path(path)
-    header, rows = _read_rows(path)
+    header, rows = read_csv_rows(path, "results CSV")
     if not layers:
         raise WorkloadError(f"{path}: the workload has no layers")
     if "fwd_ms" in header:
@@ -83,22 +83,6 @@ def read_results_csv(path: str | Path, layers: Sequence[Layer], design: str | No
     spec = {"source": str(path), "format": table.format}
     return NetworkResult(design=design or default_design, backend=backend, records=tuple(records),
                          spec=spec, workload=workload, meta=meta)
-
-
-def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
-    if not path.is_file():
-        raise WorkloadError(f"{path}: results CSV not found")
-    try:
-        with path.open(newline="") as handle:
-            reader = csv.DictReader(handle)
-            header = [h.strip() for h in (reader.fieldnames or [])]
-            rows = [(line, {(k or "").strip(): (v or "").strip() for k, v in row.items()})
-                    for line, row in enumerate(reader, start=2)]
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise WorkloadError(f"{path}: not a readable CSV ({exc})") from None
-    if not rows:
-        raise WorkloadError(f"{path}: no data rows")
-    return header, rows
 
 
 class _Table:
