@@ -39,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu", action="extend", nargs="+", default=[], metavar="NAME",
                         help="run the GPU model for these GPUs (builtin name such as v100, h100, or a YAML path)")
     parser.add_argument("--gpu-precision", default="fp32", help="GPU arithmetic precision (default fp32)")
+    parser.add_argument("--gpu-structured", default=None, metavar="2:4",
+                        help="model the GPUs with 2:4 structured-sparse weights (sparse tensor cores, fprop and "
+                             "dgrad; needs a tensor-core --gpu-precision)")
     parser.add_argument("--baseline", default=None,
                         help="design the ratios are over (default: scnn if present, else the first design)")
     parser.add_argument("--out", type=Path, default=None, help="comparison file: .json (antsim.compare/1) or .csv")
@@ -127,7 +130,7 @@ def gather_results(args: argparse.Namespace) -> tuple[list[NetworkResult], list[
         results += _simulate_all(archs, args, *workload())
         sources += [f"--arch {path}" for path, _arch in archs]
     for name, gpu in gpus:
-        _note(f"GPU model {name} ({args.gpu_precision})")
+        _note(f"GPU model {name} ({args.gpu_precision}{', ' + args.gpu_structured if args.gpu_structured else ''})")
         results.append(_gpu(gpu, args, *workload()))
         sources.append(f"--gpu {name}")
     return results, sources
@@ -142,10 +145,12 @@ def _load_specs(args: argparse.Namespace) -> tuple[list[tuple[Path, Any]], list[
         archs = [(path, load_arch(path)) for path in args.arch]
     if args.gpu:
         from antsim.gpu import load_gpu
+        from antsim.gpu.estimate import check_structured
 
         gpus = [(name, load_gpu(name)) for name in args.gpu]
         for _name, gpu in gpus:
             gpu.peak(args.gpu_precision)  # an unknown precision fails here, before any simulation
+            check_structured(gpu, args.gpu_precision, args.gpu_structured)
     return archs, gpus
 
 
@@ -192,4 +197,5 @@ def _simulation_options(args: argparse.Namespace, layers: list[Any], echo: dict[
 def _gpu(gpu: Any, args: argparse.Namespace, layers: list[Any], echo: dict[str, Any]) -> NetworkResult:
     from antsim.gpu import estimate_gpu
 
-    return estimate_gpu(gpu, layers, phases=tuple(echo["phases"]), precision=args.gpu_precision, workload=echo)
+    return estimate_gpu(gpu, layers, phases=tuple(echo["phases"]), precision=args.gpu_precision, workload=echo,
+                        structured=args.gpu_structured)

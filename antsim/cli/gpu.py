@@ -23,6 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_workload_arguments(parser)
     parser.add_argument("--precision", default="fp32",
                         help="fp32 | tf32 | fp16 | bf16 | fp16_pseudo (fp16 storage, fp32 math); default fp32")
+    parser.add_argument("--structured", default=None, metavar="2:4",
+                        help="weights 2:4 structured-sparse (transposable): fprop and dgrad run sparse tensor-core "
+                             "MMA (GPUs with sparse_tensor_cores, tensor-core precisions); wgrad runs dense")
     parser.add_argument("--out", type=Path, default=None,
                         help="result file: .json (antsim.result/1) or .csv; with --check: per-layer errors .csv")
     parser.add_argument("--check", type=Path, default=None, metavar="MEASURED.csv",
@@ -38,6 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from antsim.gpu import estimate_gpu, load_gpu
+    from antsim.gpu.estimate import check_structured
 
     if args.check is not None:
         return _run_check(args)
@@ -48,10 +52,12 @@ def run(args: argparse.Namespace) -> int:
     out = check_out_path(args.out, (".json", ".csv"))
     gpu = load_gpu(args.gpu)
     gpu.peak(args.precision)
+    check_structured(gpu, args.precision, args.structured)
     layers, workload = resolve_workload(args)
     phases = parse_phases(args.phases)
     bar = None if args.no_progress else (lambda items: progress(items, total=len(layers), desc="gpu", unit="layer"))
-    result = estimate_gpu(gpu, layers, phases, args.precision, workload=workload, progress=bar)
+    result = estimate_gpu(gpu, layers, phases, args.precision, workload=workload, progress=bar,
+                          structured=args.structured)
     result.write_csv(out) if out.suffix.lower() == ".csv" else result.write_json(out)
     _print_summary(result, out)
     return 0

@@ -7,9 +7,11 @@ depends only on the layer shape, the phase and the precision.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from antsim.errors import AntsimError
 from antsim.gpu.energy import energy_breakdown
 from antsim.gpu.gemm import Gemm, phase_gemms
 from antsim.gpu.model import CALIBRATION, Calibration, Plan, best_plan, candidate_plans
@@ -18,10 +20,34 @@ from antsim.results import LayerResult, NetworkResult
 from antsim.workloads.layers import PHASES, Layer
 
 MODEL_NAME = "antsim.gpu implicit-GEMM tile/wave/traffic model (DeLTA-style), TDP-bounded power"
+STRUCTURED = ("2:4",)
+# Phases whose GEMM B operand is the weights (fprop: W along C·R·S; dgrad: Wᵀ along K·R·S). Both can
+# be 2:4 along their reduction only with *transposable* 2:4 masks [assumption: weights pruned so that
+# W and Wᵀ are both 2:4, as in Hubara et al., NeurIPS 2021]; wgrad's operands (dY, X) are not
+# structured, so it runs dense.
+STRUCTURED_PHASES = ("fprop", "dgrad")
+
+
+def check_structured(gpu: GpuSpec, precision: str, structured: str | None) -> None:
+    """One-line error unless ``structured`` is None or a pattern this GPU and precision run sparse.
+
+    Raises:
+        AntsimError: unknown pattern, a GPU without sparse tensor cores, or a SIMT precision.
+    """
+    if structured is None:
+        return
+    if structured not in STRUCTURED:
+        raise AntsimError(f"structured sparsity: unknown {structured!r}; known: {', '.join(STRUCTURED)}")
+    if not gpu.sparse_tensor_cores:
+        raise AntsimError(f"gpu {gpu.name}: {structured} structured sparsity needs sparse tensor cores "
+                          "(sparse_tensor_cores: true; Ampere and later)")
+    if not gpu.uses_tensor_cores(precision):
+        raise AntsimError(f"gpu {gpu.name}: precision {precision!r} runs on the SIMT lanes; {structured} "
+                          "structured sparsity needs a tensor-core precision (tf32, fp16, bf16)")
 
 
 def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer, phase: str, precision: str = "fp32",
-                   calibration: Calibration = CALIBRATION) -> LayerResult:
+                   calibration: Calibration = CALIBRATION, structured: str | None = None) -> LayerResult:
     """Predict time and energy of one training convolution on a GPU.
 
     Args:
@@ -30,18 +56,23 @@ def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer, phase: str, precisio
         phase: ``fprop`` | ``dgrad`` | ``wgrad``.
         precision: ``fp32`` | ``tf32`` | ``fp16`` | ``bf16`` | ``fp16_pseudo``.
         calibration: Model constants (default: the calibrated ones).
+        structured: ``"2:4"``: the weights are 2:4 structured-sparse (transposable), so fprop and
+            dgrad run sparse tensor-core MMA at twice the math rate on half the weight bytes (+ 2-bit
+            indices); wgrad runs dense. ``None`` (default): dense.
 
     Returns:
         A ``LayerResult`` with ``time_s`` (s), ``energy_j`` (J), ``energy_breakdown_j`` (``core``,
         ``dram``, ``static``) and ``details``: the chosen GEMM (``M``, ``N``, ``K``, ``algorithm``),
-        ``tile``, ``split_k``, ``ctas``, ``waves``, ``bound`` and the time terms.
+        ``tile``, ``split_k``, ``ctas``, ``waves``, ``bound``, ``structured`` and the time terms.
 
     Raises:
-        AntsimError: unknown precision or one the GPU lacks; bad GPU spec; unknown phase.
+        AntsimError: unknown precision or one the GPU lacks; bad GPU spec; unknown phase; a
+            structured pattern the GPU or precision cannot run sparse.
     """
     spec = gpu if isinstance(gpu, GpuSpec) else load_gpu(gpu)
     precision_key(precision)
-    candidates = [(best_plan(spec, g, precision, calibration), g) for g in phase_gemms(layer, phase)]
+    check_structured(spec, precision, structured)
+    candidates = [(best_plan(spec, g, precision, calibration), g) for g in _gemms(layer, phase, structured)]
     plan, gemm = min(candidates, key=lambda pg: pg[0].time_s)
     energy = energy_breakdown(spec, precision, plan.time_s, 2.0 * plan.executed_macs, plan.dram_bytes)
     return LayerResult(layer=layer.name, phase=phase, time_s=plan.time_s, energy_j=sum(energy.values()),
@@ -49,13 +80,22 @@ def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer, phase: str, precisio
 
 
 def layer_plans(gpu: GpuSpec, layer: Layer, phase: str, precision: str = "fp32",
-                calibration: Calibration = CALIBRATION) -> list[tuple[Plan, Gemm]]:
+                calibration: Calibration = CALIBRATION, structured: str | None = None) -> list[tuple[Plan, Gemm]]:
     """Every plan the model weighs for one (layer, phase): each GEMM formulation × tile × split-K.
 
     ``estimate_layer`` keeps the fastest; ``antsim.gpu.check.oracle_rows`` asks how close the
     closest of them comes to a measurement (what a perfect kernel-selection rule could reach).
     """
-    return [(plan, g) for g in phase_gemms(layer, phase) for plan in candidate_plans(gpu, g, precision, calibration)]
+    check_structured(gpu, precision, structured)
+    return [(plan, g) for g in _gemms(layer, phase, structured)
+            for plan in candidate_plans(gpu, g, precision, calibration)]
+
+
+def _gemms(layer: Layer, phase: str, structured: str | None) -> list[Gemm]:
+    gemms = phase_gemms(layer, phase)
+    if structured is None or phase not in STRUCTURED_PHASES:
+        return gemms
+    return [replace(g, structured=True) for g in gemms]
 
 
 def _details(plan: Plan, gemm: Any, precision: str) -> dict[str, Any]:
@@ -65,14 +105,15 @@ def _details(plan: Plan, gemm: Any, precision: str) -> dict[str, Any]:
         "waves": plan.waves, "bound": plan.bound, "compute_s": plan.compute_s, "l2_s": plan.l2_s,
         "dram_s": plan.dram_s, "store_s": plan.store_s, "reduce_s": plan.reduce_s, "kernels": plan.launches,
         "dram_bytes": plan.dram_bytes, "l2_bytes": plan.l2_bytes, "executed_flops": 2 * plan.executed_macs,
-        "useful_flops": 2 * gemm.useful_macs,
+        "useful_flops": 2 * gemm.useful_macs, "structured": "2:4" if gemm.structured else None,
     }
 
 
 def estimate_gpu(gpu: GpuSpec | str | Path, layers: Sequence[Layer], phases: Iterable[str] = PHASES,
                  precision: str = "fp32", workload: Mapping[str, Any] | None = None,
                  calibration: Calibration = CALIBRATION,
-                 progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None) -> NetworkResult:
+                 progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
+                 structured: str | None = None) -> NetworkResult:
     """Predict every (layer, phase) of a workload on a GPU.
 
     Args:
@@ -84,21 +125,27 @@ def estimate_gpu(gpu: GpuSpec | str | Path, layers: Sequence[Layer], phases: Ite
             built from ``layers`` and ``phases``.
         calibration: Model constants.
         progress: Optional wrapper of the layer iterable (a progress bar).
+        structured: See ``estimate_layer``.
 
     Returns:
-        A ``NetworkResult`` with ``backend="gpu"``, ``design`` = the GPU name, the spec echoed.
+        A ``NetworkResult`` with ``backend="gpu"``, ``design`` = the GPU name (``NAME-2:4`` with
+        structured sparsity), the spec echoed.
 
     Raises:
         AntsimError: see ``estimate_layer``.
     """
     spec = gpu if isinstance(gpu, GpuSpec) else load_gpu(gpu)
     spec.peak(precision)  # fail before any work
+    check_structured(spec, precision, structured)
     phases = tuple(p for p in PHASES if p in tuple(phases))
     items: Iterable[Layer] = progress(layers) if progress else layers
-    records = [estimate_layer(spec, layer, phase, precision, calibration) for layer in items for phase in phases]
-    return NetworkResult(design=spec.name, backend="gpu", records=tuple(records), spec=spec.to_dict(),
+    records = [estimate_layer(spec, layer, phase, precision, calibration, structured)
+               for layer in items for phase in phases]
+    design = spec.name if structured is None else f"{spec.name}-{structured}"
+    return NetworkResult(design=design, backend="gpu", records=tuple(records), spec=spec.to_dict(),
                          workload=dict(workload) if workload is not None else _workload(layers, phases),
-                         meta={"precision": precision, "model": MODEL_NAME, "calibration": calibration.to_dict()})
+                         meta={"precision": precision, "structured": structured, "model": MODEL_NAME,
+                               "calibration": calibration.to_dict()})
 
 
 def _workload(layers: Sequence[Layer], phases: Sequence[str]) -> dict[str, Any]:

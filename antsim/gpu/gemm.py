@@ -39,6 +39,8 @@ class Gemm:
             im2col(X), whose R·S tap columns of one channel are shifted windows of the same input
             pixels, so a kernel that stages an input tile computes each address once and serves R·S
             columns with it. 1 when every element is gathered on its own.
+        structured: B (the weights, in fprop and dgrad) is 2:4 structured-sparse along K: two of
+            every four consecutive reduction elements are zero, which sparse tensor cores skip.
     """
 
     M: int
@@ -51,6 +53,7 @@ class Gemm:
     algorithm: str = "implicit"
     phase: str = "fprop"
     gather_reuse: int = 1
+    structured: bool = False
 
     @property
     def scatter(self) -> bool:

@@ -87,6 +87,17 @@ SMEM_BYTES_PER_CLOCK = 128
 _ACC_BYTES = 4  # split-K partials and accumulators are fp32 at every precision
 # L2 sector (bytes): the granularity of an L2 access (NVIDIA L2 lines are 128 B in four 32-B sectors).
 _SECTOR_BYTES = 32
+# 2:4 structured sparsity on sparse tensor cores: the MMA skips the zero half of B, so math runs at
+# twice the dense rate (gpu_specs.md: A100 [C3] and H100 [C4] list sparse peaks = 2 × dense).
+STRUCTURED_MATH_SPEEDUP = 2.0
+# Compressed 2:4 B: half the values plus a 2-bit position per kept value (NVIDIA's 2:4 metadata format
+# [U: Ampere sparse MMA stores 2-bit indices per non-zero]).
+_STRUCTURED_INDEX_BITS = 2
+
+
+def structured_b_bytes(operand_bytes: int) -> float:
+    """Bytes per dense B element once 2:4-compressed: ``0.5 × (value bytes + a 2-bit index)``."""
+    return 0.5 * (operand_bytes + _STRUCTURED_INDEX_BITS / 8)
 
 
 @dataclass(frozen=True)
@@ -137,16 +148,17 @@ def _operand_reloads(unique_bytes: float, passes: int, concurrent: int, l2_bytes
 
 
 def _traffic(gpu: GpuSpec, g: Gemm, tile: Tile, split: int, k_slice: int, ob: int, wave: int,
-             cal: Calibration) -> _Traffic:
+             cal: Calibration, structured: bool) -> _Traffic:
     """Operand and output traffic of one plan (DeLTA-style reuse: L2 serves what fits in it)."""
     tm, tn = math.ceil(g.M / tile.m), math.ceil(g.N / tile.n)
     l2_room = cal.l2_residency * gpu.l2.size_mb * 2**20
+    b_bytes = structured_b_bytes(ob) if structured else ob
     cols_in_flight = max(1, wave // max(1, tm * split))
     a_reloads = _operand_reloads(g.a_unique * ob / split, tn, cols_in_flight, l2_room)
-    b_panel = (g.K / split) * tile.n * ob * cols_in_flight
+    b_panel = (g.K / split) * tile.n * b_bytes * cols_in_flight
     b_reloads = _operand_reloads(b_panel, math.ceil(tm / min(tm, wave)), 1, l2_room)
-    l2_load = tm * tn * split * (tile.m + tile.n) * k_slice * ob
-    dram_load = g.a_unique * ob * a_reloads + g.b_unique * ob * b_reloads
+    l2_load = tm * tn * split * (tile.m * ob + tile.n * b_bytes) * k_slice
+    dram_load = g.a_unique * ob * a_reloads + g.b_unique * b_bytes * b_reloads
     output = g.M * g.N * ob
     if g.scatter:  # col2im: every column element is an atomic add into dX (an L2 read-modify-write)
         return _Traffic(l2_load, dram_load, g.M * g.N * cal.atomic_sectors * _SECTOR_BYTES * split, g.c_unique * ob)
@@ -159,9 +171,11 @@ def _traffic(gpu: GpuSpec, g: Gemm, tile: Tile, split: int, k_slice: int, ob: in
 
 def _sm_macs_per_s(gpu: GpuSpec, g: Gemm, precision: str, tile: Tile, together: int,
                    cal: Calibration) -> float:
-    """MACs/s one SM sustains on this tile with ``together`` CTAs resident."""
+    """Dense-equivalent MACs/s one SM sustains on this tile with ``together`` CTAs resident."""
     tensor = gpu.uses_tensor_cores(precision)
     rate = gpu.peak(precision) / 2 / gpu.sms * (cal.tensor_efficiency if tensor else cal.simt_efficiency)
+    if _structured(gpu, g, precision):
+        rate *= STRUCTURED_MATH_SPEEDUP
     schedulers = gpu.fp32_lanes_per_sm / 32  # one warp scheduler per 32 FP32 lanes (Pascal … Hopper)
     rate *= min(1.0, together * tile.threads / 32 / (cal.warps_per_scheduler * schedulers))
     if not tensor:  # gather arithmetic shares the SIMT issue slots: ops × (m + n)·k per m·n·k MACs
@@ -181,6 +195,11 @@ def _gather_ops_per_mac(g: Gemm, tile: Tile, cal: Calibration) -> float:
     return cal.wgrad_index_ops * (1 / tile.m + 1 / (tile.n * min(g.gather_reuse, tile.n)))
 
 
+def _structured(gpu: GpuSpec, g: Gemm, precision: str) -> bool:
+    """True when the GEMM's 2:4 B runs on sparse tensor cores (otherwise its zeros are multiplied)."""
+    return g.structured and gpu.sparse_tensor_cores and gpu.uses_tensor_cores(precision)
+
+
 def plan_gemm(gpu: GpuSpec, g: Gemm, precision: str, tile: Tile, split: int,
               cal: Calibration = CALIBRATION) -> Plan | None:
     """Predict one (tile, split-K) plan; None when the tile does not fit on an SM."""
@@ -194,7 +213,8 @@ def plan_gemm(gpu: GpuSpec, g: Gemm, precision: str, tile: Tile, split: int,
     rate = _sm_macs_per_s(gpu, g, precision, tile, min(resident, per_sm), cal)
     smem_rate = SMEM_BYTES_PER_CLOCK * gpu.clock_mhz * 1e6 / max(1e-30, tile.smem_bytes_per_mac(ob))
     compute = per_sm * tile.m * tile.n * k_slice / min(rate, smem_rate)
-    t = _traffic(gpu, g, tile, split, k_slice, ob, gpu.sms * resident, cal)
+    structured = _structured(gpu, g, precision)
+    t = _traffic(gpu, g, tile, split, k_slice, ob, gpu.sms * resident, cal, structured)
     l2_bw, dram_bw = gpu.l2.bandwidth_gbs * 1e9, gpu.dram_bytes_per_s
     l2_s, dram_s = t.l2_load / l2_bw, t.dram_load / dram_bw
     store = max(t.store_l2 / l2_bw, t.store_dram / dram_bw)
@@ -203,7 +223,8 @@ def plan_gemm(gpu: GpuSpec, g: Gemm, precision: str, tile: Tile, split: int,
     time = max(compute, l2_s, dram_s) + store + reduce + launches * cal.launch_overhead_s
     return Plan(tile, split, ctas, resident, ctas / (gpu.sms * resident), compute, l2_s, dram_s, store,
                 reduce, launches, time, t.l2_load + t.store_l2 + t.reduce_l2,
-                t.dram_load + t.store_dram + t.reduce_dram, ctas * tile.m * tile.n * k_slice)
+                t.dram_load + t.store_dram + t.reduce_dram,
+                ctas * tile.m * tile.n * k_slice // (2 if structured else 1))
 
 
 def split_candidates(g: Gemm, tile: Tile, sms: int, cal: Calibration = CALIBRATION) -> list[int]:

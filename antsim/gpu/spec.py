@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from antsim.errors import AntsimError, SpecError
 from antsim.spec.yamlio import load_yaml, validate_model
@@ -80,6 +80,8 @@ class GpuSpec(_Section):
     sms: int = Field(ge=1, le=1024, description="streaming multiprocessors")
     clock_mhz: float = Field(gt=0, le=5000, description="boost clock (MHz)")
     tensor_cores: bool = Field(description="true: fp16/bf16/tf32 GEMMs run on tensor-core MMA tiles")
+    sparse_tensor_cores: bool = Field(False, description="true: tensor cores run 2:4 structured-sparse MMA at"
+                                                         " twice the dense rate (Ampere and later)")
     smem_per_sm_kb: float = Field(gt=0, le=4096, description="max shared memory per SM (KB)")
     regs_per_sm: int = Field(65536, ge=1024, le=1048576, description="32-bit registers per SM")
     max_ctas_per_sm: int = Field(32, ge=1, le=128, description="resident CTAs per SM limit")
@@ -87,6 +89,12 @@ class GpuSpec(_Section):
     dram: Dram
     l2: L2
     power: Power
+
+    @model_validator(mode="after")
+    def _sparse_needs_tensor_cores(self) -> GpuSpec:
+        if self.sparse_tensor_cores and not self.tensor_cores:
+            raise ValueError("sparse_tensor_cores: true needs tensor_cores: true")
+        return self
 
     def peak(self, precision: str) -> float:
         """Dense peak of ``precision`` in FLOP/s.

@@ -116,6 +116,8 @@ def test_bad_gpu_spec_exits_2_with_one_line(tmp_path: Path, layers_csv: Path, ca
     (["--gpu", "p100", "--precision", "bf16"], "gpu p100: precision 'bf16' not available"),
     (["--gpu", "v100", "--precision", "fp8"], "precision: unknown 'fp8'"),
     (["--gpu", "rtx9090"], "rtx9090: unknown GPU; known:"),
+    (["--gpu", "v100", "--precision", "fp16", "--structured", "2:4"], "gpu v100: 2:4 structured sparsity needs"),
+    (["--gpu", "a100", "--structured", "2:4"], "precision 'fp32' runs on the SIMT lanes"),
 ])
 def test_user_errors_exit_2(tmp_path: Path, layers_csv: Path, capsys: pytest.CaptureFixture, args: list,
                             expected: str) -> None:
@@ -131,3 +133,16 @@ def test_out_suffix_and_missing_measurement_file_are_user_errors(tmp_path: Path,
     assert "--out" in capsys.readouterr().err
     assert main(["gpu", "--gpu", "p100", "--check", str(tmp_path / "none.csv")]) == 2
     assert "measurement CSV not found" in capsys.readouterr().err
+
+
+def test_structured_sparsity_names_the_design_and_speeds_fprop(tmp_path: Path, layers_csv: Path) -> None:
+    dense, sparse = tmp_path / "d.json", tmp_path / "s.json"
+    common = ["gpu", "--gpu", "a100", "--precision", "fp16", "--layers-csv", str(layers_csv), "--batch", "64",
+              "--no-progress", "--out"]
+    assert main([*common, str(dense)]) == 0 and main([*common, str(sparse), "--structured", "2:4"]) == 0
+    d, s = json.loads(dense.read_text()), json.loads(sparse.read_text())
+    assert s["design"] == "a100-2:4" and s["meta"]["structured"] == "2:4" and d["meta"]["structured"] is None
+    time = {(r["layer"], r["phase"]): r["time_s"] for r in d["records"]}
+    for r in s["records"]:
+        assert r["time_s"] <= time[r["layer"], r["phase"]]
+        assert (r["time_s"] == time[r["layer"], r["phase"]]) == (r["phase"] == "wgrad")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
 import pytest
 
+from antsim.errors import AntsimError
 from antsim.gpu import Gemm, best_plan, estimate_gpu, estimate_layer, load_gpu
 from antsim.gpu.model import CALIBRATION, plan_gemm
 from antsim.gpu.tiles import SIMT_TILES
@@ -159,3 +161,55 @@ def test_wgrad_gather_cost_per_mac_falls_with_the_taps_sharing_an_input_pixel() 
     # Same MACs; B's address work drops 9×: rate ∝ 1 / (1 + ops·(1/m + 1/(n·reuse))).
     ops = CALIBRATION.wgrad_index_ops
     assert t_plain / t_shared == pytest.approx((1 + ops * (2 / 128)) / (1 + ops * (1 / 128 + 1 / (128 * 9))))
+
+
+STRUCTURED_GPUS = ("a100", "h100", "h200")
+
+
+@pytest.mark.parametrize("gpu", STRUCTURED_GPUS)
+def test_two_four_sparsity_speeds_fprop_and_dgrad_at_most_twofold_and_leaves_wgrad(gpu: str) -> None:
+    spec = load_gpu(gpu)
+    faster = 0
+    for layer in ZOO:
+        layer = layer.with_batch(32)
+        for phase in PHASES:
+            dense = estimate_layer(spec, layer, phase, "fp16")
+            sparse = estimate_layer(spec, layer, phase, "fp16", structured="2:4")
+            speedup = dense.time_s / sparse.time_s
+            if phase == "wgrad":  # neither dY nor X is structured: the same dense kernel
+                assert sparse.time_s == dense.time_s and sparse.details["structured"] is None
+                continue
+            # Twice the math on half the weight bytes (plus indices): never slower, never more than 2x.
+            assert 1 - 1e-12 <= speedup <= 2 + 1e-12, (layer.name, phase, speedup)
+            assert sparse.details["structured"] == "2:4"
+            faster += speedup > 1.3
+    assert faster >= 10  # compute-bound layers gain most of the 2x
+
+
+def test_two_four_plan_halves_compute_and_compresses_the_weights() -> None:
+    spec = load_gpu("a100")
+    big = Gemm(M=32768, N=2048, K=2048, a_unique=32768 * 2048, b_unique=2048 * 2048, c_unique=32768 * 2048,
+               useful_macs=32768 * 2048 * 2048)
+    tile = best_plan(spec, big, "fp16").tile
+    dense = plan_gemm(spec, big, "fp16", tile, 1)
+    sparse = plan_gemm(spec, dataclasses.replace(big, structured=True), "fp16", tile, 1)
+    assert sparse.compute_s == pytest.approx(dense.compute_s / 2)
+    assert sparse.executed_macs * 2 == dense.executed_macs
+    # B (2048 x 2048 fp16 weights, L2-resident) read once from DRAM: 2 bytes each dense, 0.5 x (2 B + a 2-bit
+    # index) sparse.
+    assert dense.dram_bytes - sparse.dram_bytes == pytest.approx(2048 * 2048 * (2 - 0.5 * (2 + 0.25)))
+    # On a GPU without sparse tensor cores the flag changes nothing (its zeros are multiplied).
+    v100 = load_gpu("v100")
+    assert plan_gemm(v100, dataclasses.replace(big, structured=True), "fp16", tile, 1) == plan_gemm(
+        v100, big, "fp16", tile, 1)
+
+
+@pytest.mark.parametrize(("gpu", "precision", "pattern", "message"), [
+    ("v100", "fp16", "2:4", "gpu v100: 2:4 structured sparsity needs sparse tensor cores"),
+    ("a100", "fp32", "2:4", "precision 'fp32' runs on the SIMT lanes"),
+    ("a100", "bf16", "1:4", "structured sparsity: unknown '1:4'; known: 2:4"),
+])
+def test_two_four_needs_sparse_tensor_cores_and_a_tensor_precision(gpu: str, precision: str, pattern: str,
+                                                                   message: str) -> None:
+    with pytest.raises(AntsimError, match=message):
+        estimate_gpu(gpu, SMALL, precision=precision, structured=pattern)

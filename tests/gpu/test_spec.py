@@ -105,3 +105,14 @@ def test_precision_the_gpu_lacks_is_a_one_line_error() -> None:
     assert str(err.value) == "gpu p100: precision 'bf16' not available; has fp32, fp16, fp16_pseudo"
     with pytest.raises(AntsimError, match="precision: unknown 'fp8'"):
         load_gpu("h100").peak("fp8")
+
+
+def test_sparse_tensor_cores_need_tensor_cores_and_are_ampere_and_later(tmp_path: Path) -> None:
+    data = yaml.safe_load((BUILTIN / "p100.yaml").read_text())
+    data["sparse_tensor_cores"] = True
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(SpecError, match="bad.yaml.*sparse_tensor_cores: true needs tensor_cores: true") as info:
+        load_gpu(path)
+    assert "\n" not in str(info.value)
+    assert [name for name in gpu_names() if load_gpu(name).sparse_tensor_cores] == ["a100", "h100", "h200"]

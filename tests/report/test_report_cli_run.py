@@ -75,3 +75,14 @@ def test_compare_rejects_an_unknown_gpu_before_simulating(tmp_path: Path, capsys
     err = capsys.readouterr().err
     assert "v999" in err and "unknown GPU" in err and "simulating" not in err
     assert not (tmp_path / "x.json").exists()
+
+
+def test_compare_rejects_structured_sparsity_on_a_gpu_without_it(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["compare", "--arch", ARCHS[0], "--gpu", "a100", "v100", "--gpu-precision", "fp16",
+                   "--gpu-structured", "2:4", "--layers-csv", str(_layers(tmp_path)),
+                   "--out", str(tmp_path / "x.json")])
+    assert status == 2
+    err = capsys.readouterr().err
+    assert "gpu v100: 2:4 structured sparsity needs sparse tensor cores" in err and "simulating" not in err
+    assert not (tmp_path / "x.json").exists()
