@@ -38,7 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="simulate these arch YAML files on the workload (repeatable)")
     parser.add_argument("--gpu", action="extend", nargs="+", default=[], metavar="NAME",
                         help="run the GPU model for these GPUs (builtin name such as v100, h100, or a YAML path)")
-    parser.add_argument("--gpu-precision", default="fp32", help="GPU arithmetic precision (default fp32)")
+    parser.add_argument("--gpu-precision", action="extend", nargs="+", default=None, metavar="PRECISION",
+                        help="GPU arithmetic precision(s), each GPU modelled at each (default fp32; e.g. fp32 fp16)")
     parser.add_argument("--gpu-structured", default=None, metavar="2:4",
                         help="model the GPUs with 2:4 structured-sparse weights (sparse tensor cores, fprop and "
                              "dgrad; needs a tensor-core --gpu-precision)")
@@ -129,16 +130,16 @@ def gather_results(args: argparse.Namespace) -> tuple[list[NetworkResult], list[
     if archs:
         results += _simulate_all(archs, args, *workload())
         sources += [f"--arch {path}" for path, _arch in archs]
-    for name, gpu in gpus:
-        _note(f"GPU model {name} ({args.gpu_precision}{', ' + args.gpu_structured if args.gpu_structured else ''})")
-        results.append(_gpu(gpu, args, *workload()))
-        sources.append(f"--gpu {name}")
+    for name, gpu, precision in gpus:
+        _note(f"GPU model {name} ({precision}{', ' + args.gpu_structured if args.gpu_structured else ''})")
+        results.append(_gpu(gpu, precision, args, *workload()))
+        sources.append(f"--gpu {name} --gpu-precision {precision}")
     return results, sources
 
 
-def _load_specs(args: argparse.Namespace) -> tuple[list[tuple[Path, Any]], list[tuple[str, Any]]]:
+def _load_specs(args: argparse.Namespace) -> tuple[list[tuple[Path, Any]], list[tuple[str, Any, str]]]:
     archs: list[tuple[Path, Any]] = []
-    gpus: list[tuple[str, Any]] = []
+    gpus: list[tuple[str, Any, str]] = []
     if args.arch:
         from antsim.spec.arch import load_arch
 
@@ -147,10 +148,11 @@ def _load_specs(args: argparse.Namespace) -> tuple[list[tuple[Path, Any]], list[
         from antsim.gpu import load_gpu
         from antsim.gpu.estimate import check_structured
 
-        gpus = [(name, load_gpu(name)) for name in args.gpu]
-        for _name, gpu in gpus:
-            gpu.peak(args.gpu_precision)  # an unknown precision fails here, before any simulation
-            check_structured(gpu, args.gpu_precision, args.gpu_structured)
+        precisions = list(dict.fromkeys(args.gpu_precision or ["fp32"]))
+        gpus = [(name, load_gpu(name), precision) for name in args.gpu for precision in precisions]
+        for _name, gpu, precision in gpus:
+            gpu.peak(precision)  # an unknown precision fails here, before any simulation
+            check_structured(gpu, precision, args.gpu_structured)
     return archs, gpus
 
 
@@ -194,8 +196,9 @@ def _simulation_options(args: argparse.Namespace, layers: list[Any], echo: dict[
             "tensors": tensors, "fidelity": args.fidelity, "seed": args.seed, "workload": workload}
 
 
-def _gpu(gpu: Any, args: argparse.Namespace, layers: list[Any], echo: dict[str, Any]) -> NetworkResult:
+def _gpu(gpu: Any, precision: str, args: argparse.Namespace, layers: list[Any],
+         echo: dict[str, Any]) -> NetworkResult:
     from antsim.gpu import estimate_gpu
 
-    return estimate_gpu(gpu, layers, phases=tuple(echo["phases"]), precision=args.gpu_precision, workload=echo,
+    return estimate_gpu(gpu, layers, phases=tuple(echo["phases"]), precision=precision, workload=echo,
                         structured=args.gpu_structured)

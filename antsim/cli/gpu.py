@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_summary(result: NetworkResult, out: Path) -> None:
     totals = result.totals
-    lines = [f"{result.design} ({result.meta['precision']}): {len(result.records)} (layer, phase) records, "
+    lines = [f"{result.design}: {len(result.records)} (layer, phase) records at {result.meta['precision']}, "
              f"{totals['time_s'] * 1e3:.3f} ms, {totals['energy_j']:.4g} J"]
     for phase in ("fprop", "dgrad", "wgrad"):
         recs = [r for r in result.records if r.phase == phase]

@@ -28,6 +28,12 @@ STRUCTURED = ("2:4",)
 STRUCTURED_PHASES = ("fprop", "dgrad")
 
 
+def gpu_design_name(gpu: str, precision: str, structured: str | None) -> str:
+    """A GPU result's design name: the GPU at fp32, else ``GPU-PRECISION``, plus ``-2:4`` when structured."""
+    name = gpu if precision == "fp32" else f"{gpu}-{precision}"
+    return name if structured is None else f"{name}-{structured}"
+
+
 def check_structured(gpu: GpuSpec, precision: str, structured: str | None) -> None:
     """One-line error unless ``structured`` is None or a pattern this GPU and precision run sparse.
 
@@ -128,8 +134,8 @@ def estimate_gpu(gpu: GpuSpec | str | Path, layers: Sequence[Layer], phases: Ite
         structured: See ``estimate_layer``.
 
     Returns:
-        A ``NetworkResult`` with ``backend="gpu"``, ``design`` = the GPU name (``NAME-2:4`` with
-        structured sparsity), the spec echoed.
+        A ``NetworkResult`` with ``backend="gpu"``, ``design`` = ``gpu_design_name`` (e.g. ``v100``,
+        ``h100-bf16``, ``a100-fp16-2:4``), the spec echoed.
 
     Raises:
         AntsimError: see ``estimate_layer``.
@@ -141,8 +147,8 @@ def estimate_gpu(gpu: GpuSpec | str | Path, layers: Sequence[Layer], phases: Ite
     items: Iterable[Layer] = progress(layers) if progress else layers
     records = [estimate_layer(spec, layer, phase, precision, calibration, structured)
                for layer in items for phase in phases]
-    design = spec.name if structured is None else f"{spec.name}-{structured}"
-    return NetworkResult(design=design, backend="gpu", records=tuple(records), spec=spec.to_dict(),
+    return NetworkResult(design=gpu_design_name(spec.name, precision, structured), backend="gpu",
+                         records=tuple(records), spec=spec.to_dict(),
                          workload=dict(workload) if workload is not None else _workload(layers, phases),
                          meta={"precision": precision, "structured": structured, "model": MODEL_NAME,
                                "calibration": calibration.to_dict()})

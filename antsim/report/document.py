@@ -44,13 +44,20 @@ def _pretty_name(design: str) -> str:
     return {"ant": "ANT", "scnn": "SCNN", "ant_oracle": "ANT-oracle", "dense": "dense"}.get(design, design)
 
 
+def _gpu_name(design: str) -> str:
+    """``v100`` → ``V100``, ``h100-fp16`` → ``H100 fp16``: builtin GPU names are lower-case file stems
+    (readers know them as V100), suffixed with the precision when not fp32 (antsim.gpu.gpu_design_name)."""
+    gpu, _, rest = design.partition("-")
+    name = gpu.upper() if gpu.isalnum() else gpu
+    return f"{name} {rest.replace('-', ' ')}" if rest else name
+
+
 def headline_lines(content: ReportContent) -> list[tuple[str, str, str]]:
     """(versus, speedup, energy reduction) per reference design of the headline."""
     h = content.headline
     lines = []
     for i, ref in enumerate(h.references):
-        # builtin GPU names are lower-case file stems (v100); readers know them as V100
-        name = (ref.upper() if ref.isalnum() else ref) if h.backends[i] == "gpu" else _pretty_name(ref)
+        name = _gpu_name(ref) if h.backends[i] == "gpu" else _pretty_name(ref)
         kind = " (GPU)" if h.backends[i] == "gpu" else ""
         lines.append((f"{_pretty_name(h.subject)} over {name}{kind}", _ratio_text(h.speedup[i]),
                       _ratio_text(h.energy_reduction[i])))

@@ -29,13 +29,13 @@ def test_json_result_and_summary(tmp_path: Path, layers_csv: Path, capsys: pytes
                  "--out", str(out), "--no-progress"])
     assert code == 0
     data = json.loads(out.read_text())
-    assert data["schema"] == "antsim.result/1" and data["backend"] == "gpu" and data["design"] == "h100"
+    assert data["schema"] == "antsim.result/1" and data["backend"] == "gpu" and data["design"] == "h100-bf16"
     assert data["workload"]["batch"] == 16 and data["workload"]["network"] == "layers"
     assert [(r["layer"], r["phase"]) for r in data["records"]] == [
         (l, p) for l in ("c1", "c2") for p in ("fprop", "dgrad", "wgrad")]
     assert data["meta"]["precision"] == "bf16"
     stdout = capsys.readouterr().out
-    assert "h100 (bf16): 6 (layer, phase) records" in stdout and "wrote" in stdout
+    assert "h100-bf16: 6 (layer, phase) records at bf16" in stdout and "wrote" in stdout
 
 
 def test_csv_result_has_one_row_per_layer_phase_with_gemm_shape(tmp_path: Path, layers_csv: Path) -> None:
@@ -141,7 +141,8 @@ def test_structured_sparsity_names_the_design_and_speeds_fprop(tmp_path: Path, l
               "--no-progress", "--out"]
     assert main([*common, str(dense)]) == 0 and main([*common, str(sparse), "--structured", "2:4"]) == 0
     d, s = json.loads(dense.read_text()), json.loads(sparse.read_text())
-    assert s["design"] == "a100-2:4" and s["meta"]["structured"] == "2:4" and d["meta"]["structured"] is None
+    assert s["design"] == "a100-fp16-2:4" and d["design"] == "a100-fp16"
+    assert s["meta"]["structured"] == "2:4" and d["meta"]["structured"] is None
     time = {(r["layer"], r["phase"]): r["time_s"] for r in d["records"]}
     for r in s["records"]:
         assert r["time_s"] <= time[r["layer"], r["phase"]]

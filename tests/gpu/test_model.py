@@ -138,7 +138,8 @@ def test_energy_is_sum_of_parts_and_power_never_exceeds_tdp() -> None:
 def test_estimate_gpu_result_echoes_design_and_workload_and_is_deterministic(tmp_path) -> None:  # type: ignore[no-untyped-def]
     layers = [l.with_batch(8) for l in network("resnet18-cifar")]
     a = estimate_gpu("v100", layers, phases=("wgrad", "fprop"), precision="fp16")
-    assert a.backend == "gpu" and a.design == "v100" and a.spec["sms"] == 80
+    assert a.backend == "gpu" and a.design == "v100-fp16" and a.spec["sms"] == 80
+    assert estimate_gpu("v100", layers[:1], phases=("fprop",)).design == "v100"  # fp32: the bare GPU name
     assert a.keys() == [(l.name, p) for l in layers for p in ("fprop", "wgrad")]
     assert a.workload["batch"] == 8 and a.workload["phases"] == ["fprop", "wgrad"]
     assert a.meta["precision"] == "fp16"

@@ -226,3 +226,10 @@ def test_compare_command_writes_json_or_csv(tmp_path: Path, capsys: pytest.Captu
     assert main(["compare", *paths, "--out", str(tmp_path / "c.txt")]) == 2
     assert main(["compare", *paths, "--baseline", "dcnn", "--out", str(tmp_path / "d.json")]) == 2
     assert not (tmp_path / "d.json").exists() and not (tmp_path / "c.txt").exists()
+
+
+def test_gpu_designs_read_as_gpu_names_with_their_precision() -> None:
+    from antsim.report.document import _gpu_name
+
+    assert [_gpu_name(d) for d in ("v100", "h100-fp16", "a100-bf16-2:4", "my_gpu")] == [
+        "V100", "H100 fp16", "A100 bf16 2:4", "my_gpu"]

@@ -86,3 +86,12 @@ def test_compare_rejects_structured_sparsity_on_a_gpu_without_it(tmp_path: Path,
     err = capsys.readouterr().err
     assert "gpu v100: 2:4 structured sparsity needs sparse tensor cores" in err and "simulating" not in err
     assert not (tmp_path / "x.json").exists()
+
+
+def test_compare_models_each_gpu_at_each_precision(tmp_path: Path) -> None:
+    out = tmp_path / "cmp.json"
+    assert main(["compare", "--gpu", "v100", "h100", "--gpu-precision", "fp32", "fp16", "--layers-csv",
+                 str(_layers(tmp_path)), "--batch", "8", "--no-progress", "--out", str(out)]) == 0
+    designs = {d["design"]: d for d in json.loads(out.read_text())["designs"]}
+    assert list(designs) == ["v100", "v100-fp16", "h100", "h100-fp16"]
+    assert designs["v100-fp16"]["speedup"] > 1  # tensor cores over v100's fp32 lanes (the baseline)
