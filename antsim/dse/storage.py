@@ -64,6 +64,9 @@ def sqlite_path(url: str) -> Path | None:
     return Path(url[len("sqlite:///"):])
 
 
+_SCHEMA_LOCK = "antsim-schema"  # SlotLock key under which a new database's tables are created
+
+
 def make_storage(url: str, heartbeat_s: int) -> optuna.storages.RDBStorage:
     """An RDB storage with heartbeats every ``heartbeat_s`` s and a grace of 3 beats.
 
@@ -80,8 +83,11 @@ def make_storage(url: str, heartbeat_s: int) -> optuna.storages.RDBStorage:
     else:
         engine_kwargs["pool_pre_ping"] = True
     try:
-        with warnings.catch_warnings():  # heartbeats are "experimental" in Optuna, and we rely on them
-            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        # Workers started together on a new database would race to create Optuna's tables (and its
+        # alembic version row); the first to hold the lock creates them, the others find them made.
+        # Not to be called while this process holds a SlotLock of the same SQLite file (same lock file).
+        with SlotLock(url, _SCHEMA_LOCK).hold(), warnings.catch_warnings():
+            warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeats: we rely on them
             storage = optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_s,
                                                  grace_period=3 * heartbeat_s)
     except Exception as exc:  # SQLAlchemy raises many types; the user needs only the message

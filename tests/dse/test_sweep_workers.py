@@ -117,3 +117,27 @@ def test_timeout_stops_starting_trials_and_leaves_none_running(tmp_path: Path) -
     trials = _study(url, "slow").get_trials(deepcopy=False)
     assert 1 <= summary.counts.finished == len(trials) < 1000
     assert all(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in trials)
+
+
+def _open_at_once(url: str, barrier, results) -> None:  # type: ignore[no-untyped-def]
+    barrier.wait()  # every process opens the new database at the same moment
+    try:
+        make_storage(url, heartbeat_s=1)
+        results.put("ok")
+    except Exception as exc:  # noqa: BLE001 - reported to the test
+        results.put(str(exc))
+
+
+def test_workers_opening_a_new_database_together_all_succeed(tmp_path: Path) -> None:
+    import multiprocessing
+
+    context = multiprocessing.get_context("spawn")
+    for attempt in range(4):  # without the schema lock most attempts lose a process to the table race
+        url = f"sqlite:///{tmp_path / f'new{attempt}.db'}"
+        barrier, results = context.Barrier(4), context.Queue()
+        workers = [context.Process(target=_open_at_once, args=(url, barrier, results)) for _ in range(4)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join(120)
+        assert [results.get(timeout=5) for _ in workers] == ["ok"] * 4
