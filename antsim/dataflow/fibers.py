@@ -191,6 +191,17 @@ def _fetch_sets(problem: PhaseProblem, tiling: Tiling, u: np.ndarray, v: np.ndar
             set_of_pe.astype(np.int64), len(row_pat) * len(col_pat))
 
 
+def _fiber_then_uvk_order(fiber: np.ndarray, u: np.ndarray, v: np.ndarray, ko: np.ndarray,
+                          extents: tuple[int, ...]) -> np.ndarray:
+    """``np.lexsort((ko, v, u, fiber))``, as one stable sort of a combined int64 key when it fits (≈10× faster
+    on the millions of elements of a dense design's streamed operand)."""
+    n_ko, n_u, n_v = extents
+    if len(fiber) == 0 or (int(fiber.max()) + 1) * n_u * n_v * n_ko >= 2**62:
+        return np.lexsort((ko, v, u, fiber))
+    key = ((fiber.astype(np.int64) * n_u + u) * n_v + v) * n_ko + ko
+    return np.argsort(key, kind="stable")
+
+
 def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, T: np.ndarray,
                      dense: bool, width: int, fetch_filter: bool, channel_inner: bool = True) -> StreamedOperand:
     """F-vectors of the canonical streamed operand ``T`` (Nt, Ct, Ko, U, V)."""
@@ -213,7 +224,7 @@ def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClass
         layout = StreamedLayout(n_blocks, classes.n_streamed, 1, np.zeros(tiling.n_pes, np.int64))
     fiber = layout.key(block[elem], cls[elem], fetch_set)
     if channel_inner:
-        order = np.lexsort((ko[elem], v[elem], u[elem], fiber))
+        order = _fiber_then_uvk_order(fiber, u[elem], v[elem], ko[elem], T.shape[2:])
     else:
         order = np.argsort(fiber, kind="stable")  # np.nonzero's (ko, u, v) order within a fiber
     picked = elem[order]
