@@ -1,7 +1,7 @@
 """Speed and memory of the accelerator simulator on a whole sparse-training step.
 
 A full ResNet-18 CIFAR training step (20 convs × fprop, dgrad, wgrad; W 0.1, A 0.1, dY 0.1, top-k
-field operands) at ``fast`` fidelity, for scnn.yaml and ant.yaml, pinned to one core with one BLAS
+field operands) at ``fast`` fidelity, for scnn.yaml, ant.yaml and dense.yaml, pinned to one core with one BLAS
 thread. Each measurement runs in a fresh subprocess so its peak RSS is its own. Also: how wall time
 grows with the batch size (1, 2, 4) and with the plane size (every layer's H, W scaled ×2).
 
@@ -80,7 +80,7 @@ def main() -> int:
     if args.child:
         print(json.dumps(measure_once(args.child[0], int(args.child[1]), int(args.child[2]))))
         return 0
-    rows = [median_of(design, 1, 1, args.repeats) for design in ("scnn", "ant")]
+    rows = [median_of(design, 1, 1, args.repeats) for design in ("scnn", "ant", "dense")]
     if not args.quick:
         rows += [median_of("ant", batch, 1, 1) for batch in (2, 4)]
         rows += [median_of("ant", 1, 2, 1)]
