@@ -128,12 +128,11 @@ def _open_at_once(url: str, barrier, results) -> None:  # type: ignore[no-untype
         results.put(str(exc))
 
 
-def test_workers_opening_a_new_database_together_all_succeed(tmp_path: Path) -> None:
+def _open_together(urls: list[str]) -> None:
     import multiprocessing
 
     context = multiprocessing.get_context("spawn")
-    for attempt in range(4):  # without the schema lock most attempts lose a process to the table race
-        url = f"sqlite:///{tmp_path / f'new{attempt}.db'}"
+    for url in urls:  # without the schema lock most attempts lose a process to the table race
         barrier, results = context.Barrier(4), context.Queue()
         workers = [context.Process(target=_open_at_once, args=(url, barrier, results)) for _ in range(4)]
         for worker in workers:
@@ -141,3 +140,23 @@ def test_workers_opening_a_new_database_together_all_succeed(tmp_path: Path) -> 
         for worker in workers:
             worker.join(120)
         assert [results.get(timeout=5) for _ in workers] == ["ok"] * 4
+
+
+def test_workers_opening_a_new_database_together_all_succeed(tmp_path: Path) -> None:
+    _open_together([f"sqlite:///{tmp_path / f'new{attempt}.db'}" for attempt in range(4)])
+
+
+def test_workers_opening_a_new_postgresql_database_together_all_succeed(postgres_url: str) -> None:
+    import sqlalchemy
+
+    from antsim.dse.storage import normalise_url
+
+    engine = sqlalchemy.create_engine(normalise_url(postgres_url), isolation_level="AUTOCOMMIT")
+    urls = []
+    with engine.connect() as connection:
+        for attempt in range(3):
+            name = f"fresh_{os.getpid()}_{attempt}"
+            connection.execute(sqlalchemy.text(f"CREATE DATABASE {name}"))
+            urls.append(postgres_url.rsplit("/", 1)[0] + f"/{name}")
+    engine.dispose()
+    _open_together(urls)
