@@ -123,6 +123,8 @@ def gather_results(args: argparse.Namespace) -> tuple[list[NetworkResult], list[
     results, sources = load_results(args.results, fallback_layers=lambda: workload()[0])
     if not (results or args.arch or args.gpu):
         raise AntsimError("nothing to compare: give result files, --arch PATH or --gpu NAME")
+    if not args.gpu and (args.gpu_precision or args.gpu_structured):
+        raise AntsimError("--gpu-precision / --gpu-structured need --gpu NAME")
     archs, gpus = _load_specs(args)
     if archs or gpus:
         for result, source in zip(results, sources, strict=True):
@@ -133,7 +135,8 @@ def gather_results(args: argparse.Namespace) -> tuple[list[NetworkResult], list[
     for name, gpu, precision in gpus:
         _note(f"GPU model {name} ({precision}{', ' + args.gpu_structured if args.gpu_structured else ''})")
         results.append(_gpu(gpu, precision, args, *workload()))
-        sources.append(f"--gpu {name} --gpu-precision {precision}")
+        structured = f" --gpu-structured {args.gpu_structured}" if args.gpu_structured else ""
+        sources.append(f"--gpu {name} --gpu-precision {precision}{structured}")
     return results, sources
 
 

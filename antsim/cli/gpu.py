@@ -40,14 +40,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from antsim.errors import AntsimError
     from antsim.gpu import estimate_gpu, load_gpu
     from antsim.gpu.estimate import check_structured
 
     if args.check is not None:
         return _run_check(args)
+    if args.floor:
+        raise AntsimError("--floor goes with --check MEASURED.csv")
     if args.out is None:
-        from antsim.errors import AntsimError
-
         raise AntsimError("--out FILE is required (or use --check MEASURED.csv)")
     out = check_out_path(args.out, (".json", ".csv"))
     gpu = load_gpu(args.gpu)
@@ -79,11 +80,13 @@ def _print_summary(result: NetworkResult, out: Path) -> None:
 def _run_check(args: argparse.Namespace) -> int:
     from antsim.gpu import load_gpu
     from antsim.gpu.check import check_measured, observations, oracle_rows, result_observations, write_check_csv
+    from antsim.gpu.estimate import check_structured
     from antsim.measure.deepbench import is_deepbench_csv, read_deepbench_csv
 
     out = check_out_path(args.out, (".csv",)) if args.out is not None else None
     gpu = load_gpu(args.gpu)
     gpu.peak(args.precision)
+    check_structured(gpu, args.precision, args.structured)
     if not args.check.is_file():
         from antsim.errors import WorkloadError
 
@@ -96,8 +99,8 @@ def _run_check(args: argparse.Namespace) -> int:
         layers, _ = resolve_workload(args)
         measured = result_observations(read_results_csv(args.check, layers, phases=parse_phases(args.phases)),
                                        layers)
-    rows = check_measured(gpu, measured, args.precision)
-    floor = oracle_rows(gpu, measured, args.precision) if args.floor else None
+    rows = check_measured(gpu, measured, args.precision, structured=args.structured)
+    floor = oracle_rows(gpu, measured, args.precision, structured=args.structured) if args.floor else None
     if out is not None:
         write_check_csv(rows, out)
     sys.stdout.write(_check_report(gpu.name, args, rows, floor, out))

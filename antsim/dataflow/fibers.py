@@ -201,7 +201,7 @@ def _fetch_sets(problem: PhaseProblem, tiling: Tiling, u: np.ndarray, v: np.ndar
 
 def _fiber_then_uvk_order(fiber: np.ndarray, uvk: np.ndarray, n_uvk: int) -> np.ndarray | None:
     """Stable order of ``fiber`` then ``uvk`` (the element's ``(u·V + v)·Ko + ko``), as one stable sort of a
-    combined int64 key — ≈10× faster than a 4-key ``lexsort`` on the millions of elements of a dense
+    combined int64 key — 4–12× faster than a 4-key ``lexsort`` (measured here) on the millions of elements of a dense
     design's streamed operand, built in place to spare memory. None when the key would not fit in int64."""
     if len(fiber) and (int(fiber.max()) + 1) * n_uvk >= 2**62:
         return None

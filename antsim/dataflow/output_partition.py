@@ -13,8 +13,10 @@ activation planes of few channels); each PE computes its entries for all ``Kc_g`
 * valid products = ``Kc_g · Σ rows(r)·cols(s)`` over its entries, where ``rows(r)`` counts the output
   rows ``p`` whose input row ``p·stride − pad + r`` is inside the image (a dense engine skips only
   padding taps), packed into ``ceil(valid / (F·I))`` full multiplier cycles;
-* it receives the group's whole ``dY`` (``Kc_g·P·Q`` values, broadcast) and holds the activation
-  planes (``H·W`` values) of every channel its block touches;
+* it receives the group's whole ``dY`` (``Kc_g·P·Q`` values, broadcast) and the activation planes
+  (``H·W`` values) of the channels its block touches; each plane is loaded from DRAM once, counted in
+  ``stationary_values`` at the PE holding the channel's first entry (a PE whose block starts inside a
+  channel receives that plane by broadcast, so its buffer holds up to one plane more than counted);
 * it ends the chunk holding ``Kc_g · entries`` finished outputs (no halo, no reduction).
 
 Only dense designs may use it (validated with the arch spec): a Cartesian sparse PE cannot keep its
@@ -40,7 +42,7 @@ class OutputPartition:
     stationary_reads: np.ndarray
     streamed_delivered: np.ndarray
     partial_outputs: np.ndarray
-    stationary_values: np.ndarray  # per PE, summed over images (what DRAM delivers once)
+    stationary_values: np.ndarray  # per PE, summed over images: the planes it loads (each plane once in all)
     entries_per_pe: np.ndarray  # (c, r, s) entries each PE owns
 
     @property
@@ -68,9 +70,10 @@ def partition_wgrad(layer: Layer, tiling: Tiling, F: int, I: int) -> OutputParti
     cumulative = np.concatenate(([0], np.cumsum(per_entry, dtype=np.int64)))
     windows = cumulative[bounds[1:]] - cumulative[bounds[:-1]]  # Σ rows·cols per PE
     entries = np.diff(bounds)
-    taps = layer.R * layer.S
-    first_channel, last_channel = bounds[:-1] // taps, (bounds[1:] - 1) // taps
-    channels = np.where(entries > 0, last_channel - first_channel + 1, 0)
+    # Each channel's activation plane is loaded once, by the PE holding the channel's first entry, and
+    # broadcast to the other PEs whose blocks reach into that channel.
+    owner = np.searchsorted(bounds, np.arange(layer.C) * layer.R * layer.S, side="right") - 1
+    channels = np.bincount(owner, minlength=tiling.n_pes)
     group_channels = np.array([min(layer.K, (g + 1) * tiling.kc) - g * tiling.kc for g in range(tiling.n_groups)])
     kc = np.tile(group_channels, tiling.n_images)[:, None]  # (n_chunks, 1)
     valid = kc * windows[None, :]

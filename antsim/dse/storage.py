@@ -86,7 +86,7 @@ def make_storage(url: str, heartbeat_s: int) -> optuna.storages.RDBStorage:
         # Workers started together on a new database would race to create Optuna's tables (and its
         # alembic version row); the first to hold the lock creates them, the others find them made.
         # Not to be called while this process holds a SlotLock of the same SQLite file (same lock file).
-        with SlotLock(url, _SCHEMA_LOCK).hold(), warnings.catch_warnings():
+        with _schema_lock(url), warnings.catch_warnings():
             warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)  # heartbeats: we rely on them
             storage = optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_s,
                                                  grace_period=3 * heartbeat_s)
@@ -96,6 +96,22 @@ def make_storage(url: str, heartbeat_s: int) -> optuna.storages.RDBStorage:
     if db is not None:
         _fast_sqlite(storage)
     return storage
+
+
+@contextmanager
+def _schema_lock(url: str) -> Iterator[None]:
+    """Hold the storage's slot lock while Optuna creates its tables, if the lock can be taken: a database
+    in a read-only folder (export, listing) cannot get a lock file, and needs no schema created either."""
+    lock = SlotLock(url, _SCHEMA_LOCK)
+    try:
+        lock.acquire()
+    except OSError:
+        yield
+        return
+    try:
+        yield
+    finally:
+        lock.release()
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:

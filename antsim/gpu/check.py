@@ -71,18 +71,19 @@ def result_observations(measured: NetworkResult, layers: Sequence[Layer]) -> lis
 
 
 def check_measured(gpu: GpuSpec, measured: Sequence[MeasuredLayer] | Sequence[Observation], precision: str,
-                   calibration: Calibration = CALIBRATION) -> list[CheckRow]:
-    """Predict every measured (layer, phase) (layers carry their own batch)."""
+                   calibration: Calibration = CALIBRATION, structured: str | None = None) -> list[CheckRow]:
+    """Predict every measured (layer, phase) (layers carry their own batch; ``structured``: see
+    ``estimate_layer``)."""
     rows = []
     for o in _as_observations(measured):
-        r = estimate_layer(gpu, o.layer, o.phase, precision, calibration)
+        r = estimate_layer(gpu, o.layer, o.phase, precision, calibration, structured)
         rows.append(CheckRow(o.layer.name, o.phase, o.measured_s, r.time_s, o.implicit, o.algo,
                              r.details["M"], r.details["N"], r.details["K"]))
     return rows
 
 
 def oracle_rows(gpu: GpuSpec, measured: Sequence[MeasuredLayer] | Sequence[Observation], precision: str,
-                calibration: Calibration = CALIBRATION) -> list[CheckRow]:
+                calibration: Calibration = CALIBRATION, structured: str | None = None) -> list[CheckRow]:
     """Like ``check_measured``, but each prediction is the candidate plan *closest* to the measurement.
 
     Of all the plans the model weighs for a (layer, phase) — GEMM formulation × tile × split-K — it
@@ -92,7 +93,7 @@ def oracle_rows(gpu: GpuSpec, measured: Sequence[MeasuredLayer] | Sequence[Obser
     """
     rows = []
     for o in _as_observations(measured):
-        plan, g = min(layer_plans(gpu, o.layer, o.phase, precision, calibration),
+        plan, g = min(layer_plans(gpu, o.layer, o.phase, precision, calibration, structured),
                       key=lambda pg: abs(math.log(pg[0].time_s / o.measured_s)))
         rows.append(CheckRow(o.layer.name, o.phase, o.measured_s, plan.time_s, o.implicit, o.algo, g.M, g.N, g.K))
     return rows
@@ -105,7 +106,7 @@ def _as_observations(measured: Sequence[MeasuredLayer] | Sequence[Observation]) 
 
 
 def batch_inversions(measured: Sequence[MeasuredLayer]) -> list[tuple[str, str, int, int, float, float]]:
-    """Same layer and phase measured at two batch sizes where the *smaller* batch took longer.
+    """Same layer, phase, GPU and precision measured at two batch sizes where the *smaller* batch took longer.
 
     Any kernel runs a batch of N in no more time than a batch of 2N (it can run the larger grid's
     first half), so a library that timed every algorithm and kept the fastest would not show this;
@@ -115,7 +116,7 @@ def batch_inversions(measured: Sequence[MeasuredLayer]) -> list[tuple[str, str, 
     by_shape: dict[tuple, list[MeasuredLayer]] = {}
     for m in measured:
         layer = m.layer
-        shape = (layer.C, layer.K, layer.H, layer.W, layer.R, layer.S, layer.stride, layer.pad)
+        shape = (m.gpu, m.precision, layer.C, layer.K, layer.H, layer.W, layer.R, layer.S, layer.stride, layer.pad)
         by_shape.setdefault(shape, []).append(m)
     inverted: dict[tuple, tuple[str, str, int, int, float, float]] = {}
     for group in by_shape.values():

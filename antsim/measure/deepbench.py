@@ -23,6 +23,10 @@ DEEPBENCH_COLUMNS = ("gpu", "precision", "source", "W", "H", "C", "N", "K", "R",
                      "stride_h", "stride_w", "fwd_ms", "dgrad_ms", "wgrad_ms", "fwd_algo")
 PHASE_COLUMNS = {"fprop": "fwd_ms", "dgrad": "dgrad_ms", "wgrad": "wgrad_ms"}
 _SHAPE_COLUMNS = DEEPBENCH_COLUMNS[3:14]
+# ``source`` (benchmark family) and ``fwd_algo`` may be absent: layers are then named
+# ``deepbench-<line>`` and the algorithm is unknown.
+_OPTIONAL_COLUMNS = ("source", "fwd_algo")
+REQUIRED_COLUMNS = tuple(c for c in DEEPBENCH_COLUMNS if c not in _OPTIONAL_COLUMNS)
 
 
 @dataclass(frozen=True)
@@ -30,7 +34,7 @@ class MeasuredLayer:
     """One measured layer: its shape and, per phase, the measured time (s).
 
     Attributes:
-        layer: The convolution, named ``<source>-<line>`` (unique in its file).
+        layer: The convolution, named ``<source>-<line>`` (``deepbench-<line>`` without a source).
         times_s: Phase → measured seconds; a phase is absent when not measured (input-layer dgrad).
         precision: Precision label of the measurement (``fp32``, ``fp16_pseudo``, …) or "" if unknown.
         algo: Forward algorithm cuDNN chose (``IMPLICIT_PRECOMP_GEMM``, ``WINOGRAD``, …) or "".
@@ -53,11 +57,23 @@ class MeasuredLayer:
         return self.algo.upper().startswith("IMPLICIT")
 
 
-def is_deepbench_csv(path: str | Path) -> bool:
-    """True when the file's header has DeepBench's three per-phase time columns."""
-    with Path(path).open(newline="") as handle:
-        header = next(csv.reader(handle), [])
+def is_deepbench_header(header: Sequence[str]) -> bool:
+    """True when a CSV header has DeepBench's three per-phase time columns."""
     return set(PHASE_COLUMNS.values()) <= {h.strip() for h in header}
+
+
+def is_deepbench_csv(path: str | Path) -> bool:
+    """True when the file's header has DeepBench's three per-phase time columns.
+
+    Raises:
+        WorkloadError: an unreadable file.
+    """
+    try:
+        with Path(path).open(newline="") as handle:
+            header = next(csv.reader(handle), [])
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise WorkloadError(f"{path}: not a readable CSV ({exc})") from None
+    return is_deepbench_header(header)
 
 
 def read_deepbench_csv(path: str | Path, precision: str | None = None) -> list[MeasuredLayer]:
@@ -86,7 +102,7 @@ def read_deepbench_csv(path: str | Path, precision: str | None = None) -> list[M
 
 def _read_rows(path: Path) -> list[tuple[int, dict[str, str]]]:
     header, rows = read_csv_rows(path, "measurement CSV")
-    missing = [c for c in DEEPBENCH_COLUMNS if c not in header]
+    missing = [c for c in REQUIRED_COLUMNS if c not in header]
     if missing:
         raise WorkloadError(f"{path}: DeepBench CSV lacks column(s) {', '.join(missing)}")
     return rows
@@ -94,7 +110,8 @@ def _read_rows(path: Path) -> list[tuple[int, dict[str, str]]]:
 
 def _row(path: Path, line: int, row: dict[str, str]) -> MeasuredLayer:
     ints = {key: _integer(path, line, key, row[key]) for key in _SHAPE_COLUMNS}
-    name = f"{row['source'].replace(' ', '_')}-{line}"
+    source = row.get("source", "")
+    name = f"{source.replace(' ', '_') or 'deepbench'}-{line}"
     try:
         layer = Layer(name=name, N=ints["N"], C=ints["C"], K=ints["K"], H=ints["H"], W=ints["W"], R=ints["R"],
                       S=ints["S"], stride=(ints["stride_h"], ints["stride_w"]), pad=(ints["pad_h"], ints["pad_w"]))
@@ -105,7 +122,7 @@ def _row(path: Path, line: int, row: dict[str, str]) -> MeasuredLayer:
         ms = _milliseconds(path, line, column, row[column])
         if ms > 0:  # empty/zero: not measured (DeepBench's input layers have no dgrad)
             times[phase] = ms * 1e-3
-    return MeasuredLayer(layer, times, row["precision"], row["fwd_algo"], row["gpu"], row["source"], line)
+    return MeasuredLayer(layer, times, row["precision"], row.get("fwd_algo", ""), row["gpu"], source, line)
 
 
 def _integer(path: Path, line: int, column: str, text: str) -> int:

@@ -27,7 +27,7 @@ from typing import Any
 
 from antsim.errors import WorkloadError
 from antsim.measure._csv import read_csv_rows
-from antsim.measure.deepbench import distinct_layers, read_deepbench_csv
+from antsim.measure.deepbench import distinct_layers, is_deepbench_header, read_deepbench_csv
 from antsim.results import LayerResult, NetworkResult
 from antsim.workloads.layers import PHASES, Layer
 
@@ -70,7 +70,7 @@ def read_results_csv(path: str | Path, layers: Sequence[Layer], design: str | No
     header, rows = read_csv_rows(path, "results CSV")
     if not layers:
         raise WorkloadError(f"{path}: the workload has no layers")
-    if "fwd_ms" in header:
+    if is_deepbench_header(header):
         table, meta = _deepbench_table(path, precision)
         default_design = str(meta.get("gpu", path.stem))
     else:

@@ -147,3 +147,18 @@ def test_structured_sparsity_names_the_design_and_speeds_fprop(tmp_path: Path, l
     for r in s["records"]:
         assert r["time_s"] <= time[r["layer"], r["phase"]]
         assert (r["time_s"] == time[r["layer"], r["phase"]]) == (r["phase"] == "wgrad")
+
+
+def test_floor_without_check_and_structured_check_on_a_gpu_without_it_exit_2(
+        tmp_path: Path, layers_csv: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["gpu", "--gpu", "p100", "--layers-csv", str(layers_csv), "--floor",
+                 "--out", str(tmp_path / "r.json")]) == 2
+    assert "--floor goes with --check" in capsys.readouterr().err
+    db = REPO / "tests" / "data" / "deepbench" / "deepbench_conv_P100.csv"
+    assert main(["gpu", "--gpu", "p100", "--check", str(db), "--structured", "2:4"]) == 2
+    assert "needs sparse tensor cores" in capsys.readouterr().err
+    garbled = tmp_path / "garbled.csv"
+    garbled.write_bytes(b"\xff\xfe\x00bad")
+    assert main(["gpu", "--gpu", "p100", "--check", str(garbled)]) == 2
+    err = capsys.readouterr().err
+    assert "not a readable CSV" in err and err.count("\n") == 1

@@ -116,6 +116,10 @@ def test_batch_inversions_flag_a_smaller_batch_that_ran_longer(deepbench: Path) 
             MeasuredLayer(layer.with_batch(16), {"fprop": 1e-4, "wgrad": 2e-4})]
     assert batch_inversions(rows) == [("x", "fprop", 8, 16, 2e-4, 1e-4)]
     assert batch_inversions(rows[:1]) == []
+    # Measurements of another precision (or GPU) are not compared with each other.
+    other = [MeasuredLayer(layer, {"fprop": 2e-4}, "fp32"),
+             MeasuredLayer(layer.with_batch(16), {"fprop": 1e-4}, "fp16")]
+    assert batch_inversions(other) == []
     # The evidence BENCHMARKS.md cites: cuDNN 7 on P100 ran Resnet-71/74 dgrad slower at N = 8 than at N = 16.
     p100 = batch_inversions(read_deepbench_csv(deepbench / FILES["p100"], "fp32"))
     assert ("Resnet-71", "dgrad", 8, 16, 0.273e-3, 0.254e-3) in [(*r[:4], round(r[4], 7), round(r[5], 7)) for r in p100]

@@ -40,8 +40,10 @@ def test_bad_values_name_the_line_and_column(tmp_path: Path, index: int, value: 
 
 
 def test_missing_column_file_and_precision(tmp_path: Path) -> None:
-    with pytest.raises(WorkloadError, match="lacks column\\(s\\) fwd_algo"):
-        read_deepbench_csv(_write(tmp_path / "a.csv", GOOD[:-1], header=DEEPBENCH_COLUMNS[:-1]))
+    no_k = [c for c in DEEPBENCH_COLUMNS if c != "K"]
+    with pytest.raises(WorkloadError, match="lacks column\\(s\\) K$"):
+        read_deepbench_csv(_write(tmp_path / "a.csv", [v for c, v in zip(DEEPBENCH_COLUMNS, GOOD, strict=True)
+                                                       if c != "K"], header=tuple(no_k)))
     with pytest.raises(WorkloadError, match="measurement CSV not found"):
         read_deepbench_csv(tmp_path / "absent.csv")
     two = _write(tmp_path / "b.csv", ["X", "fp16", *GOOD[2:]], ["X", "bf16", *GOOD[2:]])
@@ -49,3 +51,10 @@ def test_missing_column_file_and_precision(tmp_path: Path) -> None:
         read_deepbench_csv(two, "default")
     assert [m.precision for m in read_deepbench_csv(two, "bf16")] == ["bf16"]
     assert len(read_deepbench_csv(two)) == 2
+
+
+def test_source_and_algorithm_columns_are_optional(tmp_path: Path) -> None:
+    header = tuple(c for c in DEEPBENCH_COLUMNS if c not in ("source", "fwd_algo"))
+    row = [v for c, v in zip(DEEPBENCH_COLUMNS, GOOD, strict=True) if c in header]
+    (m,) = read_deepbench_csv(_write(tmp_path / "db.csv", row, header=header))
+    assert m.layer.name == "deepbench-2" and m.algo == "" and not m.implicit_gemm and m.source == ""

@@ -95,3 +95,9 @@ def test_compare_models_each_gpu_at_each_precision(tmp_path: Path) -> None:
     designs = {d["design"]: d for d in json.loads(out.read_text())["designs"]}
     assert list(designs) == ["v100", "v100-fp16", "h100", "h100-fp16"]
     assert designs["v100-fp16"]["speedup"] > 1  # tensor cores over v100's fp32 lanes (the baseline)
+
+
+def test_gpu_options_without_a_gpu_are_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    status = main(["compare", "--arch", ARCHS[0], "--gpu-precision", "fp16", "--layers-csv", str(_layers(tmp_path)),
+                   "--out", str(tmp_path / "x.json")])
+    assert status == 2 and "--gpu-precision / --gpu-structured need --gpu NAME" in capsys.readouterr().err
