@@ -142,7 +142,13 @@ class StreamedLayout:
     set_of_pe: np.ndarray
 
     def key(self, block: np.ndarray, cls: np.ndarray, fetch_set: np.ndarray) -> np.ndarray:
-        return (block * self.n_classes + cls) * self.n_sets + fetch_set
+        # Built in place on one int64 copy: a dense design keys ~10^7 elements, ~100 MB per temporary.
+        out = np.array(block, dtype=np.int64)
+        out *= self.n_classes
+        out += cls
+        out *= self.n_sets
+        out += fetch_set
+        return out
 
 
 @dataclass(frozen=True)
@@ -231,15 +237,10 @@ def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClass
         fetch_set, elem = np.zeros(len(u), dtype=np.int64), np.arange(len(u))
         fetched = np.bincount(block, minlength=n_blocks)
         layout = StreamedLayout(n_blocks, classes.n_streamed, 1, np.zeros(tiling.n_pes, np.int64))
-    # Built in place: a dense design streams every element to several fetch sets (≈13 M on a 512×512×3×3
-    # layer), and each temporary of that length costs ~100 MB.
-    fiber = block[elem]
-    fiber *= layout.n_classes
-    fiber += cls[elem]
-    fiber *= layout.n_sets
-    fiber += fetch_set
+    # A dense design streams every element to several fetch sets (≈13 M on a 512×512×3×3 layer): free
+    # each temporary of that length (~100 MB) as soon as it is used.
+    fiber = layout.key(block[elem], cls[elem], fetch_set)
     del fetch_set
-    order = None
     if channel_inner:
         n_ko, n_u, n_v = T.shape[2:]
         order = _fiber_then_uvk_order(fiber, ((u * n_v + v) * n_ko + ko)[elem], n_u * n_v * n_ko)

@@ -107,6 +107,13 @@ def _plt() -> Any:
     return plt
 
 
+def _finish(plt: Any, fig: Any, path: Path) -> None:
+    """Lay out, write and free one figure (every sweep figure is saved the same way)."""
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def _draw_pareto(info: ParetoInfo, path: Path) -> None:
     plt = _plt()
     pairs = list(itertools.combinations(range(len(info.objectives)), 2)) or [(0, 0)]
@@ -119,9 +126,7 @@ def _draw_pareto(info: ParetoInfo, path: Path) -> None:
         ax.set_ylabel(info.objectives[j])
         ax.legend(fontsize=8)
     fig.suptitle("Pareto front projections")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _finish(plt, fig, path)
 
 
 def _draw_tradeoff(info: TradeoffInfo, path: Path) -> None:
@@ -135,9 +140,7 @@ def _draw_tradeoff(info: TradeoffInfo, path: Path) -> None:
     ax.set_ylabel("energy_j")
     ax.legend(fontsize=8)
     ax.set_title("area / energy / time trade-off")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _finish(plt, fig, path)
 
 
 def _draw_importance(info: ImportanceInfo, path: Path) -> None:
@@ -152,9 +155,7 @@ def _draw_importance(info: ImportanceInfo, path: Path) -> None:
             ax.text(0.5, 0.5, note, ha="center", va="center", wrap=True, fontsize=8, transform=ax.transAxes)
             ax.set_axis_off()
         ax.set_title(f"importance for {name}")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _finish(plt, fig, path)
 
 
 def _draw_history(info: HistoryInfo, path: Path) -> None:
@@ -169,9 +170,7 @@ def _draw_history(info: HistoryInfo, path: Path) -> None:
         ax.set_ylabel(info.objectives[i])
         ax.legend(fontsize=8)
     fig.suptitle("optimisation history")
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
+    _finish(plt, fig, path)
 
 
 def write_figures(spec: SweepSpec, study: optuna.Study, trials: list[FrozenTrial], folder: Path) -> list[Path]:
