@@ -20,7 +20,7 @@ import math
 from pathlib import Path
 
 from antsim.gpu import CALIBRATION, load_gpu
-from antsim.gpu.check import batch_inversions, check_measured, oracle_rows, summarize
+from antsim.gpu.check import batch_inversions, check_measured, observations, oracle_rows, summarize
 from antsim.gpu.estimate import layer_plans
 from antsim.gpu.gemm import Gemm
 from antsim.gpu.model import Calibration, Plan, plan_gemm
@@ -44,7 +44,7 @@ GRID: dict[str, tuple[float, ...]] = {
 
 def phase_errors(gpu: str, cal: Calibration) -> dict[str, float]:
     """fp32 IMPLICIT* error per phase on one GPU."""
-    rows = check_measured(load_gpu(gpu), read_deepbench_csv(DATA / FP32[gpu], "fp32"), "fp32", cal)
+    rows = check_measured(load_gpu(gpu), observations(read_deepbench_csv(DATA / FP32[gpu], "fp32")), "fp32", cal)
     return {s["phase"]: s["err_implicit"] for s in summarize(rows)}
 
 
@@ -79,8 +79,8 @@ def plan_space_floor(tolerance: float = 0.2) -> None:
     for gpu, file in FP32.items():
         measured = [m for m in read_deepbench_csv(DATA / file, "fp32") if m.implicit_gemm]
         spec = load_gpu(gpu)
-        model = {s["phase"]: s for s in summarize(check_measured(spec, measured, "fp32"))}
-        closest = oracle_rows(spec, measured, "fp32")
+        model = {s["phase"]: s for s in summarize(check_measured(spec, observations(measured), "fp32"))}
+        closest = oracle_rows(spec, observations(measured), "fp32")
         floor = {s["phase"]: s for s in summarize(closest)}
         shapes = {m.layer.name: _shape(m) for m in measured}
         for phase in ("fprop", "dgrad", "wgrad"):
@@ -163,7 +163,7 @@ def main() -> None:
           "| error (all) | bias (all) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for gpu, file, precision in RUNS:
-        rows = check_measured(load_gpu(gpu), read_deepbench_csv(DATA / file, precision), precision)
+        rows = check_measured(load_gpu(gpu), observations(read_deepbench_csv(DATA / file, precision)), precision)
         for s in summarize(rows):
             print(f"| {gpu} | {precision} | {s['phase']} | {s['n_implicit']} | {s['err_implicit'] * 100:.1f} % "
                   f"| {s['bias_implicit']:.2f} | {s['n_all']} | {s['err_all'] * 100:.1f} % | {s['bias_all']:.2f} |")

@@ -70,19 +70,19 @@ def result_observations(measured: NetworkResult, layers: Sequence[Layer]) -> lis
             for rec in measured.records if rec.time_s > 0]
 
 
-def check_measured(gpu: GpuSpec, measured: Sequence[MeasuredLayer] | Sequence[Observation], precision: str,
+def check_measured(gpu: GpuSpec, measured: Sequence[Observation], precision: str,
                    calibration: Calibration = CALIBRATION, structured: str | None = None) -> list[CheckRow]:
     """Predict every measured (layer, phase) (layers carry their own batch; ``structured``: see
     ``estimate_layer``)."""
     rows = []
-    for o in _as_observations(measured):
+    for o in measured:
         r = estimate_layer(gpu, o.layer, o.phase, precision, calibration, structured)
         rows.append(CheckRow(o.layer.name, o.phase, o.measured_s, r.time_s, o.implicit, o.algo,
                              r.details["M"], r.details["N"], r.details["K"]))
     return rows
 
 
-def oracle_rows(gpu: GpuSpec, measured: Sequence[MeasuredLayer] | Sequence[Observation], precision: str,
+def oracle_rows(gpu: GpuSpec, measured: Sequence[Observation], precision: str,
                 calibration: Calibration = CALIBRATION, structured: str | None = None) -> list[CheckRow]:
     """Like ``check_measured``, but each prediction is the candidate plan *closest* to the measurement.
 
@@ -92,17 +92,11 @@ def oracle_rows(gpu: GpuSpec, measured: Sequence[MeasuredLayer] | Sequence[Obser
     space: what it leaves is a missing kernel or missing physics, not a wrong choice.
     """
     rows = []
-    for o in _as_observations(measured):
+    for o in measured:
         plan, g = min(layer_plans(gpu, o.layer, o.phase, precision, calibration, structured),
                       key=lambda pg: abs(math.log(pg[0].time_s / o.measured_s)))
         rows.append(CheckRow(o.layer.name, o.phase, o.measured_s, plan.time_s, o.implicit, o.algo, g.M, g.N, g.K))
     return rows
-
-
-def _as_observations(measured: Sequence[MeasuredLayer] | Sequence[Observation]) -> list[Observation]:
-    if all(isinstance(m, Observation) for m in measured):
-        return list(measured)  # type: ignore[arg-type]
-    return observations(measured)  # type: ignore[arg-type]
 
 
 def batch_inversions(measured: Sequence[MeasuredLayer]) -> list[tuple[str, str, int, int, float, float]]:

@@ -12,7 +12,15 @@ import pytest
 
 from antsim.errors import WorkloadError
 from antsim.gpu import load_gpu
-from antsim.gpu.check import batch_inversions, bias, check_measured, geomean_abs_error, oracle_rows, summarize
+from antsim.gpu.check import (
+    batch_inversions,
+    bias,
+    check_measured,
+    geomean_abs_error,
+    observations,
+    oracle_rows,
+    summarize,
+)
 from antsim.gpu.estimate import estimate_layer, layer_plans
 from antsim.measure.deepbench import MeasuredLayer, read_deepbench_csv
 from antsim.workloads.layers import PHASES, Layer
@@ -24,7 +32,7 @@ ACHIEVED = {"fprop": 0.20, "dgrad": 0.30, "wgrad": 0.25}
 
 
 def _errors(deepbench: Path, gpu: str) -> dict[str, dict]:
-    rows = check_measured(load_gpu(gpu), read_deepbench_csv(deepbench / FILES[gpu], "fp32"), "fp32")
+    rows = check_measured(load_gpu(gpu), observations(read_deepbench_csv(deepbench / FILES[gpu], "fp32")), "fp32")
     return {s["phase"]: s for s in summarize(rows)}
 
 
@@ -72,7 +80,7 @@ def test_empty_or_zero_dgrad_is_an_input_layer_without_dgrad(tmp_path: Path) -> 
     rows = read_deepbench_csv(path)
     assert [sorted(m.times_s) for m in rows] == [["fprop", "wgrad"], ["fprop", "wgrad"]]
     assert [m.implicit_gemm for m in rows] == [True, False]
-    assert len(check_measured(load_gpu("p100"), rows, "fp32")) == 4
+    assert len(check_measured(load_gpu("p100"), observations(rows), "fp32")) == 4
 
 
 def test_precision_absent_from_the_file_is_reported(deepbench: Path) -> None:
@@ -95,15 +103,15 @@ def test_oracle_keeps_the_plan_closest_to_the_measurement() -> None:
     layer = Layer("c64", N=8, C=64, K=128, H=28, W=28, R=3, S=3, stride=1, pad=1)
     slowest = max(p.time_s for p, _ in layer_plans(spec, layer, "wgrad"))
     measured = [MeasuredLayer(layer, {"wgrad": slowest}, "fp32", "IMPLICIT_GEMM")]
-    (closest,) = oracle_rows(spec, measured, "fp32")
-    (model,) = check_measured(spec, measured, "fp32")
+    (closest,) = oracle_rows(spec, observations(measured), "fp32")
+    (model,) = check_measured(spec, observations(measured), "fp32")
     assert closest.ratio == pytest.approx(1.0)
     assert model.ratio < 0.9  # the model keeps a faster plan
 
 
 @pytest.mark.parametrize("gpu", sorted(FILES))
 def test_plan_space_floor_is_below_the_model_error(deepbench: Path, gpu: str) -> None:
-    measured = read_deepbench_csv(deepbench / FILES[gpu], "fp32")
+    measured = observations(read_deepbench_csv(deepbench / FILES[gpu], "fp32"))
     floor = {s["phase"]: s["err_implicit"] for s in summarize(oracle_rows(load_gpu(gpu), measured, "fp32"))}
     model = _errors(deepbench, gpu)
     for phase in PHASES:
