@@ -31,12 +31,13 @@ def run(args: argparse.Namespace) -> int:
             out.write(f"{name:<22}{len(layers):>6}{sum(l.macs for l in layers) * args.batch / 1e9:>12.3f}\n")
         return 0
     layers = [layer.with_batch(args.batch) for layer in network(args.name)]
-    out.write(f"{'layer':<22}{'N':>4}{'C':>6}{'K':>6}{'H':>5}{'W':>5}{'R':>3}{'S':>3}"
+    width = max(22, *(len(l.name) + 1 for l in layers))  # GoogLeNet's module paths run to 26 chars
+    out.write(f"{'layer':<{width}}{'N':>4}{'C':>6}{'K':>6}{'H':>5}{'W':>5}{'R':>3}{'S':>3}"
               f"{'str':>5}{'pad':>5}{'P':>5}{'Q':>5}{'MMACs':>10}\n")
     for l in layers:
         stride = l.stride_h if l.stride_h == l.stride_w else f"{l.stride_h}x{l.stride_w}"
         pad = l.pad_h if l.pad_h == l.pad_w else f"{l.pad_h}x{l.pad_w}"
-        out.write(f"{l.name:<22}{l.N:>4}{l.C:>6}{l.K:>6}{l.H:>5}{l.W:>5}{l.R:>3}{l.S:>3}"
+        out.write(f"{l.name:<{width}}{l.N:>4}{l.C:>6}{l.K:>6}{l.H:>5}{l.W:>5}{l.R:>3}{l.S:>3}"
                   f"{stride!s:>5}{pad!s:>5}{l.P:>5}{l.Q:>5}{l.macs / 1e6:>10.2f}\n")
     total = sum(l.macs for l in layers)
     out.write(f"{len(layers)} conv layers, {total / 1e9:.3f} GMACs per phase, "

@@ -2,10 +2,11 @@
 
 Shapes follow the reference implementations the sparse-training literature trains: torchvision for the
 ImageNet models (ResNet v1.5 with the stride on the 3×3 conv; DenseNet-BC with growth 32, bottleneck 4·k,
-compression 0.5), and the widely used CIFAR variants (3×3 stem, no max-pool: ResNet-18 and DenseNet-121
-as in kuangliu/pytorch-cifar, VGG-16 with 13 convs, WRN-16-8 of Zagoruyko & Komodakis with 1×1 projection
-shortcuts). Only convolutions are listed (FC layers are not Cartesian conv problems). Layer names follow
-the PyTorch module names, so captured tensors can be matched by name.
+compression 0.5; GoogLeNet / Inception v1 as torchvision's ``googlenet``, SCNN's study network), and the
+widely used CIFAR variants (3×3 stem, no max-pool: ResNet-18 and DenseNet-121 as in kuangliu/pytorch-cifar,
+VGG-16 with 13 convs, WRN-16-8 of Zagoruyko & Komodakis with 1×1 projection shortcuts). Only convolutions
+are listed (FC layers are not Cartesian conv problems). Layer names follow the PyTorch module names, so
+captured tensors can be matched by name.
 """
 
 from __future__ import annotations
@@ -169,3 +170,40 @@ def _densenet121_cifar() -> list[Layer]:
 @_register("densenet121-imagenet")
 def _densenet121_imagenet() -> list[Layer]:
     return _densenet121([_conv("conv0", 3, 64, 224, 7, 2, 3)], 64, 56)
+
+
+# --- GoogLeNet (Inception v1, torchvision's ``googlenet``) ----------------------------------------
+
+# Per Inception module: (name, plane, in, 1x1, 3x3 reduce, 3x3, "5x5" reduce, "5x5", pool proj), the
+# channel table of Szegedy et al. (CVPR 2015, Table 1) as torchvision builds it. Planes follow the 3x3/2
+# ceil-mode max-pools (56 -> 28 -> 14) and the 2x2/2 pool before inception5a (14 -> 7).
+_INCEPTION_V1 = [
+    ("inception3a", 28, 192, 64, 96, 128, 16, 32, 32),
+    ("inception3b", 28, 256, 128, 128, 192, 32, 96, 64),
+    ("inception4a", 14, 480, 192, 96, 208, 16, 48, 64),
+    ("inception4b", 14, 512, 160, 112, 224, 24, 64, 64),
+    ("inception4c", 14, 512, 128, 128, 256, 24, 64, 64),
+    ("inception4d", 14, 512, 112, 144, 288, 32, 64, 64),
+    ("inception4e", 14, 528, 256, 160, 320, 32, 128, 128),
+    ("inception5a", 7, 832, 256, 160, 320, 32, 128, 128),
+    ("inception5b", 7, 832, 384, 192, 384, 48, 128, 128),
+]
+# torchvision's branch3 uses a 3x3 kernel where the paper has 5x5 (a known, kept quirk: its pretrained
+# weights are 3x3, pytorch/vision issue 906). The zoo follows torchvision so that captured tensors match.
+_BRANCH3_KERNEL = 3
+
+
+@_register("googlenet-imagenet")
+def _googlenet_imagenet() -> list[Layer]:
+    # Stem: 7x7/2 conv 224 -> 112, 3x3/2 max-pool -> 56, 1x1 conv, 3x3 conv, max-pool -> 28. Names are
+    # torchvision's Conv2d module paths (each conv sits in a BasicConv2d as ``.conv``).
+    layers = [_conv("conv1.conv", 3, 64, 224, 7, 2, 3), _conv("conv2.conv", 64, 64, 56, 1, 1, 0),
+              _conv("conv3.conv", 64, 192, 56, 3)]
+    for name, size, cin, c1, r3, c3, r5, c5, proj in _INCEPTION_V1:
+        layers += [_conv(f"{name}.branch1.conv", cin, c1, size, 1),
+                   _conv(f"{name}.branch2.0.conv", cin, r3, size, 1),
+                   _conv(f"{name}.branch2.1.conv", r3, c3, size, 3),
+                   _conv(f"{name}.branch3.0.conv", cin, r5, size, 1),
+                   _conv(f"{name}.branch3.1.conv", r5, c5, size, _BRANCH3_KERNEL),
+                   _conv(f"{name}.branch4.1.conv", cin, proj, size, 1)]  # after a 3x3/1 max-pool
+    return layers
