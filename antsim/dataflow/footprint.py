@@ -165,47 +165,65 @@ def _inverse(pairs: tuple[np.ndarray, np.ndarray], n_u: int) -> np.ndarray:
     return inv
 
 
-def tap_footprint(problem: PhaseProblem, tiling: Tiling, S: np.ndarray, T: np.ndarray) -> Footprint:
+def tap_footprint(problem: PhaseProblem, tiling: Tiling, S: np.ndarray, T: np.ndarray,
+                  tile_of_image: np.ndarray | None = None) -> Footprint:
     """wgrad: ``S`` (N, Cs, Ys, Xs) and ``T`` (N, 1, Ko, U, V) non-zero masks (bool).
 
     Per tap, a sparse product ``(PE·Cs × plane) @ (plane × Ko)`` of the stationary mask (rows keyed by
     the PE holding each position) and the streamed mask moved onto its linked stationary positions: its
     entries are the contributing pair counts per (PE, ch, ko) — cost ∝ valid products.
+
+    ``tile_of_image`` (N,) groups consecutive images into batch tiles whose partial sums accumulate in
+    the same accumulator entries: a tile's partial and written outputs are the union of its images'
+    (summed product patterns), reported on the chunks of the tile's last image (0 on the others).
+    Valid products stay per image. Default: every image its own tile.
     """
     N, Cs, Ys, Xs = S.shape
     Ko, U, V = T.shape[2:]
     npe, G = tiling.n_pes, tiling.n_groups
+    tiles = np.arange(N) if tile_of_image is None else np.asarray(tile_of_image)
     pe_stat = tiling.pe_of_stationary().ravel()
     inv_h = [_inverse(pair, U) for pair in links(problem.dims[0], Ys, U, True)]
     inv_w = [_inverse(pair, V) for pair in links(problem.dims[1], Xs, V, True)]
     valid, partial = np.zeros((N, G * npe)), np.zeros((N, G * npe), np.int64)
     out_values = np.zeros((N, G), np.int64)
-    for n in range(N):
-        c, y, x = np.nonzero(S[n])
-        pos = y * Xs + x
-        s_mat = csr_matrix((np.ones(len(c)), (pe_stat[pos] * Cs + c, pos)), shape=(npe * Cs, Ys * Xs))
-        k, p, q = np.nonzero(T[n, 0])
+    for tile in np.unique(tiles):
+        images = np.flatnonzero(tiles == tile)
+        s_mats, d_keys = [], []
+        for n in images:
+            c, y, x = np.nonzero(S[n])
+            pos = y * Xs + x
+            s_mats.append(csr_matrix((np.ones(len(c)), (pe_stat[pos] * Cs + c, pos)), shape=(npe * Cs, Ys * Xs)))
+            d_keys.append(np.nonzero(T[n, 0]))
+        last = images[-1]
         for i1 in inv_h:
-            yy = i1[p]
             for i2 in inv_w:
-                xx = i2[q]
-                ok = (yy >= 0) & (xx >= 0)
-                d_mat = csr_matrix((np.ones(int(ok.sum())), (yy[ok] * Xs + xx[ok], k[ok])), shape=(Ys * Xs, Ko))
-                prod = (s_mat @ d_mat).tocoo()
-                slot = (prod.col // tiling.kc) * npe + prod.row // Cs
-                valid[n] += np.bincount(slot, weights=prod.data, minlength=G * npe)
-                partial[n] += np.bincount(slot, minlength=G * npe)
-                outs = distinct((prod.row % Cs) * Ko + prod.col, Cs * Ko)
-                out_values[n] += np.bincount((outs % Ko) // tiling.kc, minlength=G)
+                union = None
+                for n, s_mat, (k, p, q) in zip(images, s_mats, d_keys, strict=True):
+                    yy, xx = i1[p], i2[q]
+                    ok = (yy >= 0) & (xx >= 0)
+                    d_mat = csr_matrix((np.ones(int(ok.sum())), (yy[ok] * Xs + xx[ok], k[ok])), shape=(Ys * Xs, Ko))
+                    prod = s_mat @ d_mat
+                    coo = prod.tocoo()
+                    valid[n] += np.bincount((coo.col // tiling.kc) * npe + coo.row // Cs, weights=coo.data,
+                                            minlength=G * npe)
+                    union = prod if union is None else union + prod
+                held = union.tocoo()
+                slot = (held.col // tiling.kc) * npe + held.row // Cs
+                partial[last] += np.bincount(slot, minlength=G * npe)
+                outs = distinct((held.row % Cs) * Ko + held.col, Cs * Ko)
+                out_values[last] += np.bincount((outs % Ko) // tiling.kc, minlength=G)
     return Footprint(np.rint(valid).astype(np.int64).ravel(), partial.ravel(), np.zeros(N * G * npe, np.int64),
                      out_values.ravel())
 
 
-def fast_footprint(problem: PhaseProblem, tiling: Tiling, S_mask: np.ndarray, T_mask: np.ndarray) -> Footprint:
-    """Valid products and output footprints of the phase from the operands' non-zero masks."""
+def fast_footprint(problem: PhaseProblem, tiling: Tiling, S_mask: np.ndarray, T_mask: np.ndarray,
+                   tile_of_image: np.ndarray | None = None) -> Footprint:
+    """Valid products and output footprints of the phase from the operands' non-zero masks (wgrad
+    partial sums accumulated over the batch tiles ``tile_of_image``, see ``tap_footprint``)."""
     if problem.output_is_plane:
         # Sparse products cost ∝ valid products, dense ones ∝ planes × channels: pick by mask density.
         if S_mask.mean() * T_mask.mean() > _DENSE_SWITCH:
             return plane_footprint_dense(problem, tiling, S_mask, T_mask)
         return plane_footprint_sparse(problem, tiling, S_mask, T_mask)
-    return tap_footprint(problem, tiling, S_mask, T_mask)
+    return tap_footprint(problem, tiling, S_mask, T_mask, tile_of_image)

@@ -33,9 +33,10 @@ from dataclasses import replace
 import numpy as np
 
 from antsim.dataflow.anticipation import POLICIES, PairCounts, count_pairs, oracle_counts
+from antsim.dataflow.batching import BatchTiles, batch_tiled, choose_tile_size
 from antsim.dataflow.exact import run_exact, sampled_conflicts, sampled_oracle_conflicts
 from antsim.dataflow.fibers import StreamedOperand, Vectors, nonzero_mask, stationary_vectors, streamed_vectors
-from antsim.dataflow.footprint import Footprint, fast_footprint
+from antsim.dataflow.footprint import Footprint, fast_footprint, tap_footprint
 from antsim.dataflow.output_partition import OutputPartition, partition_wgrad
 from antsim.dataflow.pairing import Cells, make_cells
 from antsim.dataflow.tiling import StrideClasses, Tiling, make_tiling, stride_classes
@@ -45,6 +46,7 @@ from antsim.phases import PhaseProblem, phase_problem
 from antsim.results import ProductCounts
 from antsim.sparsity.tensors import Tensors
 from antsim.spec.arch import ArchSpec
+from antsim.spec.encoding import bits_per_value
 from antsim.workloads.layers import Layer
 
 FIDELITIES = ("fast", "exact")
@@ -79,17 +81,25 @@ def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fideli
     fetch_filter = dense or (arch.anticipation.fetch_filter and policy != "none")
     S, T = problem.stationary(tensors), problem.streamed(tensors)
     stat = stationary_vectors(problem, tiling, classes, S, dense, pe.I)
+    partition = partition_wgrad(layer, tiling, pe.F, pe.I) if _output_partition(arch, phase) else None
+    per_image = _stationary_per_image(tiling, stat) if partition is None else partition.stationary_per_image
+    tiles = BatchTiles(choose_tile_size(arch.mapping.batch_tile, per_image, _input_capacity(arch, S, dense)),
+                       layer.N)
     streamed = streamed_vectors(problem, tiling, classes, T, dense, pe.F, fetch_filter,
                                 arch.mapping.streamed_order == "channel_inner")
     cells = make_cells(problem, tiling, classes, stat, streamed)
     n_slots = tiling.n_chunks * tiling.n_pes
     output = None
+    S_mask, T_mask = nonzero_mask(S, dense), nonzero_mask(T, dense)
     if fidelity == "exact":
         result = run_exact(policy, problem, tiling, cells, stat, streamed.vectors, arch.accumulators.banks,
                            pe.F * pe.I)
         footprint, output, conflicts = result.footprint, result.output, result.conflict_cycles
+        if problem.needs_reduction and tiles.size > 1:  # dW partial sums accumulate over each tile's images
+            held = tap_footprint(problem, tiling, S_mask, T_mask, tiles.tile_of_image)
+            footprint = replace(held, valid_products=footprint.valid_products)
     else:
-        footprint = fast_footprint(problem, tiling, nonzero_mask(S, dense), nonzero_mask(T, dense))
+        footprint = fast_footprint(problem, tiling, S_mask, T_mask, tiles.tile_of_image)
     counts = count_pairs(policy, problem, cells, stat, streamed.vectors, n_slots)
     if policy == "oracle" or dense:
         counts = oracle_counts(counts.candidate_pairs, footprint.valid_products, pe.F, pe.I)
@@ -105,29 +115,50 @@ def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fideli
                                                    arch.accumulators.banks, issued_pairs=counts.issued_pairs)
     work = _assemble(layer, problem, tiling, classes, cells, stat, streamed, counts, footprint, conflicts,
                      output, (fidelity, policy, fetch_filter, dense, sample_step))
-    if dense and phase == "wgrad" and arch.mapping.wgrad_partition == "output":
-        return _output_partitioned(work, partition_wgrad(layer, tiling, pe.F, pe.I), tiling)
-    return work
+    if partition is not None:
+        work = _output_partitioned(work, partition, tiling, tiles)
+    return batch_tiled(work, tiles, tiling.n_groups, per_image, streamed_per_image=problem.streamed_shape[0] > 1)
 
 
-def _output_partitioned(work: PhaseWork, part: OutputPartition, tiling: Tiling) -> PhaseWork:
-    """``work`` (planar accounting) re-cut with each PE owning a block of dW entries (dense wgrad)."""
+def _output_partition(arch: ArchSpec, phase: str) -> bool:
+    return not arch.sparsity_support and phase == "wgrad" and arch.mapping.wgrad_partition == "output"
+
+
+def _input_capacity(arch: ArchSpec, stationary: np.ndarray, dense: bool) -> float:
+    """Stationary non-zeros one PE's input buffer holds, in the arch's compressed format."""
+    density = 1.0 if dense or stationary.size == 0 else np.count_nonzero(stationary) / stationary.size
+    return arch.buffers.input_kb * 8192.0 / bits_per_value(arch.compression, density)
+
+
+def _stationary_per_image(tiling: Tiling, stat: Vectors) -> np.ndarray:
+    """(N, n_pes) stationary non-zeros of each image's tile on each PE."""
+    keys = stat.image * tiling.n_pes + tiling.pe_of_stationary()[stat.sp1, stat.sp2]
+    return np.bincount(keys, minlength=tiling.n_images * tiling.n_pes).astype(np.int64).reshape(
+        tiling.n_images, tiling.n_pes)
+
+
+def _output_partitioned(work: PhaseWork, part: OutputPartition, tiling: Tiling, tiles: BatchTiles) -> PhaseWork:
+    """``work`` (planar accounting) re-cut with each PE owning a block of dW entries (dense wgrad).
+
+    A PE's block accumulates over the images of a batch tile; its finished entries are drained once,
+    after the tile's last image (the same entries every image: a dense engine touches all of them)."""
     planar_valid = work.valid_products.sum(axis=1)
     if not np.array_equal(part.valid_products.sum(axis=1), planar_valid):  # pragma: no cover - invariant
         raise AssertionError("output partition lost or invented valid products")
     zeros = part.zeros
+    image = np.arange(tiling.n_chunks) // tiling.n_groups
+    last_of_tile = (image % tiles.size == tiles.size - 1) | (image == tiling.n_images - 1)
     notes = (*work.notes, "wgrad_partition output: each PE owns a contiguous block of the C*R*S dW entries (all"
              " Kc channels of the group), gets the group's whole dY and the activation planes of its channels;"
              " no halo, no cross-PE reduction")
     return replace(work, candidate_pairs=part.issued_pairs, issued_pairs=part.issued_pairs, conflict_cycles=zeros,
                    issued_products=part.valid_products, valid_products=part.valid_products,
                    stationary_reads=part.stationary_reads, streamed_delivered=part.streamed_delivered,
-                   halo_outputs=zeros, partial_outputs=part.partial_outputs,
-                   stationary_values=part.stationary_values, needs_reduction=False,
+                   halo_outputs=zeros, partial_outputs=part.partial_outputs * last_of_tile[:, None],
+                   stationary_values=part.stationary_per_image.sum(axis=0), needs_reduction=False,
                    tiling={**work.tiling, "wgrad_partition": "output",
                            "entries_per_pe": [int(part.entries_per_pe.min()), int(part.entries_per_pe.max())],
-                           "stationary_values_max_per_image": int(part.stationary_values.max(initial=0)
-                                                                  // max(1, tiling.n_images))},
+                           "stationary_values_max_per_image": int(part.stationary_per_image.max(initial=0))},
                    notes=notes)
 
 
@@ -181,7 +212,13 @@ def _assemble(layer: Layer, problem: PhaseProblem, tiling: Tiling, classes: Stri
         partial_outputs=_per_slot(tiling, footprint.partial_outputs),
         streamed_dram_values=_dram(problem, tiling, streamed),
         output_values=np.asarray(footprint.output_values, dtype=np.int64),
-        stationary_values=_stationary_values(tiling, stat),
+        # Image-major order with one image per tile; ``batch_tiled`` sets the batch loop.
+        stationary_dram_values=np.zeros(tiling.n_chunks, np.int64),
+        output_readback_values=np.zeros(tiling.n_chunks, np.int64), drains=np.ones(tiling.n_chunks, bool),
+        chunk_tile=np.arange(tiling.n_chunks) // tiling.n_groups,
+        chunk_group=np.arange(tiling.n_chunks) % tiling.n_groups,
+        chunk_image=np.arange(tiling.n_chunks) // tiling.n_groups,
+        stationary_values=_stationary_values(tiling, stat), stationary_resident=_stationary_values(tiling, stat),
         stationary_operand=problem.stationary_operand, streamed_operand=problem.streamed_operand,
         needs_reduction=problem.needs_reduction, products=products, output=output,
         tiling=_tiling_dict(tiling, classes, stat, policy, fetch_filter, dense, fidelity),

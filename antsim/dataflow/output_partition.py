@@ -15,7 +15,7 @@ activation planes of few channels); each PE computes its entries for all ``Kc_g`
   padding taps), packed into ``ceil(valid / (F·I))`` full multiplier cycles;
 * it receives the group's whole ``dY`` (``Kc_g·P·Q`` values, broadcast) and the activation planes
   (``H·W`` values) of the channels its block touches; each plane is loaded from DRAM once, counted in
-  ``stationary_values`` at the PE holding the channel's first entry (a PE whose block starts inside a
+  ``stationary_per_image`` at the PE holding the channel's first entry (a PE whose block starts inside a
   channel receives that plane by broadcast, so its buffer holds up to one plane more than counted);
 * it ends the chunk holding ``Kc_g · entries`` finished outputs (no halo, no reduction).
 
@@ -42,7 +42,7 @@ class OutputPartition:
     stationary_reads: np.ndarray
     streamed_delivered: np.ndarray
     partial_outputs: np.ndarray
-    stationary_values: np.ndarray  # per PE, summed over images: the planes it loads (each plane once in all)
+    stationary_per_image: np.ndarray  # (N, n_pes): the planes each PE loads per image (each plane once in all)
     entries_per_pe: np.ndarray  # (c, r, s) entries each PE owns
 
     @property
@@ -85,6 +85,7 @@ def partition_wgrad(layer: Layer, tiling: Tiling, F: int, I: int) -> OutputParti
         stationary_reads=(issued * I).astype(np.int64),
         streamed_delivered=np.where(busy, kc * layer.P * layer.Q, 0).astype(np.int64),
         partial_outputs=(kc * entries[None, :]).astype(np.int64),
-        stationary_values=(channels * layer.H * layer.W * tiling.n_images).astype(np.int64),
+        stationary_per_image=np.broadcast_to(channels * layer.H * layer.W, (tiling.n_images, tiling.n_pes)
+                                             ).astype(np.int64),
         entries_per_pe=entries.astype(np.int64),
     )

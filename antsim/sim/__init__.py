@@ -6,7 +6,7 @@ from antsim.sim.engine import PhaseTiming, dram_bits_per_cycle, simulate_phase
 from antsim.sim.params import SimParams
 from antsim.sim.pe import STALL_KEYS
 from antsim.sim.schedule import Densities, Schedule, build_schedule
-from antsim.sim.traffic import encoded_bits, zero_run_placeholders
+from antsim.spec.encoding import encoded_bits, zero_run_placeholders
 
 __all__ = [
     "STALL_KEYS", "Densities", "PhaseTiming", "Schedule", "SimParams", "build_schedule",

@@ -14,7 +14,8 @@ simulations can run in one process.
   chunk is done when both the multipliers and the screening are done; then waits at the barrier.
 * ``ChunkBarrier`` — releases all PEs when the last one arrives.
 * ``AccumulatorDrain`` — after each chunk: halo exchange with neighbours, cross-PE reduction (wgrad),
-  then the write-back of the chunk's outputs over DRAM. It frees the accumulator half it drained.
+  then the write-back of the chunk's outputs over DRAM (wgrad: once per batch tile and group, after
+  reading back the earlier tiles' dW). It frees the accumulator half it drained.
 """
 
 from __future__ import annotations
@@ -83,20 +84,25 @@ class StreamFetcher:
         env.process(self.prefetch_chunks())
 
     def prefetch_chunks(self) -> Proc:
-        """Stream each step's operand as soon as a staging slot is free, in step order."""
+        """Stream each step's operand as soon as a staging slot is free, in step order.
+
+        A step that reuses the chunk already staged (the next image of a batch tile on the same weight
+        group) takes no new slot."""
         for step in range(self.schedule.n_steps):
             stationary = self.schedule.stationary_bits[step]
             if stationary > 0:
-                if step > 0:  # the next pass overwrites the input buffer: wait until it is no longer read
+                if step > 0:  # the next tile or pass overwrites the input buffer: wait until it is not read
                     yield self.released[step - 1]
                 yield from self.dram.transfer(stationary)
-            yield self.staging.get(1)
+            if self.schedule.fetches[step]:
+                yield self.staging.get(1)
             yield from self.dram.transfer(self.schedule.streamed_bits[step])
             self.ready[step].succeed()
 
-    def free_slot(self) -> None:
-        """A step finished on every PE: its staging slot can take the next chunk."""
-        self.staging.put(1)
+    def free_slot(self, step: int) -> None:
+        """``step`` finished on every PE: if it was the last to use its staged chunk, free the slot."""
+        if self.schedule.frees[step]:
+            self.staging.put(1)
 
 
 class RcpAnticipator:
@@ -182,7 +188,8 @@ class AccumulatorDrain:
         self.env.process(self.drain_chunk(step))
 
     def drain_chunk(self, step: int) -> Proc:
-        """Exchange halos, reduce partial sums, free the accumulator half, then write the outputs back."""
+        """Exchange halos, reduce partial sums, free the accumulator half, then read back the partial
+        sums of earlier batch tiles (wgrad) and write the accumulated outputs back."""
         with self.links.request() as request:
             yield request
             yield self.env.timeout(self.schedule.halo_cycles[step])
@@ -190,4 +197,5 @@ class AccumulatorDrain:
             yield self.env.timeout(self.schedule.reduction_cycles[step])
         self.drained_at[step] = self.env.now
         self.drained[step].succeed()
+        yield from self.dram.transfer(self.schedule.readback_bits[step])
         yield from self.dram.transfer(self.schedule.output_bits[step], write=True)

@@ -53,12 +53,11 @@ class _Array:
         self.drain = AccumulatorDrain(env, self.dram, schedule)
         self.barrier = ChunkBarrier(env, schedule.n_pes, schedule.n_steps, self._release)
         self.fetcher = StreamFetcher(env, self.dram, schedule, params.staging_chunks, self.barrier.released)
-        halves = 2 if arch.accumulators.double_buffered else 1
         self.pes: list[PE] = []
         self.anticipators: list[RcpAnticipator] = []
         screening = arch.sparsity_support and arch.anticipation.policy != "none"
         for index in range(schedule.n_pes):
-            pe = PE(env, index, schedule, self.fetcher, self.drain, self.barrier, halves)
+            pe = PE(env, index, schedule, self.fetcher, self.drain, self.barrier)
             if screening:
                 pe.started = [env.event() for _ in range(schedule.n_steps)]
                 unit = RcpAnticipator(env, schedule.screen[:, index].tolist(), self.fetcher.ready,
@@ -68,7 +67,7 @@ class _Array:
             self.pes.append(pe)
 
     def _release(self, step: int) -> None:
-        self.fetcher.free_slot()
+        self.fetcher.free_slot(step)
         self.drain.start(step)
 
     def run(self) -> float:

@@ -25,12 +25,11 @@ class PE:
         fetcher: Provides ``ready`` events per step.
         drain: Provides ``drained`` events and halo end times per step.
         barrier: The array-wide step barrier.
-        halves: Accumulator halves (2 when double-buffered): step s reuses the half of step s − halves.
         anticipator: The PE's RCP anticipation unit, or ``None``.
     """
 
     def __init__(self, env: simpy.Environment, index: int, schedule: Schedule, fetcher: StreamFetcher,
-                 drain: AccumulatorDrain, barrier: ChunkBarrier, halves: int,
+                 drain: AccumulatorDrain, barrier: ChunkBarrier,
                  anticipator: RcpAnticipator | None = None) -> None:
         self.env = env
         self.index = index
@@ -39,7 +38,7 @@ class PE:
         self.fetcher = fetcher
         self.drain = drain
         self.barrier = barrier
-        self.halves = halves
+        self.half_wait = schedule.half_wait.tolist()  # the drain that frees each step's accumulator half
         self.anticipator = anticipator
         self.started: list[simpy.Event] = []  # filled by attach_anticipator: only a unit waits on them
         self.stalls = dict.fromkeys(STALL_KEYS, 0.0)
@@ -67,8 +66,9 @@ class PE:
                 t0 = env.now
                 yield ready
                 self.stalls["memory_stall"] += env.now - t0
-            if step >= self.halves and not self.drain.drained[step - self.halves].processed:
-                yield from self._wait_for_half(step - self.halves)
+            freed_by = self.half_wait[step]
+            if freed_by >= 0 and not self.drain.drained[freed_by].processed:
+                yield from self._wait_for_half(freed_by)
             if self.anticipator is not None:
                 self.started[step].succeed()
             yield env.timeout(issued + self.conflicts[step])

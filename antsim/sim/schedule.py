@@ -24,8 +24,8 @@ import numpy as np
 
 from antsim.dataflow.work import PhaseWork
 from antsim.sim.params import SimParams
-from antsim.sim.traffic import bits_per_value, ceil_div, encoded_bits
 from antsim.spec.arch import ArchSpec
+from antsim.spec.encoding import bits_per_value, ceil_div, encoded_bits
 
 
 @dataclass(frozen=True)
@@ -48,8 +48,11 @@ class Schedule:
 
     Per step and PE (shape ``(steps, n_pes)``): ``issued`` pairs, ``conflicts`` stall cycles, ``screen``
     cycles of the anticipation unit (0 without one). Per step (shape ``(steps,)``): ``stationary_bits``
-    loaded before the step (first step of each pass), ``streamed_bits`` prefetched for the step,
-    ``halo_cycles`` and ``reduction_cycles`` of the drain after the step, ``output_bits`` written back.
+    loaded before the step (first step of each batch tile and pass), ``streamed_bits`` prefetched for the
+    step, ``fetches`` (the step needs a new staging slot: a new weight group, or per-image dY) and
+    ``frees`` (its slot is released when the step ends), ``halo_cycles`` and ``reduction_cycles`` of the
+    drain after the step, ``readback_bits`` read and ``output_bits`` written back by that drain,
+    ``half_wait`` (the step whose drain frees the accumulator half this step uses; −1: none).
     """
 
     issued: np.ndarray
@@ -62,6 +65,10 @@ class Schedule:
     output_bits: np.ndarray
     passes: int
     restream_factor: np.ndarray
+    readback_bits: np.ndarray
+    fetches: np.ndarray
+    frees: np.ndarray
+    half_wait: np.ndarray
 
     @property
     def n_steps(self) -> int:
@@ -73,22 +80,25 @@ class Schedule:
 
 
 def stationary_passes(arch: ArchSpec, work: PhaseWork, density: float) -> int:
-    """Passes needed so every PE's share of the stationary operand fits ``arch.buffers.input_kb``."""
+    """Passes needed so every PE's resident stationary values (its largest batch tile) fit
+    ``arch.buffers.input_kb``."""
     capacity_bits = arch.buffers.input_kb * 8192.0
-    need_bits = float(work.stationary_values.max(initial=0)) * bits_per_value(arch.compression, density)
+    need_bits = float(work.stationary_resident.max(initial=0)) * bits_per_value(arch.compression, density)
     return max(1, ceil_div(need_bits, capacity_bits))
 
 
 def accumulator_restreams(arch: ArchSpec, work: PhaseWork) -> np.ndarray:
-    """Per chunk: how many times its streamed operand is streamed (1, or more on accumulator overflow)."""
+    """Per chunk: how many times its streamed operand is streamed (1, or more on accumulator overflow).
+
+    Chunks that accumulate into the same half (the images of a wgrad batch tile) share the factor of the
+    entries the half holds when it is drained."""
     capacity = arch.accumulators.banks * arch.accumulators.entries_per_bank
     worst = work.partial_outputs.max(axis=1, initial=0).astype(np.float64)
-    return np.maximum(1, np.ceil(worst / capacity - 1e-9)).astype(np.int64)
-
-
-def _split(values: np.ndarray, passes: int, index: int) -> np.ndarray:
-    """The ``index``-th of ``passes`` near-equal integer parts of ``values`` (parts sum to ``values``)."""
-    return (values * (index + 1)) // passes - (values * index) // passes
+    factor = np.maximum(1, np.ceil(worst / capacity - 1e-9)).astype(np.int64)
+    run = np.cumsum(work.drains) - work.drains
+    per_run = np.zeros(int(run.max(initial=-1)) + 1, np.int64)
+    np.maximum.at(per_run, run, factor)
+    return per_run[run] if len(run) else factor
 
 
 def _screen_cycles(arch: ArchSpec, candidates: np.ndarray) -> np.ndarray:
@@ -107,9 +117,36 @@ def _drain_cycles(work: PhaseWork, params: SimParams) -> tuple[np.ndarray, np.nd
     return halo.astype(np.float64), reduction.astype(np.float64)
 
 
+def _steps(work: PhaseWork, passes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Chunk and pass of every step: batch tile by batch tile, each tile's passes, its chunks in order."""
+    chunks, pass_of = [], []
+    bounds = np.flatnonzero(_changes(work.chunk_tile))
+    for tile_chunks in np.split(np.arange(work.n_chunks), bounds[1:]):
+        for j in range(passes):
+            chunks.append(tile_chunks)
+            pass_of.append(np.full(len(tile_chunks), j))
+    return np.concatenate(chunks), np.concatenate(pass_of)
+
+
+def _changes(*labels: np.ndarray) -> np.ndarray:
+    """True where any label differs from the previous step's (and at the first step)."""
+    if len(labels[0]) == 0:
+        return np.zeros(0, bool)
+    return np.r_[True, np.any([lab[1:] != lab[:-1] for lab in labels], axis=0)]
+
+
+def _half_wait(drains: np.ndarray, halves: int) -> np.ndarray:
+    """Per step, the drain step that frees its accumulator half (a run of steps ending in a drain shares
+    one half; run r reuses the half of run r − halves), −1 when the half is fresh."""
+    run = np.cumsum(drains) - drains
+    drain_steps = np.flatnonzero(drains)
+    earlier = run - halves
+    return np.where(earlier >= 0, drain_steps[np.maximum(earlier, 0)], -1)
+
+
 def build_schedule(arch: ArchSpec, work: PhaseWork, densities: Densities,
                    params: SimParams | None = None) -> Schedule:
-    """Lay ``work`` out as steps (pass-major, then chunk) with their bits and drain cycles.
+    """Lay ``work`` out as steps (batch tile, then pass, then chunk) with their bits and drain cycles.
 
     Args:
         arch: The design (buffers, accumulators, compression, anticipation).
@@ -124,29 +161,41 @@ def build_schedule(arch: ArchSpec, work: PhaseWork, densities: Densities,
     comp = arch.compression
     passes = stationary_passes(arch, work, densities.stationary)
     restream = accumulator_restreams(arch, work)
+    chunk, pass_of = _steps(work, passes)
     streamed = np.array([encoded_bits(float(v), densities.streamed, comp) for v in work.streamed_dram_values])
-    streamed = streamed * restream
+    streamed = (streamed * restream)[chunk]
     halo, reduction = _drain_cycles(work, params)
     outputs = np.array([encoded_bits(float(v) * densities.output, densities.output, comp)
                         for v in work.output_values])
-    stationary_total = encoded_bits(float(work.stationary_values.sum()), densities.stationary, comp)
-    issued = np.concatenate([_split(work.issued_pairs, passes, j) for j in range(passes)])
-    conflicts = np.concatenate([_split(work.conflict_cycles, passes, j) for j in range(passes)])
+    readback = np.array([encoded_bits(float(v) * densities.output, densities.output, comp)
+                         for v in work.output_readback_values])
+    tile_values = np.bincount(work.chunk_tile, weights=work.stationary_dram_values)
+    tile_bits = np.array([encoded_bits(float(v), densities.stationary, comp) for v in tile_values]) / passes
+    tile, group = work.chunk_tile[chunk], work.chunk_group[chunk]
+    opens_pass = _changes(tile, pass_of)  # a batch tile's pass starts: load its stationary share
+    stationary = np.where(opens_pass, tile_bits[tile], 0.0)
+    # Weights are staged once per (tile, group) and pass; wgrad's dY differs per image.
+    fetches = np.ones(len(chunk), bool) if work.streamed_operand != "weights" else _changes(tile, pass_of, group)
+    last = pass_of == passes - 1
+    drains = work.drains[chunk]
+
+    def split(values: np.ndarray) -> np.ndarray:
+        v = values[chunk]
+        return (v * (pass_of[:, None] + 1)) // passes - (v * pass_of[:, None]) // passes
+
+    conflicts = split(work.conflict_cycles)
     if not arch.sparsity_support:  # a dense design has no scatter crossbar, hence no bank conflicts
         conflicts = np.zeros_like(conflicts)
-    candidates = np.concatenate([_split(work.candidate_pairs, passes, j) for j in range(passes)])
-    n = work.n_chunks
-    stationary = np.zeros(n * passes)
-    if n:
-        stationary[::n] = stationary_total / passes
-    last = np.zeros(n * passes, dtype=bool)
-    last[(passes - 1) * n:] = True
+    halves = 2 if arch.accumulators.double_buffered else 1
     return Schedule(
-        issued=issued.astype(np.float64), conflicts=conflicts.astype(np.float64),
-        screen=_screen_cycles(arch, candidates), stationary_bits=stationary,
-        streamed_bits=np.tile(streamed, passes),
-        halo_cycles=np.where(last, np.tile(halo, passes), 0.0),
-        reduction_cycles=np.where(last, np.tile(reduction, passes), 0.0),
-        output_bits=np.where(last, np.tile(outputs, passes), 0.0),
+        issued=split(work.issued_pairs).astype(np.float64), conflicts=conflicts.astype(np.float64),
+        screen=_screen_cycles(arch, split(work.candidate_pairs)), stationary_bits=stationary,
+        streamed_bits=streamed,
+        halo_cycles=np.where(last, halo[chunk], 0.0),
+        reduction_cycles=np.where(last, reduction[chunk], 0.0),
+        output_bits=np.where(last, outputs[chunk], 0.0),
         passes=passes, restream_factor=restream,
+        readback_bits=np.where(last, readback[chunk], 0.0),
+        fetches=fetches, frees=np.r_[fetches[1:], True][:len(fetches)],
+        half_wait=_half_wait(drains, halves),
     )

@@ -82,6 +82,13 @@ class Mapping(_Section):
         description="wgrad work split: planar (SCNN: each PE a spatial tile, partial sums of every dW entry"
                     " reduced across PEs) or output (dense designs only: each PE owns a block of dW entries,"
                     " no cross-PE reduction)")
+    batch_tile: int = Field(
+        0, ge=0, le=4096,
+        description="images whose stationary tiles the input buffer holds at once; the loop order is batch"
+                    " tile > output-channel group > image, so a tile streams each weight group from DRAM once and"
+                    " accumulates dW over its images before one cross-PE reduction and write-back. 0 (default):"
+                    " as many images as buffers.input_kb holds; 1: one image at a time (weights re-read and dW"
+                    " reduced per image)")
 
 
 class Anticipation(_Section):

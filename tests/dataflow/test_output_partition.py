@@ -49,17 +49,23 @@ def test_each_pe_computes_exactly_its_own_dw_entries(layer: Layer, rows: int, co
     t = random_tensors(layer, 0.4, seed=1)
     fast = map_phase(arch, layer, "wgrad", t)
     exact = map_phase(arch, layer, "wgrad", t, fidelity="exact")
-    np.testing.assert_array_equal(fast.valid_products, _brute_force_per_pe(layer, n_pes, 2))
+    groups = -(-layer.K // 2)
+    executed = fast.chunk_image * groups + fast.chunk_group  # brute force is image-major
+    np.testing.assert_array_equal(fast.valid_products, _brute_force_per_pe(layer, n_pes, 2)[executed])
     np.testing.assert_allclose(exact.output, reference(layer, "wgrad", t), atol=1e-9)
     assert fast.products == exact.products == map_phase(planar, layer, "wgrad", t).products  # same MACs
     assert not fast.needs_reduction and fast.halo_outputs.sum() == 0 and fast.conflict_cycles.sum() == 0
     F_I = arch.pe_array.F * arch.pe_array.I
     np.testing.assert_array_equal(fast.issued_pairs, -(-fast.valid_products // F_I))
-    # Each PE ends a chunk holding its entries for the group's channels: C*R*S*Kc_g over the PEs.
-    kc_per_chunk = np.tile([min(layer.K, 2 * (g + 1)) - 2 * g for g in range(-(-layer.K // 2))], layer.N)
-    np.testing.assert_array_equal(fast.partial_outputs.sum(axis=1), kc_per_chunk * layer.C * layer.R * layer.S)
+    # The whole batch fits one tile: each PE drains its entries for the group's channels once, after the
+    # last image — C*R*S*Kc_g over the PEs — and holds nothing drained before.
+    assert fast.tiling["batch_tile"] == layer.N
+    kc_per_chunk = np.array([min(layer.K, 2 * (g + 1)) - 2 * g for g in fast.chunk_group])
+    assert np.array_equal(fast.drains, fast.chunk_image == layer.N - 1)
+    np.testing.assert_array_equal(fast.partial_outputs.sum(axis=1),
+                                  np.where(fast.drains, kc_per_chunk * layer.C * layer.R * layer.S, 0))
     # Every busy PE receives the group's whole dY; idle PEs (more PEs than entries) receive nothing.
-    busy = fast.partial_outputs > 0
+    busy = np.broadcast_to(fast.partial_outputs[-1] > 0, fast.partial_outputs.shape)
     assert busy[0].sum() == min(n_pes, layer.C * layer.R * layer.S)
     np.testing.assert_array_equal(fast.streamed_delivered[busy],
                                   np.broadcast_to(kc_per_chunk[:, None] * layer.P * layer.Q, busy.shape)[busy])

@@ -38,7 +38,13 @@ def build_work(n_chunks: int, n_pes: int, issued: Any, candidates: Any = None, c
         stationary_reads=iss * 4, streamed_delivered=iss * 4, halo_outputs=_grid(halo, shape),
         partial_outputs=_grid(partial, shape), streamed_dram_values=chunk(streamed),
         output_values=chunk(outputs),
+        # One batch tile of one image: the whole stationary operand loaded before the first chunk.
+        stationary_dram_values=chunk(0) + np.eye(1, n_chunks, dtype=np.int64)[0] * np.broadcast_to(
+            np.asarray(stationary, dtype=np.int64), (n_pes,)).sum(),
+        output_readback_values=chunk(0), drains=np.ones(n_chunks, bool), chunk_tile=chunk(0),
+        chunk_group=np.arange(n_chunks), chunk_image=chunk(0),
         stationary_values=np.broadcast_to(np.asarray(stationary, dtype=np.int64), (n_pes,)).copy(),
+        stationary_resident=np.broadcast_to(np.asarray(stationary, dtype=np.int64), (n_pes,)).copy(),
         stationary_operand="activations", streamed_operand="weights", needs_reduction=needs_reduction,
         products=ProductCounts(int(cand.sum() * 16), int(iss.sum() * 12), int((cand - iss).sum() * 16)),
     )

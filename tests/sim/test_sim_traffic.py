@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from antsim.sim.traffic import encoded_bits, zero_run_placeholders
 from antsim.spec.arch import Compression
+from antsim.spec.encoding import encoded_bits, zero_run_placeholders
 
 
 def brute_force_zero_run_entries(stream: np.ndarray, index_bits: int) -> int:

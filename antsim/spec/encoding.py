@@ -1,7 +1,8 @@
-"""Compressed-operand traffic: how many bits a stream of non-zeros occupies in a given format.
+"""Compressed-operand sizes: how many bits a stream of non-zeros occupies in a given format.
 
-Pure numpy/float arithmetic, no time. The timing model (``antsim.sim.engine``) uses these bits for DRAM
-transfers and for buffer capacity checks.
+Pure float arithmetic on the arch's ``Compression`` section, no time: it sits with the spec so that both
+the dataflow (which sizes batch tiles by the input buffer) and the timing model (DRAM transfers, buffer
+passes) read one definition.
 
 Formats (``arch.compression.format``):
 
