@@ -7,6 +7,7 @@ and to a flat CSV. Compare, report and sweep code read only these types, never a
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
 import math
@@ -185,6 +186,8 @@ class NetworkResult:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any], source: str = "<dict>") -> NetworkResult:
+        if not isinstance(d, Mapping):
+            raise AntsimError(f"{source}: not an {SCHEMA} result (a JSON {type(d).__name__}, not an object)")
         if d.get("schema") != SCHEMA:
             raise AntsimError(f"{source}: schema: expected {SCHEMA!r}; got {d.get('schema')!r}")
         try:
@@ -194,8 +197,8 @@ class NetworkResult:
                 spec=d.get("spec") or {}, workload=d.get("workload") or {},
                 area_mm2=(d.get("totals") or {}).get("area_mm2"), meta=d.get("meta") or {},
             )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise AntsimError(f"{source}: malformed {SCHEMA} result: {exc!r}") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise AntsimError(f"{source}: malformed {SCHEMA} result: {exc!r}".replace("\n", " ")) from None
 
     def write_json(self, path: str | Path) -> None:
         """Write deterministic JSON (sorted keys) atomically."""
@@ -207,9 +210,13 @@ class NetworkResult:
         if not path.is_file():
             raise AntsimError(f"{path}: result file not found")
         try:
-            data = json.loads(path.read_text())
+            data = json.loads(path.read_text(encoding="utf-8"))
         except json.JSONDecodeError as exc:
             raise AntsimError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+        except UnicodeDecodeError as exc:
+            raise AntsimError(f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x})") from None
+        except RecursionError:
+            raise AntsimError(f"{path}: JSON nested too deeply") from None
         return cls.from_dict(data, source=str(path))
 
     def write_csv(self, path: str | Path) -> None:
@@ -241,10 +248,15 @@ def flatten_record(record: LayerResult) -> dict[str, Any]:
 def write_text_atomic(path: str | Path, text: str) -> None:
     """Write ``text`` to ``path`` via a temporary file and rename, so a crash never leaves half a file."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(text)
+        tmp.replace(path)
+    except OSError as exc:  # full disk, a folder at the path, no permission: one line, no .tmp left behind
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise AntsimError(f"{path}: cannot write ({exc.strerror or exc})") from None
 
 
 def _jsonable(value: Any) -> Any:

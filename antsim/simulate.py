@@ -202,11 +202,18 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[s
         _check_choice("sparsity", sparsity, sparsity_models())
     ordered = [p for p in PHASES if p in phases]
     records: list[LayerResult] = []
+    used: list[Tensors] = []
     for index, layer in _iterate(layers, progress, arch.name):
         t = _layer_tensors(layer, index, dens, sparsity, tensors, seed)
+        if tensors is not None:  # generated operands are not kept: a network's worth would stay in memory
+            used.append(t)
+        measured = operand_densities(t) if tensors is not None else None
         for phase in ordered:
             result = simulate_layer(arch, layer, phase, t, fidelity=fidelity, seed=seed, params=params)
-            records.append(_without_output(result))
+            records.append(_without_output(result, measured))
+    if tensors is not None:
+        # A tensors file's operands carry their own densities: echo those, never the generator defaults.
+        dens = overall_densities(used)
     echo = {
         "network": None, "layers": [layer.to_dict() for layer in layers],
         "batch": layers[0].N if layers else None, "phases": ordered, "densities": dens,
@@ -218,10 +225,31 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[s
                          meta={"sim_params": _params_dict(params)})
 
 
-def _without_output(result: LayerResult) -> LayerResult:
+def _without_output(result: LayerResult, densities: Mapping[str, float] | None = None) -> LayerResult:
     from dataclasses import replace
 
-    return replace(result, output=None)
+    if densities is None:
+        return replace(result, output=None)
+    return replace(result, output=None, details={**result.details, "operand_densities": dict(densities)})
+
+
+_DENSITY_OPERANDS = (("w", "weights"), ("a", "activations"), ("g", "grad_output"), ("a_saved", "saved_activations"))
+
+
+def operand_densities(tensors: Tensors) -> dict[str, float]:
+    """Measured non-zero fraction of each operand present, keyed like ``densities`` (w, a, g[, a_saved])."""
+    return {key: _density(array) for key, name in _DENSITY_OPERANDS if (array := getattr(tensors, name)) is not None}
+
+
+def overall_densities(used: Sequence[Tensors]) -> dict[str, float]:
+    """Non-zeros over elements of each operand, summed over the layers (keys w, a, g[, a_saved])."""
+    out: dict[str, float] = {}
+    for key, name in _DENSITY_OPERANDS:
+        arrays = [a for t in used if (a := getattr(t, name)) is not None]
+        size = sum(a.size for a in arrays)
+        if arrays and size:
+            out[key] = sum(int(np.count_nonzero(a)) for a in arrays) / size
+    return out
 
 
 def _params_dict(params: SimParams | None) -> dict[str, Any]:

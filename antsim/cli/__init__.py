@@ -2,7 +2,8 @@
 
 Each command lives in ``antsim/cli/<name>.py`` and defines ``HELP`` (one line), ``add_arguments(parser)``
 and ``run(args) -> int``. ``main`` alone turns an ``AntsimError`` into one line on stderr and exit
-status 2; ``--debug`` shows the traceback instead.
+status 2, and any other exception (an internal error) into one line, a hint and exit status 1;
+``--debug`` shows the traceback instead.
 """
 
 from __future__ import annotations
@@ -65,11 +66,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AntsimError as exc:
         if args.debug:
             raise
-        sys.stderr.write(f"antsim {args.command}: error: {exc}\n")
+        message = " ".join(str(exc).split("\n"))  # a user error is one line, whatever its parts held
+        sys.stderr.write(f"antsim {args.command}: error: {message}\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("antsim: interrupted\n")
         return 130
+    except Exception as exc:  # an internal error: one line and the way to see more, never a bare traceback
+        if args.debug:
+            raise
+        what = str(exc).splitlines()[0] if str(exc) else ""
+        sys.stderr.write(f"antsim {args.command}: internal error: {type(exc).__name__}"
+                         f"{': ' + what if what else ''} (rerun with 'antsim --debug {args.command} ...'"
+                         " for the traceback)\n")
+        return 1
 
 
 if __name__ == "__main__":

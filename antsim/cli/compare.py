@@ -21,6 +21,7 @@ from antsim.cli._common import (
     add_workload_arguments,
     check_out_path,
     check_sparsity_model,
+    csv_batch_hint,
     resolve_densities,
     resolve_tensors,
     resolve_workload,
@@ -43,6 +44,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu-structured", default=None, metavar="2:4",
                         help="model the GPUs with 2:4 structured-sparse weights (sparse tensor cores, fprop and "
                              "dgrad; needs a tensor-core --gpu-precision)")
+    parser.add_argument("--gpu-step", action="store_true",
+                        help="model each GPU's whole training step: the convolutions plus BatchNorm, ReLU, residual"
+                             " add, pooling and the SGD-momentum update (designs named GPU[-PRECISION]-step;"
+                             " default: convolutions only)")
     parser.add_argument("--baseline", default=None,
                         help="design the ratios are over (default: scnn if present, else the first design)")
     parser.add_argument("--out", type=Path, default=None, help="comparison file: .json (antsim.compare/1) or .csv")
@@ -100,7 +105,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
     if args.report_out is not None:
         from antsim.report.build import check_report_target
 
-        check_report_target(args.report_out)
+        check_report_target(args.report_out, flag="--report-out")
         if args.out is not None and args.report_out.resolve() in args.out.resolve().parents:
             raise AntsimError(f"--out {args.out}: inside --report-out {args.report_out}, which is replaced whole;"
                               " the report holds data/comparison.json already")
@@ -117,14 +122,14 @@ def gather_results(args: argparse.Namespace) -> tuple[list[NetworkResult], list[
 
     def workload() -> tuple[list[Any], dict[str, Any]]:
         if not cache:
-            cache["value"] = resolve_workload(args)
+            cache["value"] = resolve_workload(args, batch_hint=csv_batch_hint(args.results))
         return cache["value"]
 
     results, sources = load_results(args.results, fallback_layers=lambda: workload()[0])
     if not (results or args.arch or args.gpu):
         raise AntsimError("nothing to compare: give result files, --arch PATH or --gpu NAME")
-    if not args.gpu and (args.gpu_precision or args.gpu_structured):
-        raise AntsimError("--gpu-precision / --gpu-structured need --gpu NAME")
+    if not args.gpu and (args.gpu_precision or args.gpu_structured or args.gpu_step):
+        raise AntsimError("--gpu-precision / --gpu-structured / --gpu-step need --gpu NAME")
     archs, gpus = _load_specs(args)
     if archs or gpus:
         for result, source in zip(results, sources, strict=True):
@@ -136,7 +141,8 @@ def gather_results(args: argparse.Namespace) -> tuple[list[NetworkResult], list[
         _note(f"GPU model {name} ({precision}{', ' + args.gpu_structured if args.gpu_structured else ''})")
         results.append(_gpu(gpu, precision, args, *workload()))
         structured = f" --gpu-structured {args.gpu_structured}" if args.gpu_structured else ""
-        sources.append(f"--gpu {name} --gpu-precision {precision}{structured}")
+        step = " --gpu-step" if args.gpu_step else ""
+        sources.append(f"--gpu {name} --gpu-precision {precision}{structured}{step}")
     return results, sources
 
 
@@ -203,5 +209,8 @@ def _gpu(gpu: Any, precision: str, args: argparse.Namespace, layers: list[Any],
          echo: dict[str, Any]) -> NetworkResult:
     from antsim.gpu import estimate_gpu
 
-    return estimate_gpu(gpu, layers, phases=tuple(echo["phases"]), precision=precision, workload=echo,
-                        structured=args.gpu_structured)
+    estimate = estimate_gpu
+    if args.gpu_step:
+        from antsim.gpu.step import estimate_step as estimate
+    return estimate(gpu, layers, phases=tuple(echo["phases"]), precision=precision, workload=echo,
+                    structured=args.gpu_structured)

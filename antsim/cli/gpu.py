@@ -19,7 +19,8 @@ HELP = "model a network's training convolutions on a GPU (dense implicit GEMM), 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu", required=True,
-                        help="builtin GPU (titanxp, p100, v100, a100, h100, h200) or a GPU YAML path")
+                        help="builtin GPU (titanxp, p100, p100-pcie, v100, a100, a100-80gb-pcie, h100, h200, t4, "
+                             "gtx1080ti, titanx-maxwell, m40, p4) or a GPU YAML path")
     add_workload_arguments(parser)
     parser.add_argument("--precision", default="fp32",
                         help="fp32 | tf32 | fp16 | bf16 | fp16_pseudo (fp16 storage, fp32 math); default fp32")
@@ -36,6 +37,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --check: also the plan-space floor per phase — the error if every row were "
                              "predicted by the model's plan (GEMM form, tile, split-K) closest to it, i.e. what "
                              "better kernel selection alone could reach")
+    parser.add_argument("--step", action="store_true",
+                        help="a whole training step: each conv record also holds its layer's memory-bound kernels "
+                             "(BatchNorm, ReLU, residual add, pooling, SGD-momentum update) and their launch "
+                             "overheads; the design is named GPU[-PRECISION]-step (default: convolutions only)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
@@ -45,6 +50,8 @@ def run(args: argparse.Namespace) -> int:
     from antsim.gpu.estimate import check_structured
 
     if args.check is not None:
+        if args.step:
+            raise AntsimError("--step goes without --check (the check compares convolution kernels)")
         return _run_check(args)
     if args.floor:
         raise AntsimError("--floor goes with --check MEASURED.csv")
@@ -57,8 +64,11 @@ def run(args: argparse.Namespace) -> int:
     layers, workload = resolve_workload(args)
     phases = parse_phases(args.phases)
     bar = None if args.no_progress else (lambda items: progress(items, total=len(layers), desc="gpu", unit="layer"))
-    result = estimate_gpu(gpu, layers, phases, args.precision, workload=workload, progress=bar,
-                          structured=args.structured)
+    estimate = estimate_gpu
+    if args.step:
+        from antsim.gpu.step import estimate_step as estimate
+    result = estimate(gpu, layers, phases, args.precision, workload=workload, progress=bar,
+                      structured=args.structured)
     result.write_csv(out) if out.suffix.lower() == ".csv" else result.write_json(out)
     _print_summary(result, out)
     return 0
@@ -73,6 +83,10 @@ def _print_summary(result: NetworkResult, out: Path) -> None:
         if recs:
             lines.append(f"  {phase}: {sum(r.time_s for r in recs) * 1e3:.3f} ms, "
                          f"{sum(r.energy_j for r in recs):.4g} J")
+    if result.meta.get("scope") == "step":
+        kernels = [k for r in result.records for k in r.details["step_kernels"]]
+        lines.append(f"  of which memory-bound step kernels: {sum(k['time_s'] for k in kernels) * 1e3:.3f} ms "
+                     f"({sum(k['launches'] for k in kernels)} launches)")
     lines.append(f"wrote {out}")
     sys.stdout.write("\n".join(lines) + "\n")
 
@@ -94,9 +108,9 @@ def _run_check(args: argparse.Namespace) -> int:
     if is_deepbench_csv(args.check):
         measured = observations(read_deepbench_csv(args.check, args.precision))
     else:
-        from antsim.measure.external import read_results_csv
+        from antsim.measure.external import measured_batch, read_results_csv
 
-        layers, _ = resolve_workload(args)
+        layers, _ = resolve_workload(args, batch_hint=measured_batch(args.check))  # the CSV's N is the batch
         measured = result_observations(read_results_csv(args.check, layers, phases=parse_phases(args.phases)),
                                        layers)
     rows = check_measured(gpu, measured, args.precision, structured=args.structured)

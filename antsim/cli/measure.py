@@ -9,7 +9,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from antsim.cli._common import add_workload_arguments, check_out_path, parse_phases, progress, resolve_workload
+from antsim.cli._common import (
+    add_workload_arguments,
+    check_out_path,
+    parse_phases,
+    progress,
+    resolve_workload,
+    seed_value,
+)
 
 HELP = "measure per-layer fprop/dgrad/wgrad times with PyTorch (CPU or CUDA baseline) into a CSV"
 
@@ -22,23 +29,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument("--repeats", type=int, default=10, help="timed calls per (layer, phase); median kept (10)")
     group.add_argument("--warmup", type=int, default=2, help="untimed calls before timing (2)")
     group.add_argument("--threads", type=int, default=None, help="CPU threads for torch (default: torch's)")
-    group.add_argument("--seed", type=int, default=0, help="seed of the operand values (0)")
+    group.add_argument("--seed", type=seed_value, default=0, help="seed of the operand values (0)")
     parser.add_argument("--out", type=Path, required=True, help="CSV to write (one row per layer and phase)")
 
 
 def run(args: argparse.Namespace) -> int:
     from antsim.capture import require_torch
+    from antsim.errors import AntsimError
 
-    torch = require_torch("measure")
+    # Every argument is checked before torch is imported or a layer is timed.
     check_out_path(args.out, (".csv",))
     phases = parse_phases(args.phases)
     layers, workload = resolve_workload(args)
-    from antsim.errors import AntsimError
+    for flag, value, low in (("--threads", args.threads, 1), ("--repeats", args.repeats, 1),
+                             ("--warmup", args.warmup, 0)):
+        if value is not None and value < low:
+            raise AntsimError(f"{flag} must be >= {low}; got {value}")
+    torch = require_torch("measure")
     from antsim.measure.timing import COLUMNS, measure_layers
     from antsim.results import write_text_atomic
 
-    if args.threads is not None and args.threads < 1:
-        raise AntsimError(f"--threads must be >= 1; got {args.threads}")
     previous_threads = torch.get_num_threads()
     torch.set_num_threads(args.threads or previous_threads)
     try:

@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from antsim.cli._common import add_workload_arguments, resolve_workload
+from antsim.cli._common import add_workload_arguments, csv_batch_hint, resolve_workload
 from antsim.errors import AntsimError
 
 HELP = "write an HTML/Markdown report (figures, data, inputs) comparing result files"
@@ -37,7 +37,10 @@ def run(args: argparse.Namespace) -> int:
     check_report_target(args.out)
     if args.sweep is not None and not args.sweep.is_dir():
         raise AntsimError(f"--sweep {args.sweep}: not a folder")
-    results, sources = load_results(args.results, fallback_layers=lambda: resolve_workload(args)[0])
+    def fallback() -> list:  # layers for CSV results when no JSON result echoes them; the CSV's N is the batch
+        return resolve_workload(args, batch_hint=csv_batch_hint(args.results))[0]
+
+    results, sources = load_results(args.results, fallback_layers=fallback)
     comparison = compare_results(results, sources, baseline=args.baseline)
     build_report(comparison, args.out, sweep_dir=args.sweep, progress=_note, command=command_line())
     _note(f"report written to {args.out}/index.html")

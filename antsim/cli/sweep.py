@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from antsim.cli._common import seed_value
 from antsim.errors import AntsimError
 
 HELP = "run or resume an Optuna design-space sweep (area / energy / speed) and export its Pareto set"
@@ -22,7 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--timeout", type=float, default=None,
                         help="stop starting trials after this many seconds (default: the spec's timeout_s)")
     parser.add_argument("--workers", type=int, default=1, help="worker processes on this machine (default 1)")
-    parser.add_argument("--seed", type=int, default=None, help="sampler seed (default: the spec's seed)")
+    parser.add_argument("--seed", type=seed_value, default=None, help="sampler seed (default: the spec's seed)")
     parser.add_argument("--heartbeat", type=int, default=5,
                         help="trial heartbeat interval in s; a killed worker's trial is failed after 3 missed "
                              "beats (default 5)")
@@ -60,8 +61,10 @@ def run(args: argparse.Namespace) -> int:
     spec, opts = _options(args)
     if args.export_only and args.export is None:
         raise AntsimError("--export-only needs --export DIR")
-    if args.export is not None and args.export.exists() and not args.export.is_dir():
-        raise AntsimError(f"--export {args.export}: exists and is not a folder")
+    if args.export is not None:
+        from antsim.dse.export import check_export_target
+
+        check_export_target(args.export)  # before any trial runs: an export that could not be written fails now
 
     def report(line: str) -> None:
         sys.stderr.write(line + "\n")

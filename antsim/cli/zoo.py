@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from antsim.cli._common import check_out_path
 from antsim.workloads.layers import write_layers_csv
 
 HELP = "list the network zoo, or the conv layers and MACs of one network"
@@ -23,6 +24,10 @@ def run(args: argparse.Namespace) -> int:
 
     if args.batch < 1:
         raise AntsimError(f"--batch must be >= 1; got {args.batch}")
+    if args.csv is not None:
+        if args.name is None:
+            raise AntsimError(f"--csv {args.csv}: give a network NAME to write its layers")
+        check_out_path(args.csv, (".csv",), flag="--csv")
     out = sys.stdout
     if args.name is None:
         out.write(f"{'network':<22}{'convs':>6}{'fwd GMACs':>12}   (batch {args.batch})\n")

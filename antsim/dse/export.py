@@ -6,7 +6,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
+import shutil
 import statistics
+import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -99,7 +102,55 @@ def export_study(spec: SweepSpec, url: str, study_name: str, folder: Path, figur
     """
     study = load_existing_study(url, study_name)
     trials = study.get_trials(deepcopy=False)
-    folder.mkdir(parents=True, exist_ok=True)
+    final = folder
+    check_export_target(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    # Built beside the target and renamed into place, so no file of an earlier export (a stale
+    # arch_trialN.yaml, old figures) survives next to the new tables, and an error leaves the old export.
+    folder = Path(tempfile.mkdtemp(prefix=f".{final.name}.tmp-", dir=final.parent))
+    try:
+        written = _export_into(spec, study, trials, url, study_name, folder, figures)
+        (folder / EXPORT_MANIFEST).write_text(json.dumps(
+            {"schema": "antsim.sweep-export/1", "files": sorted(p.name for p in written)}, indent=1) + "\n")
+        folder.chmod(0o755)
+        old = final.parent / f".{final.name}.old-{os.getpid()}"
+        if final.exists():
+            final.rename(old)
+        folder.rename(final)
+        shutil.rmtree(old, ignore_errors=True)
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+    return [final / p.name for p in written]
+
+
+EXPORT_MANIFEST = ".antsim-export.json"  # lists the files an export wrote; only such a folder is replaced
+
+
+def check_export_target(folder: Path) -> None:
+    """Refuse to replace anything but a missing or empty folder, or an export holding only its own files.
+
+    Raises:
+        AntsimError: ``folder`` is a file, a non-empty folder without the export manifest, or an export
+            holding a file it did not write.
+    """
+    if folder.exists() and not folder.is_dir():
+        raise AntsimError(f"--export {folder}: exists and is not a folder")
+    if not folder.is_dir() or not any(folder.iterdir()):
+        return
+    try:
+        listed = set(json.loads((folder / EXPORT_MANIFEST).read_text(encoding="utf-8"))["files"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise AntsimError(f"--export {folder}: folder exists and holds no {EXPORT_MANIFEST} (not an antsim sweep"
+                          " export); refusing to replace it") from None
+    for path in sorted(folder.iterdir()):
+        if path.name != EXPORT_MANIFEST and path.name not in listed:
+            raise AntsimError(f"--export {folder}: holds {path.name}, which the export did not write; refusing"
+                              " to replace the folder")
+
+
+def _export_into(spec: SweepSpec, study: optuna.Study, trials: list[FrozenTrial], url: str, study_name: str,
+                 folder: Path, figures: bool) -> list[Path]:
     written = [folder / "trials.csv"]
     write_text_atomic(written[0], _csv([trial_row(spec, t) for t in trials]))
     points = []

@@ -58,7 +58,9 @@ class WorkloadSpec(_Model):
     layers: tuple[dict[str, Any], ...] | None = Field(None, description="inline layer dicts (Layer fields)")
     select: tuple[str, ...] | None = Field(None, description="keep only these layer names")
     phases: tuple[Literal["fprop", "dgrad", "wgrad"], ...] = ("fprop", "dgrad", "wgrad")
-    batch: int = Field(1, ge=1, le=4096)
+    batch: int | None = Field(None, ge=1, le=4096,
+                              description="batch N; default: the layers' own N (layers CSV / inline), the tensors"
+                                          " file's batch, or 1 for a zoo network")
     densities: dict[str, float] = Field(default_factory=lambda: {"w": 0.1, "a": 0.1, "g": 0.1})
     sparsity: str = "swat"
     tensors: str | None = None
@@ -115,7 +117,7 @@ class SweepSpec(_Model):
     evaluator: EvaluatorSpec = EvaluatorSpec()
     n_trials: int = Field(50, ge=1, le=1_000_000)
     timeout_s: float | None = Field(None, gt=0)
-    seed: int = 0
+    seed: int = Field(0, ge=0, lt=2**32, description="sampler and operand seed (numpy's seed range)")
     fidelity: Literal["fast", "exact"] = "fast"
     multi_fidelity: MultiFidelitySpec | None = None
     # Filled by load_sweep (not YAML keys a user writes; extra=forbid keeps them out of files).
@@ -183,6 +185,20 @@ def _check_names(spec: SweepSpec, source: str) -> None:
     for k, d in w.densities.items():
         if not 0 < d <= 1:
             raise SpecError(source, f"workload.densities.{k}", "must be in (0, 1]", d)
+    if not w.phases:
+        raise SpecError(source, "workload.phases", "must name at least one of fprop, dgrad, wgrad", [])
+    if len(set(w.phases)) != len(w.phases):
+        raise SpecError(source, "workload.phases", "names a phase twice", list(w.phases))
+    if w.tensors is None:
+        from antsim.sparsity.generators import sparsity_models
+
+        if w.sparsity not in sparsity_models():
+            raise SpecError(source, "workload.sparsity", f"unknown model; known: {', '.join(sparsity_models())}",
+                            w.sparsity)
+    elif {"densities", "sparsity"} & w.model_fields_set:
+        key = sorted({"densities", "sparsity"} & w.model_fields_set)[0]
+        raise SpecError(source, f"workload.{key}", "cannot apply with workload.tensors (the tensors file's"
+                        " operands carry their own)", getattr(w, key))
 
 
 def _field_kind(info: Any) -> str:

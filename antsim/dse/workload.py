@@ -64,8 +64,60 @@ def resolve_workload(spec: SweepSpec) -> Workload:
             if wanted not in known:
                 raise SpecError(spec.source, f"workload.select[{i}]", "no such layer in the workload", wanted)
         layers = [layer for layer in layers if layer.name in set(w.select)]
-    layers = [layer.with_batch(w.batch) for layer in layers]
-    return Workload(tuple(layers), tuple(w.phases), dict(w.densities), w.sparsity, w.tensors, name)
+    densities = dict(w.densities)
+    if w.tensors is not None:
+        tensors = _load_tensors(spec)
+        batch = _tensors_batch(spec, tensors)
+        densities = _tensor_densities(tensors, layers)
+    else:
+        tensors, batch = None, w.batch
+    if batch is not None:  # given (or a tensors file's): it replaces the layers' own N
+        layers = [layer.with_batch(batch) for layer in layers]
+    elif len({layer.N for layer in layers}) > 1:
+        raise SpecError(spec.source, "workload", "the layers differ in N; give workload.batch",
+                        sorted({layer.N for layer in layers}))
+    if tensors is not None:
+        _check_tensors(spec, tensors, layers)
+    return Workload(tuple(layers), tuple(w.phases), densities, w.sparsity, w.tensors, name)
+
+
+def _load_tensors(spec: SweepSpec) -> dict[str, Any]:
+    from antsim.sparsity.tensors import load_tensors
+
+    try:
+        return load_tensors(spec.workload.tensors)  # type: ignore[arg-type]
+    except AntsimError as exc:
+        raise SpecError(spec.source, "workload.tensors", str(exc)) from None
+
+
+def _tensors_batch(spec: SweepSpec, tensors: dict[str, Any]) -> int:
+    """The tensors file's batch; a ``workload.batch`` that disagrees is an error (the operands set it)."""
+    batches = sorted({int(t.activations.shape[0]) for t in tensors.values()})
+    if len(batches) != 1:
+        raise SpecError(spec.source, "workload.tensors", "activations differ in batch", batches)
+    if spec.workload.batch is not None and spec.workload.batch != batches[0]:
+        raise SpecError(spec.source, "workload.batch", f"the tensors file holds batch {batches[0]}",
+                        spec.workload.batch)
+    return batches[0]
+
+
+def _tensor_densities(tensors: dict[str, Any], layers: list[Layer]) -> dict[str, float]:
+    """Measured densities of the operands the workload's layers use (echoed instead of the defaults)."""
+    from antsim.simulate import overall_densities
+
+    return overall_densities([tensors[layer.name] for layer in layers if layer.name in tensors])
+
+
+def _check_tensors(spec: SweepSpec, tensors: dict[str, Any], layers: list[Layer]) -> None:
+    """Every workload layer has operands in the tensors file, of its shape (checked before any trial)."""
+    for layer in layers:
+        if layer.name not in tensors:
+            raise SpecError(spec.source, "workload.tensors", f"no tensors for layer {layer.name!r}",
+                            spec.workload.tensors)
+        try:
+            tensors[layer.name].check_shapes(layer)
+        except AntsimError as exc:
+            raise SpecError(spec.source, "workload.tensors", str(exc)) from None
 
 
 def _layers(spec: SweepSpec) -> tuple[list[Layer], str]:

@@ -69,6 +69,14 @@ class Power(_Section):
     tdp_w: float = Field(gt=0, le=5000, description="thermal design power (W)")
     static_w: float = Field(ge=0, le=5000, description="static + idle power while a kernel runs (W)")
 
+    @model_validator(mode="after")
+    def _static_below_tdp(self) -> Power:
+        # The dynamic budget is tdp_w - static_w (antsim/gpu/energy.py); at or below zero every FLOP would
+        # be free and the core energy 0 J, a silently wrong answer.
+        if self.static_w >= self.tdp_w:
+            raise ValueError(f"static_w ({self.static_w} W) must be below tdp_w ({self.tdp_w} W)")
+        return self
+
 
 class GpuSpec(_Section):
     """One GPU."""

@@ -6,6 +6,7 @@ import csv
 from pathlib import Path
 
 from antsim.errors import WorkloadError
+from antsim.workloads.layers import check_unique_header
 
 
 def read_csv_rows(path: Path, what: str) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
@@ -17,11 +18,15 @@ def read_csv_rows(path: Path, what: str) -> tuple[list[str], list[tuple[int, dic
     if not path.is_file():
         raise WorkloadError(f"{path}: {what} not found")
     try:
-        with path.open(newline="") as handle:
+        with path.open(newline="", encoding="utf-8") as handle:
             reader = csv.DictReader(handle)
             header = [h.strip() for h in (reader.fieldnames or [])]
-            rows = [(line, {(k or "").strip(): (v or "").strip() for k, v in row.items()})
-                    for line, row in enumerate(reader, start=2)]
+            check_unique_header(path, header)
+            rows = []
+            for line, row in enumerate(reader, start=2):
+                if None in row:  # csv.DictReader files cells beyond the header under the key None
+                    raise WorkloadError(f"{path}: line {line}: more cells than header columns")
+                rows.append((line, {(k or "").strip(): (v or "").strip() for k, v in row.items()}))
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise WorkloadError(f"{path}: not a readable CSV ({exc})") from None
     if not rows:

@@ -85,6 +85,23 @@ def read_results_csv(path: str | Path, layers: Sequence[Layer], design: str | No
                          spec=spec, workload=workload, meta=meta)
 
 
+def measured_batch(path: str | Path) -> tuple[int, str] | None:
+    """``(N, "<path> column N")`` when an antsim-format CSV's ``N`` column holds one batch size, else None.
+
+    A CSV joined to a workload by layer name sets that workload's batch unless ``--batch`` is given, so a
+    measurement at batch 8 is never joined to layers at batch 1. DeepBench CSVs carry their own layers.
+
+    Raises:
+        WorkloadError: an unreadable CSV, or an ``N`` cell that is not an integer.
+    """
+    path = Path(path)
+    header, rows = read_csv_rows(path, "results CSV")
+    if is_deepbench_header(header) or "N" not in header:
+        return None
+    batches = {_number(path, line, "N", row.get("N", ""), int) for line, row in rows}
+    return (batches.pop(), f"{path} column N") if len(batches) == 1 else None
+
+
 class _Table:
     """Rows of one CSV indexed by layer name and by shape; builds records for workload layers."""
 

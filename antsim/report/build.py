@@ -2,6 +2,7 @@
 
 Layout of ``reports/NAME/``::
 
+    .antsim-report.json   manifest: the files below (only a folder carrying it is ever replaced)
     index.html            self-contained: figures inlined as base64 PNG, inline CSS, no scripts
     report.md             the same content, linking figures/*.png and data/*.csv
     figures/<fig>.png|svg one per figure
@@ -67,7 +68,8 @@ def build_report(comparison: Comparison, out: str | Path, sweep_dir: str | Path 
         command: The command line to echo in the report's inputs section.
 
     Raises:
-        AntsimError: ``out`` is a file or a non-empty folder that is not a report; unreadable sweep export.
+        AntsimError: ``out`` is a file, a non-empty folder that is not a report (no manifest) or a report
+            holding files it did not write; unreadable sweep export.
     """
     out = Path(out)
     check_report_target(out)
@@ -96,8 +98,15 @@ def build_report(comparison: Comparison, out: str | Path, sweep_dir: str | Path 
     files["data/headline.csv"] = _csv(d.headline_rows(content.headline)).encode()
     for result in comparison.results:
         files[result_files[result.design]] = _result_json(result).encode()
-    write_folder_atomic(out, files)
+    write_folder_atomic(out, {**files, MANIFEST: _manifest(files)})
     return out
+
+
+def _manifest(files: Mapping[str, bytes]) -> bytes:
+    import json
+
+    doc = {"schema": MANIFEST_SCHEMA, "files": sorted(files)}
+    return (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode()
 
 
 def _figure_makers(comparison: Comparison, sweep: SweepInfo | None) -> list[tuple[str, Callable[[], Any]]]:
@@ -226,19 +235,55 @@ def _result_json(result: Any) -> str:
     return json.dumps(result.to_dict(), indent=1, sort_keys=True) + "\n"
 
 
-def check_report_target(out: Path) -> None:
-    """Refuse to replace anything but a missing path, an empty folder or a previous report.
+MANIFEST = ".antsim-report.json"  # written into every report folder: the files the report wrote
+MANIFEST_SCHEMA = "antsim.report-manifest/1"
+
+
+def _manifest_files(out: Path) -> set[str] | None:
+    """The relative paths ``out``'s manifest lists, or None when it has no readable antsim manifest."""
+    import json
+
+    try:
+        doc = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(doc, dict) or doc.get("schema") != MANIFEST_SCHEMA or not isinstance(doc.get("files"), list):
+        return None
+    return {str(f) for f in doc["files"]}
+
+
+def check_report_target(out: Path, flag: str = "--out") -> None:
+    """Refuse to replace anything but a missing path, an empty folder or a folder a report wrote.
+
+    A folder is an earlier report only when it carries the report's manifest (``.antsim-report.json``)
+    and holds nothing the manifest does not list — a file someone added (a thesis.tex) is never deleted.
 
     Raises:
-        AntsimError: ``out`` is a file, or a non-empty folder without ``index.html`` and ``report.md``.
+        AntsimError: ``out`` is a file, a non-empty folder without the manifest, a report folder with files
+            it did not write, or a parent that is not a writable folder.
     """
+    import os
+
     if out.exists() and not out.is_dir():
-        raise AntsimError(f"--out {out}: exists and is not a folder")
-    if out.is_dir() and any(out.iterdir()) and not ((out / "index.html").is_file() and (out / "report.md").is_file()):
-        raise AntsimError(f"--out {out}: folder exists and is not an antsim report; refusing to replace it")
+        raise AntsimError(f"{flag} {out}: exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()):
+        listed = _manifest_files(out)
+        if listed is None:
+            raise AntsimError(f"{flag} {out}: folder exists and holds no {MANIFEST} (it was not written by"
+                              " antsim report); refusing to replace it")
+        for path in sorted(out.rglob("*")):
+            rel = path.relative_to(out).as_posix()
+            if rel != MANIFEST and not path.is_dir() and rel not in listed:
+                raise AntsimError(f"{flag} {out}: holds {rel}, which the report did not write; refusing to"
+                                  " replace the folder (move the file out first)")
     parent = out.parent if str(out.parent) else Path(".")
-    if parent.exists() and not parent.is_dir():
-        raise AntsimError(f"--out {out}: {parent} is not a folder")
+    existing = parent
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise AntsimError(f"{flag} {out}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise AntsimError(f"{flag} {out}: folder {existing} is not writable")
 
 
 def write_folder_atomic(out: Path, files: Mapping[str, bytes]) -> None:
@@ -255,9 +300,11 @@ def write_folder_atomic(out: Path, files: Mapping[str, bytes]) -> None:
         if out.exists():
             out.rename(old)
         tmp.rename(out)
-    except BaseException:
+    except BaseException as exc:
         shutil.rmtree(tmp, ignore_errors=True)
         if old.exists() and not out.exists():
             old.rename(out)
+        if isinstance(exc, OSError):  # full disk, permissions: one line; nothing half-written is left
+            raise AntsimError(f"{out}: cannot write the report ({exc.strerror or exc})") from None
         raise
     shutil.rmtree(old, ignore_errors=True)

@@ -160,6 +160,7 @@ def compare_results(results: Sequence[NetworkResult], sources: Sequence[str] | N
     """
     sources = tuple(sources) if sources is not None else tuple(r.design for r in results)
     check_same_workload(results, sources)
+    check_same_simulation(results, sources)
     baseline = baseline or default_baseline(results)
     names = [r.design for r in results]
     if baseline not in names:
@@ -176,6 +177,30 @@ def compare_results(results: Sequence[NetworkResult], sources: Sequence[str] | N
     designs = tuple(_summary(r, s, rows) for r, s in zip(results, sources, strict=True))
     return Comparison(baseline=baseline, results=tuple(results), sources=sources, layers=layers,
                       phases=phases, rows=tuple(rows), designs=designs, workload=_echo_workload(results))
+
+
+# Echoed keys that change a simulated result while the layers stay the same: the operand generator's seed,
+# the simulation fidelity (fast overestimates some phases; BENCHMARKS.md), the generator model and the
+# tensors file. Results that differ in any of them are not one workload, so their ratios would mislead.
+_SIMULATION_KEYS = ("seed", "fidelity", "sparsity", "tensors")
+
+
+def check_same_simulation(results: Sequence[NetworkResult], sources: Sequence[str]) -> None:
+    """Raise unless every accelerator result shares seed, fidelity, sparsity model and tensors file.
+
+    Raises:
+        AntsimError: one line naming both files and the differing key with both values.
+    """
+    simulated = [(r, s) for r, s in zip(results, sources, strict=True) if r.backend == "accelerator"]
+    if not simulated:
+        return
+    (ref, ref_src), others = simulated[0], simulated[1:]
+    for result, source in others:
+        for key in _SIMULATION_KEYS:
+            mine, theirs = result.workload.get(key), ref.workload.get(key)
+            if mine != theirs:
+                raise AntsimError(f"{source}: workload.{key} is {mine!r} but {ref_src} has {theirs!r};"
+                                  " compare results simulated the same way")
 
 
 def _design_rows(result: NetworkResult, base: NetworkResult, keys: list[tuple[str, str]],

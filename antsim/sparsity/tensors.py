@@ -14,6 +14,7 @@ optional ``saved_activations`` (N,C,H,W, the SWAT top-k copy that wgrad uses):
 
 from __future__ import annotations
 
+import math
 import zipfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -44,6 +45,13 @@ class Tensors:
     grad_output: np.ndarray
     saved_activations: np.ndarray | None = None
 
+    def __post_init__(self) -> None:
+        for name in OPERANDS:
+            array = getattr(self, name)
+            if array is None and name == "saved_activations":
+                continue
+            check_operand(array, name)
+
     @property
     def wgrad_activations(self) -> np.ndarray:
         return self.activations if self.saved_activations is None else self.saved_activations
@@ -67,6 +75,22 @@ class Tensors:
         """Fraction of non-zeros per operand present."""
         return {name: float(np.count_nonzero(a)) / a.size
                 for name in OPERANDS if (a := getattr(self, name)) is not None}
+
+
+def check_operand(array: object, name: str) -> None:
+    """Raise ``WorkloadError`` unless ``array`` is a real, finite numeric numpy array.
+
+    NaN and inf would count as non-zeros (so as sparsity they are silently wrong); complex values have no
+    place in a real-valued training step; bool is a 0/1 mask and is accepted.
+    """
+    if not isinstance(array, np.ndarray):
+        raise WorkloadError(f"{name}: must be a numpy array; got {type(array).__name__}")
+    if array.dtype.kind not in "biuf":
+        raise WorkloadError(f"{name}: must hold real numbers; got dtype {array.dtype}")
+    if array.dtype.kind == "f" and not np.isfinite(array).all():
+        bad = "NaN" if np.isnan(array).any() else "inf"
+        count = int(np.count_nonzero(~np.isfinite(array)))
+        raise WorkloadError(f"{name}: holds {count} non-finite value(s) ({bad}); operands must be finite")
 
 
 def _pack(prefix: str, array: np.ndarray) -> dict[str, np.ndarray]:
@@ -105,13 +129,57 @@ def save_tensors(path: str | Path, tensors: Mapping[str, Tensors], packed: bool 
     tmp.replace(path)
 
 
-def _unpack(store: Mapping[str, np.ndarray], prefix: str) -> np.ndarray:
-    shape = tuple(int(s) for s in store[f"{prefix}/shape"])
-    size = int(np.prod(shape))
-    mask = np.unpackbits(store[f"{prefix}/bitmap"], count=size).astype(bool)
+def _unpack(store: Mapping[str, np.ndarray], prefix: str, source: str) -> np.ndarray:
+    """Rebuild a packed operand, checking every part against the others before allocating anything.
+
+    A corrupt or hostile file may declare any shape: the shape is trusted only when its element count
+    matches the bitmap's length and the number of set bits matches the stored values.
+    """
+    parts = {part: store.get(f"{prefix}/{part}") for part in ("shape", "bitmap", "values", "scale")}
+    missing = [part for part, array in parts.items() if array is None]
+    if missing:
+        raise WorkloadError(f"{source}: {prefix}: packed operand lacks {prefix}/{missing[0]}")
+    shape_array, bitmap, values, scale = parts["shape"], parts["bitmap"], parts["values"], parts["scale"]
+    if shape_array.ndim != 1 or shape_array.dtype.kind not in "iu" or (shape_array < 0).any():
+        raise WorkloadError(f"{source}: {prefix}/shape: must be a list of non-negative integers;"
+                            f" got {shape_array.tolist()!r}")
+    shape = tuple(int(s) for s in shape_array)
+    size = math.prod(shape)
+    if bitmap.dtype != np.uint8 or bitmap.ndim != 1 or bitmap.size != (size + 7) // 8:
+        raise WorkloadError(f"{source}: {prefix}/bitmap: {bitmap.size} bytes of {bitmap.dtype} do not fit shape"
+                            f" {shape} ({(size + 7) // 8} uint8 bytes expected)")
+    mask = np.unpackbits(bitmap, count=size).astype(bool)
+    nonzeros = int(np.count_nonzero(mask))
+    if values.ndim != 1 or values.size != nonzeros or values.dtype.kind != "f":
+        raise WorkloadError(f"{source}: {prefix}/values: {values.size} values of {values.dtype} but the bitmap"
+                            f" marks {nonzeros} non-zeros")
+    if scale.size != 1 or scale.dtype.kind != "f" or not np.isfinite(scale).all():
+        raise WorkloadError(f"{source}: {prefix}/scale: must be one finite float; got {scale.tolist()!r}")
     out = np.zeros(size, dtype=np.float32)
-    out[mask] = store[f"{prefix}/values"].astype(np.float32) * np.float32(store[f"{prefix}/scale"])
+    out[mask] = values.astype(np.float32) * np.float32(scale.reshape(()))
     return out.reshape(shape)
+
+
+def _check_members(path: Path) -> None:
+    """Check every array header of the ``.npz`` against its stored size before numpy allocates from it.
+
+    numpy allocates the array a member's header declares before reading its data, so a corrupt header
+    (say a shape of 10^13 elements) would try to allocate terabytes; here it is refused first.
+    """
+    with zipfile.ZipFile(path) as archive:
+        for info in archive.infolist():
+            with archive.open(info) as member:
+                version = np.lib.format.read_magic(member)
+                header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                          else np.lib.format.read_array_header_2_0)
+                shape, _fortran, dtype = header(member)
+                if dtype.hasobject:
+                    raise ValueError(f"member {info.filename}: object arrays are not operands")
+                declared = math.prod(shape) * dtype.itemsize
+                stored = info.file_size - member.tell()
+                if declared != stored:
+                    raise ValueError(f"member {info.filename}: header declares shape {shape} of {dtype}"
+                                     f" ({declared} bytes) but {stored} bytes are stored")
 
 
 def load_tensors(path: str | Path) -> dict[str, Tensors]:
@@ -124,23 +192,30 @@ def load_tensors(path: str | Path) -> dict[str, Tensors]:
     if not path.is_file():
         raise WorkloadError(f"{path}: tensors file not found")
     try:
+        _check_members(path)
         with np.load(path, allow_pickle=False) as npz:
             store = {key: npz[key] for key in npz.files}
-    except (OSError, ValueError, zipfile.BadZipFile) as exc:
-        raise WorkloadError(f"{path}: not a readable .npz tensors file ({exc})") from None
+    except (OSError, ValueError, EOFError, MemoryError, zipfile.BadZipFile) as exc:
+        raise WorkloadError(f"{path}: not a readable .npz tensors file ({exc})".replace("\n", " ")) from None
+    except AttributeError:  # np.load returned a plain array: an .npy, not an .npz
+        raise WorkloadError(f"{path}: not a readable .npz tensors file (a single array, not an .npz)") from None
     layers: dict[str, dict[str, np.ndarray]] = {}
     for key in store:
         parts = key.split("/")
-        if len(parts) < 2 or parts[1] not in OPERANDS:
+        packed_part = len(parts) == 3 and parts[2] in ("shape", "bitmap", "values", "scale")
+        if len(parts) < 2 or parts[1] not in OPERANDS or not (len(parts) == 2 or packed_part):
             raise WorkloadError(f"{path}: unexpected entry {key!r} (expected LAYER/OPERAND[/part])")
         layers.setdefault(parts[0], {})
         if parts[1] not in layers[parts[0]]:
             dense = len(parts) == 2
-            layers[parts[0]][parts[1]] = store[key] if dense else _unpack(store, "/".join(parts[:2]))
+            layers[parts[0]][parts[1]] = store[key] if dense else _unpack(store, "/".join(parts[:2]), str(path))
     out: dict[str, Tensors] = {}
     for name, ops in layers.items():
         missing = [o for o in OPERANDS[:3] if o not in ops]
         if missing:
             raise WorkloadError(f"{path}: layer {name!r} lacks {', '.join(missing)}")
-        out[name] = Tensors(**ops)
+        try:
+            out[name] = Tensors(**ops)
+        except WorkloadError as exc:
+            raise WorkloadError(f"{path}: layer {name!r}: {exc}") from None
     return out

@@ -101,17 +101,23 @@ def read_layers_csv(path: str | Path) -> list[Layer]:
     path = Path(path)
     if not path.is_file():
         raise WorkloadError(f"{path}: layers CSV not found")
-    with path.open(newline="") as handle:
-        reader = csv.DictReader(handle)
-        header = [h.strip() for h in (reader.fieldnames or [])]
-        missing = [c for c in _CSV_REQUIRED if c not in header]
-        unknown = [c for c in header if c not in _CSV_REQUIRED + _CSV_OPTIONAL]
-        if missing or unknown:
-            raise WorkloadError(
-                f"{path}: header must hold {','.join(_CSV_REQUIRED)} (optional {','.join(_CSV_OPTIONAL)});"
-                f" missing {missing}, unknown {unknown}"
-            )
-        layers = [_layer_from_row(path, line, row) for line, row in enumerate(reader, start=2)]
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            header = [h.strip() for h in (reader.fieldnames or [])]
+            check_unique_header(path, header)
+            missing = [c for c in _CSV_REQUIRED if c not in header]
+            unknown = [c for c in header if c not in _CSV_REQUIRED + _CSV_OPTIONAL]
+            if missing or unknown:
+                raise WorkloadError(
+                    f"{path}: header must hold {','.join(_CSV_REQUIRED)} (optional {','.join(_CSV_OPTIONAL)});"
+                    f" missing {missing}, unknown {unknown}"
+                )
+            layers = [_layer_from_row(path, line, row) for line, row in enumerate(reader, start=2)]
+    except UnicodeDecodeError as exc:
+        raise WorkloadError(f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x})") from None
+    except csv.Error as exc:
+        raise WorkloadError(f"{path}: not a readable CSV ({exc})") from None
     if not layers:
         raise WorkloadError(f"{path}: no layers")
     names = [layer.name for layer in layers]
@@ -121,8 +127,19 @@ def read_layers_csv(path: str | Path) -> list[Layer]:
     return layers
 
 
+def check_unique_header(path: Path, header: list[str]) -> None:
+    """Raise ``WorkloadError`` for a CSV header naming a column twice (csv.DictReader keeps only the last)."""
+    seen: set[str] = set()
+    for column in header:
+        if column in seen:
+            raise WorkloadError(f"{path}: header: column {column!r} appears twice")
+        seen.add(column)
+
+
 def _layer_from_row(path: Path, line: int, row: dict[str, str]) -> Layer:
-    row = {k.strip(): (v or "").strip() for k, v in row.items() if k is not None}
+    if None in row:  # csv.DictReader files cells beyond the header under the key None
+        raise WorkloadError(f"{path}: line {line}: more cells than header columns")
+    row = {k.strip(): (v or "").strip() for k, v in row.items()}
     values: dict[str, int] = {}
     for key in _CSV_REQUIRED[1:] + _CSV_OPTIONAL:
         text = row.get(key, "")
@@ -144,10 +161,15 @@ def _layer_from_row(path: Path, line: int, row: dict[str, str]) -> Layer:
 
 
 def write_layers_csv(layers: list[Layer], path: str | Path) -> None:
-    """Write layers in the CSV format ``read_layers_csv`` reads (always with the h/w columns)."""
-    with Path(path).open("w", newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(_CSV_REQUIRED + _CSV_OPTIONAL)
-        for l in layers:
-            writer.writerow([l.name, l.N, l.C, l.K, l.H, l.W, l.R, l.S, l.stride_h, l.pad_h,
-                             l.stride_h, l.stride_w, l.pad_h, l.pad_w])
+    """Write layers in the CSV format ``read_layers_csv`` reads (always with the h/w columns), atomically."""
+    import io
+
+    from antsim.results import write_text_atomic
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(_CSV_REQUIRED + _CSV_OPTIONAL)
+    for l in layers:
+        writer.writerow([l.name, l.N, l.C, l.K, l.H, l.W, l.R, l.S, l.stride_h, l.pad_h,
+                         l.stride_h, l.stride_w, l.pad_h, l.pad_w])
+    write_text_atomic(path, buffer.getvalue())

@@ -14,7 +14,7 @@ from report_factories import LAYERS, accelerator_result, gpu_result
 
 from antsim.cli import main
 from antsim.report import build as build_module
-from antsim.report.build import build_report
+from antsim.report.build import MANIFEST, build_report
 from antsim.report.compare import compare_results, fmt_ratio
 from antsim.results import NetworkResult
 from antsim.workloads.layers import PHASES
@@ -162,11 +162,15 @@ def test_same_inputs_give_the_same_report_data(report: tuple[Path, list[str]], t
     folder, paths = report
     again = tmp_path / "again"
     sweep = _write_sweep(tmp_path / "sweep")
-    again.mkdir()  # an earlier report is replaced whole, stale files included
-    for name in ("index.html", "report.md", "stale.txt"):
-        (again / name).write_text("old")
+    assert main(["report", *paths[:2], "--out", str(again)]) == 0  # an earlier report, of fewer designs
+    manifest = again / MANIFEST
+    doc = json.loads(manifest.read_text())
+    assert sorted(doc["files"]) == sorted(p.relative_to(again).as_posix() for p in again.rglob("*")
+                                          if p.is_file() and p != manifest)
+    (again / "stale.txt").write_text("old")  # a file an earlier antsim version wrote and listed
+    manifest.write_text(json.dumps({**doc, "files": [*doc["files"], "stale.txt"]}))
     assert main(["report", *paths, "--sweep", str(sweep), "--out", str(again)]) == 0
-    assert not (again / "stale.txt").exists()
+    assert not (again / "stale.txt").exists()  # an earlier report is replaced whole
     for sub in ("data", "figures", "results"):
         for path in sorted((folder / sub).iterdir()):
             assert (again / sub / path.name).read_bytes() == path.read_bytes(), path.name
@@ -199,8 +203,36 @@ def test_missing_file_and_non_report_folder_exit_2(tmp_path: Path, capsys: pytes
     precious.mkdir()
     (precious / "thesis.tex").write_text("keep me")
     assert main(["report", *paths, "--out", str(precious)]) == 2
-    assert "not an antsim report" in capsys.readouterr().err
+    assert f"holds no {MANIFEST}" in capsys.readouterr().err
     assert (precious / "thesis.tex").read_text() == "keep me"
+
+
+def test_a_folder_that_only_looks_like_a_report_is_never_replaced(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """index.html + report.md are not proof: without the manifest the folder (and thesis.tex) stays."""
+    paths = _write_inputs(tmp_path, _inputs()[:2])
+    lookalike = tmp_path / "lookalike"
+    lookalike.mkdir()
+    for name, text in (("index.html", "mine"), ("report.md", "mine"), ("thesis.tex", "keep me")):
+        (lookalike / name).write_text(text)
+    assert main(["report", *paths, "--out", str(lookalike)]) == 2
+    assert f"holds no {MANIFEST}" in capsys.readouterr().err
+    assert sorted(p.name for p in lookalike.iterdir()) == ["index.html", "report.md", "thesis.tex"]
+    assert (lookalike / "thesis.tex").read_text() == "keep me"
+
+
+def test_a_report_holding_a_users_file_is_not_replaced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    paths = _write_inputs(tmp_path, _inputs()[:2])
+    out = tmp_path / "r"
+    assert main(["report", *paths, "--out", str(out)]) == 0
+    capsys.readouterr()
+    (out / "notes").mkdir()
+    (out / "notes" / "thesis.tex").write_text("keep me")
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert main(["report", *paths, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "holds notes/thesis.tex, which the report did not write" in err and len(err.splitlines()) == 1
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
 
 
 def test_a_failure_while_rendering_leaves_no_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
