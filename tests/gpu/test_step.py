@@ -1,0 +1,156 @@
+"""A whole training step on a GPU (``antsim gpu --step``): step kernels, network structure, CLI."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+import yaml
+
+from antsim.cli import main
+from antsim.gpu import estimate_gpu, gpu_from_dict, load_gpu
+from antsim.gpu.elementwise import KERNEL_OVERHEAD_S, Kernel, kernel_time
+from antsim.gpu.step import estimate_step, layer_roles, result_scope, role_kernels
+from antsim.report.compare import compare_results
+from antsim.workloads.zoo import network
+
+SPECS = Path(__file__).resolve().parents[2] / "antsim" / "gpu" / "specs"
+
+
+def _layers(name: str, batch: int) -> list:
+    return [layer.with_batch(batch) for layer in network(name)]
+
+
+@pytest.mark.parametrize(("gpu", "net", "precision"), [
+    ("v100", "resnet50-imagenet", "fp16"), ("p100", "resnet18-cifar", "fp32"), ("h100", "densenet121-cifar", "bf16"),
+    ("a100", "vgg16-cifar", "tf32"), ("titanxp", "wrn-16-8-cifar", "fp16_pseudo"),
+])
+def test_step_is_never_faster_than_the_convolutions_alone(gpu: str, net: str, precision: str) -> None:
+    layers = _layers(net, 4)
+    conv = estimate_gpu(gpu, layers, precision=precision)
+    step = estimate_step(gpu, layers, precision=precision, network=net)
+    assert step.keys() == conv.keys()  # same (layer, phase) records: compare joins them with any design
+    for c, s in zip(conv.records, step.records, strict=True):
+        assert s.details["conv_time_s"] == c.time_s
+        assert s.time_s == pytest.approx(c.time_s + s.details["step_time_s"], rel=1e-12)
+        assert s.details["step_time_s"] >= KERNEL_OVERHEAD_S  # every record carries at least one kernel
+        assert s.energy_j > c.energy_j
+    assert step.totals["time_s"] > conv.totals["time_s"]
+    assert result_scope(step) == "step" and result_scope(conv) == "conv"
+    assert step.design == f"{conv.design}-step"
+
+
+def test_kernel_time_is_bytes_over_achievable_bandwidth_plus_overhead() -> None:
+    v100 = load_gpu("v100")  # achievable 817.0 GB/s (Lin et al.), FP32 peak 15.7 TFLOP/s
+    memory = kernel_time(v100, Kernel("relu_forward", "fprop", bytes=8.17e8, flops=1e6, launches=2))
+    assert memory.active_s == pytest.approx(8.17e8 / 817.0e9)
+    assert memory.time_s == pytest.approx(1e-3 + 2 * 5e-6)
+    compute = kernel_time(v100, Kernel("bn_forward", "fprop", bytes=1.0, flops=1.57e10))
+    assert compute.time_s == pytest.approx(1.57e10 / 15.7e12 + 5e-6)  # FLOP-bound when arithmetic dominates
+    assert kernel_time(v100, Kernel("x", "fprop", 0.0, 0.0), overhead_s=0.0).time_s == 0.0
+
+
+def _with_bandwidth(gbs: float) -> object:
+    data = yaml.safe_load((SPECS / "v100.yaml").read_text())
+    data["dram"]["achievable_gbs"] = gbs
+    return gpu_from_dict(data)
+
+
+def test_step_kernels_are_monotone_in_dram_bandwidth() -> None:
+    layers = _layers("resnet18-cifar", 8)
+    totals = []
+    for gbs in (200.0, 400.0, 800.0, 1600.0):
+        step = estimate_step(_with_bandwidth(gbs), layers, network="resnet18-cifar")
+        totals.append([r.details["step_time_s"] for r in step.records])
+    for slower, faster in zip(totals, totals[1:], strict=False):
+        assert all(f < s for s, f in zip(slower, faster, strict=True))
+    # Memory-bound kernels: t(bw) = bytes / bw + launches x overhead, so each doubling saves half the last saving.
+    t = [math.fsum(times) for times in totals]
+    assert t[0] - t[1] == pytest.approx(2 * (t[1] - t[2]), rel=1e-9)
+    assert t[1] - t[2] == pytest.approx(2 * (t[2] - t[3]), rel=1e-9)
+
+
+def test_resnet50_structure_is_derived_from_names_and_shapes() -> None:
+    roles = layer_roles(network("resnet50-imagenet"), "resnet50-imagenet")
+    assert sum(r.residual_add for r in roles) == 16  # 3 + 4 + 6 + 3 bottleneck blocks
+    assert sum(r.shortcut_fork for r in roles) == 16
+    assert [r.layer.name for r in roles if not r.relu] == [f"layer{i}.0.downsample" for i in range(1, 5)]
+    pools = [(r.layer.name, r.pool) for r in roles if r.pool is not None]
+    assert [(name, p.kind, p.out_h) for name, p in pools] == [("conv1", "max", 56), ("layer4.2.conv3", "global", 1)]
+    assert not any(r.pre_activation for r in roles)
+
+
+def test_other_networks_structure() -> None:
+    dense = layer_roles(network("densenet121-imagenet"), "densenet121-imagenet")
+    assert not any(r.residual_add for r in dense)  # DenseNet concatenates, it does not add
+    assert all(r.pre_activation for r in dense)
+    assert [(r.layer.name, r.pool.kind) for r in dense if r.pool] == [
+        ("conv0", "avg"), ("trans1.conv", "avg"), ("trans2.conv", "avg"), ("trans3.conv", "avg"),
+        ("dense4.15.conv2", "global")]
+    vgg = layer_roles(network("vgg16-imagenet"), "vgg16-imagenet")
+    assert [r.layer.name for r in vgg if r.pool] == ["features.2", "features.7", "features.14", "features.21",
+                                                    "features.28"]
+    assert sum(r.residual_add for r in layer_roles(network("resnet18-cifar"))) == 8
+
+
+def test_bottleneck_kernel_bytes_match_the_closed_forms() -> None:
+    layers = _layers("resnet50-imagenet", 2)
+    roles = {r.layer.name: r for r in layer_roles(layers, "resnet50-imagenet")}
+    out = 2 * 256 * 56 * 56  # layer1.0.conv3 output elements at batch 2
+    kernels = {k.name: k for k in role_kernels(roles["layer1.0.conv3"], "fp16")}
+    assert kernels["bn_forward"].bytes == 3 * out * 2
+    assert kernels["bn_backward"].bytes == 5 * out * 2
+    assert kernels["relu_forward"].bytes == 2 * out * 2
+    assert kernels["relu_backward"].bytes == 3 * out * 2
+    assert kernels["residual_add"].bytes == 3 * out * 2
+    params = 256 * 64 + 2 * 256
+    assert kernels["sgd_momentum"].bytes == 5 * 4 * params  # read w, g, v; write w, v (fp32)
+    assert kernels["weight_cast"].bytes == 6 * params and kernels["grad_unscale"].bytes == 8 * params
+    fork = {k.name: k for k in role_kernels(roles["layer1.0.conv1"], "fp32")}
+    assert fork["residual_grad_add"].bytes == 3 * (2 * 64 * 56 * 56) * 4  # sized by the block input
+    assert "weight_cast" not in fork and "grad_unscale" not in fork
+    stem = {k.name: k for k in role_kernels(roles["conv1"], "fp32")}
+    assert stem["maxpool_forward"].bytes == 2 * 64 * (112 * 112 * 4 + 56 * 56 * (4 + 8))  # int64 argmax
+
+
+def test_resnet50_optimizer_touches_every_trainable_parameter_but_the_classifier() -> None:
+    # torchvision resnet50: 25,557,032 parameters, of which the FC layer holds 2048 x 1000 + 1000.
+    roles = layer_roles(network("resnet50-imagenet"), "resnet50-imagenet")
+    updated = sum(k.bytes for r in roles for k in role_kernels(r, "fp32") if k.name == "sgd_momentum") / 20
+    assert updated == 25_557_032 - 2048 * 1000 - 1000
+
+
+def test_phases_left_out_drop_their_kernels() -> None:
+    layers = _layers("resnet18-cifar", 2)
+    step = estimate_step("v100", layers, phases=("fprop",), network="resnet18-cifar")
+    names = {k["name"] for r in step.records for k in r.details["step_kernels"]}
+    assert names and not names & {"bn_backward", "relu_backward", "sgd_momentum"}
+
+
+def test_compare_reads_a_step_next_to_the_conv_only_figure() -> None:
+    layers = _layers("resnet18-cifar", 2)
+    conv = estimate_gpu("v100", layers, precision="fp16")
+    step = estimate_step("v100", layers, precision="fp16", network="resnet18-cifar")
+    comparison = compare_results([conv, step])
+    assert comparison.summary("v100-fp16-step").speedup == pytest.approx(conv.totals["time_s"] / step.totals["time_s"])
+    assert comparison.summary("v100-fp16-step").speedup < 1
+
+
+def test_cli_step_writes_a_step_result(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "step.json"
+    assert main(["gpu", "--gpu", "a100", "--network", "resnet18-cifar", "--batch", "2", "--precision", "fp16",
+                 "--step", "--out", str(out), "--no-progress"]) == 0
+    data = json.loads(out.read_text())
+    assert data["design"] == "a100-fp16-step" and data["meta"]["scope"] == "step"
+    assert "memory-bound step kernels" in capsys.readouterr().out
+
+
+def test_cli_rejects_step_with_check_and_gpu_step_without_gpu(tmp_path: Path,
+                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["gpu", "--gpu", "v100", "--step", "--check", str(tmp_path / "m.csv")]) == 2
+    assert "--step goes without --check" in capsys.readouterr().err
+    scnn = Path(__file__).resolve().parents[2] / "arch_configs" / "scnn.yaml"
+    assert main(["compare", "--arch", str(scnn), "--gpu-step", "--network", "resnet18-cifar"]) == 2  # before simulating
+    assert "--gpu-step need --gpu" in capsys.readouterr().err
