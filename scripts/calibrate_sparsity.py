@@ -38,8 +38,12 @@ def parse_args() -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--captures", nargs="*", type=Path, default=None, help="tensors files (default: capture)")
     p.add_argument("--network", default="resnet18-cifar")
-    p.add_argument("--steps", type=int, default=100)
+    p.add_argument("--steps", type=int, default=400, help="training steps of each capture (400)")
     p.add_argument("--batch", type=int, default=4)
+    p.add_argument("--data", default="natural", help="training data of the captures (antsim capture --data)")
+    p.add_argument("--data-dir", type=Path, default=None, help="CIFAR-10 folder for --data cifar10")
+    p.add_argument("--lr", type=float, default=None, help="peak lr (default: antsim capture's)")
+    p.add_argument("--schedule", default="cosine", help="lr schedule (antsim capture --schedule)")
     p.add_argument("--density", type=float, default=0.1)
     p.add_argument("--grad-densities", default="1.0,0.1")
     p.add_argument("--seed", type=int, default=0)
@@ -59,13 +63,17 @@ def ensure_captures(args: argparse.Namespace) -> list[Path]:
 
     paths = []
     for gd in (float(x) for x in args.grad_densities.split(",")):
-        path = ROOT / "reports" / "capture" / f"{args.network}_b{args.batch}_g{gd}.npz"
+        path = ROOT / "reports" / "capture" / f"{args.network}_b{args.batch}_g{gd}_{args.data}_s{args.steps}.npz"
         if not path.exists():
             t0 = time.perf_counter()
+            lr = {} if args.lr is None else {"lr": args.lr}
             result = capture(args.network, steps=args.steps, batch=args.batch, density=args.density,
-                             grad_density=gd, seed=args.seed)
+                             grad_density=gd, seed=args.seed, data=args.data, data_dir=args.data_dir,
+                             schedule=args.schedule, **lr)
             save_tensors(path, result.tensors)
-            print(f"captured {path.name} in {time.perf_counter() - t0:.0f} s, last loss {result.losses[-1]:.3f}",
+            tenth = max(1, args.steps // 10)
+            print(f"captured {path.name} in {time.perf_counter() - t0:.0f} s; loss first/last tenth "
+                  f"{sum(result.losses[:tenth]) / tenth:.3f} / {sum(result.losses[-tenth:]) / tenth:.3f}",
                   file=sys.stderr)
         paths.append(path)
     return paths

@@ -225,3 +225,73 @@ def test_digits_without_scikit_learn_is_one_line_exit_2(monkeypatch: pytest.Monk
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "scikit-learn" in err and "antsim[capture]" in err
     assert not (tmp_path / "x.npz").exists()
+
+
+def test_loss_falls_on_natural_images() -> None:
+    """A x0.125 ResNet-18 learns the (photo, strip) target: the last steps' loss is well below the first."""
+    pytest.importorskip("sklearn")
+    result = capture("resnet18-cifar", steps=40, batch=16, width_mult=0.125, data="natural", lr=0.02, seed=0)
+    assert result.classes == 10 and "china.jpg" in result.data
+    first, last = np.mean(result.losses[:10]), np.mean(result.losses[-10:])
+    assert first > 2.0 and last < first - 0.3, (first, last)
+    assert np.mean(result.accuracies[-10:]) > np.mean(result.accuracies[:10]) + 0.1
+    from antsim.capture.schedule import make_schedule
+
+    schedule = make_schedule("cosine", 0.02, 40)
+    assert result.lrs == [schedule.at(i) for i in range(40)] and result.schedule == schedule
+
+
+def test_array_sources_keep_the_old_batches() -> None:
+    """digits / synthetic batches are exactly load_images()[batch_indices(...)], as before --data natural."""
+    from antsim.capture.data import training_data
+
+    images, labels = load_images("synthetic", 2)
+    got = list(training_data("synthetic", 2).batches(8, 300, seed=2))
+    for (x, y), index in zip(got, batch_indices(len(labels), 8, 300, 2), strict=True):
+        np.testing.assert_array_equal(x, images[index])
+        np.testing.assert_array_equal(y, labels[index])
+
+
+def test_cli_report_markdown_csv_and_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import csv
+
+    from antsim.capture.report import windows
+
+    base = ["capture", "--network", "resnet18-cifar", "--steps", "4", "--batch", "2", "--width-mult", "0.125",
+            "--data", "synthetic", "--lr", "0.05", "--schedule", "step", "--warmup", "1"]
+    assert main([*base, "--out", str(tmp_path / "a.npz"), "--report", str(tmp_path / "sub" / "a.md")]) == 0
+    out = capsys.readouterr().out
+    assert "loss curve" in out and "chance: loss ln(10)" in out and "data: synthetic" in out
+    assert main([*base, "--out", str(tmp_path / "b.npz"), "--report", str(tmp_path / "b.csv")]) == 0
+    rows = list(csv.DictReader((tmp_path / "b.csv").open()))
+    assert [float(r["lr"]) for r in rows] == pytest.approx([0.05, 0.05, 0.005, 0.0005])  # /10 at 50 % and 75 %
+    losses = [float(r["loss"]) for r in rows]
+    text = (tmp_path / "sub" / "a.md").read_text()
+    for w in windows(losses, [float(r["accuracy"]) for r in rows], [float(r["lr"]) for r in rows]):
+        assert f"| {w.first}–{w.last} | {w.lr:.5g} | {w.loss:.4f} |" in text  # same seed, same curve
+    assert "step, peak lr 0.05, warm-up 1 steps" in text
+    for png in (tmp_path / "sub" / "a.png", tmp_path / "b.png"):
+        assert png.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cli_trains_on_a_cifar10_folder(cifar_folder, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder, _, _ = cifar_folder
+    base = ["capture", "--network", "resnet18-cifar", "--steps", "2", "--batch", "3", "--width-mult", "0.125",
+            "--data", "cifar10"]
+    assert main([*base, "--data-dir", str(folder), "--out", str(tmp_path / "c.npz")]) == 0
+    assert "data: cifar10: 30 training images" in capsys.readouterr().out
+    assert load_tensors(tmp_path / "c.npz")["conv1"].activations.shape == (3, 3, 32, 32)
+    assert main([*base, "--out", str(tmp_path / "d.npz")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--data-dir" in err and not (tmp_path / "d.npz").exists()
+
+
+def test_cli_refuses_bad_report_and_optimizer_flags(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["capture", "--network", "resnet18-cifar", "--data", "synthetic", "--out", str(tmp_path / "x.npz")]
+    for extra, text in ((["--report", str(tmp_path / "r.txt")], "--report"), (["--lr", "-1"], "--lr"),
+                        (["--momentum", "1.5"], "--momentum"), (["--weight-decay", "-0.1"], "--weight-decay"),
+                        (["--warmup", "20"], "--warmup")):
+        assert main([*base, *extra]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and text in err, err
+    assert not any(tmp_path.iterdir())
