@@ -1,0 +1,107 @@
+"""Whole-network sanity of ``antsim gpu --step``: ResNet-50 (ImageNet) training throughput vs NVIDIA's figures.
+
+For each published single-GPU ResNet-50 v1.5 training throughput (NVIDIA Deep Learning Examples), model the
+same GPU, precision and per-GPU batch with ``estimate_step`` (convolutions + BatchNorm, ReLU, residual adds,
+pooling, SGD-momentum update) and print model images/s = batch / step time next to the published figure.
+
+The published runs differ from the model in ways the ratio absorbs: they include the FC layer, the loss and
+the input pipeline (DALI; small at these batch sizes), run NHWC kernels (PyTorch AMP) or XLA-fused
+elementwise kernels (TensorFlow), and were measured on DGX boards (V100 SXM2 16 GB, A100 SXM4). The DGX
+A100 of the PyTorch table is the 80 GB part (2039 GB/s); it is modelled as the builtin a100 with that
+bandwidth.
+
+Usage::
+
+    .venv/bin/python scripts/gpu_step_sanity.py
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from antsim.gpu import estimate_gpu, gpu_from_dict, load_gpu
+from antsim.gpu.spec import GpuSpec
+from antsim.gpu.step import estimate_step
+from antsim.workloads.zoo import network
+
+PYTORCH = ("https://github.com/NVIDIA/DeepLearningExamples/blob/master/PyTorch/Classification/ConvNets/"
+           "resnet50v1.5/README.md")
+PYTORCH_BATCH = "https://github.com/NVIDIA/DeepLearningExamples/blob/master/PyTorch/Classification/ConvNets/configs.yml"
+TENSORFLOW = ("https://github.com/NVIDIA/DeepLearningExamples/blob/master/TensorFlow/Classification/ConvNets/"
+              "resnet50v1.5/README.md")
+PT = f"{PYTORCH} ; batch: {PYTORCH_BATCH}"
+# A100 SXM4 80 GB: 2039 GB/s (gpu_specs.md [C11], thundercompute.com A100 guide).
+A100_80GB_SXM_GBS = 2039
+
+
+@dataclass(frozen=True)
+class Published:
+    """One published throughput: GPU (builtin name or ``a100-80gb-sxm``), model precision, batch, img/s, source."""
+
+    gpu: str
+    board: str
+    precision: str
+    batch: int
+    images_per_s: float
+    setup: str
+    source: str
+
+
+# Single-GPU rows. PyTorch: "Training performance" tables (pytorch-21.03 NGC container); per-GPU batch sizes
+# from configs.yml (DGX1V AMP 256, FP32 112; DGXA100 AMP 256, TF32 256). TensorFlow: "Training performance"
+# tables (20.06-tf1 container, + XLA), batch in the table.
+PUBLISHED = (
+    Published("v100", "DGX-1 V100 16GB", "fp16", 256, 1200, "PyTorch AMP", PT),
+    Published("v100", "DGX-1 V100 16GB", "fp32", 112, 367, "PyTorch FP32", PT),
+    Published("a100-80gb-sxm", "DGX A100 80GB", "fp16", 256, 2470, "PyTorch AMP", PT),
+    Published("a100-80gb-sxm", "DGX A100 80GB", "tf32", 256, 938, "PyTorch TF32", PT),
+    Published("v100", "DGX-1 V100 16GB", "fp16", 256, 1270, "TensorFlow AMP + XLA", TENSORFLOW),
+    Published("v100", "DGX-1 V100 16GB", "fp32", 128, 412, "TensorFlow FP32 + XLA", TENSORFLOW),
+    Published("a100", "DGX A100 40GB", "fp16", 256, 2375, "TensorFlow AMP + XLA", TENSORFLOW),
+    Published("a100", "DGX A100 40GB", "tf32", 256, 909, "TensorFlow TF32 + XLA", TENSORFLOW),
+)
+NETWORK = "resnet50-imagenet"
+
+
+def gpu_spec(name: str) -> GpuSpec:
+    """A builtin GPU, or the A100 SXM4 80 GB: the builtin a100 with its 2039 GB/s HBM2e (achievable 0.9 x)."""
+    if name != "a100-80gb-sxm":
+        return load_gpu(name)
+    data = load_gpu("a100").to_dict()
+    data.update(name="a100-80gb-sxm", description="NVIDIA A100 SXM4 80 GB (the builtin a100 at 2039 GB/s)")
+    data["dram"] = {**data["dram"], "type": "hbm2e", "bandwidth_gbs": A100_80GB_SXM_GBS, "achievable_gbs": None}
+    return gpu_from_dict(data, source="gpu_step_sanity.py")
+
+
+def model_row(row: Published) -> tuple[float, float, float]:
+    """(step img/s, conv-only img/s, share of the step in memory-bound kernels)."""
+    spec = gpu_spec(row.gpu)
+    layers = [layer.with_batch(row.batch) for layer in network(NETWORK)]
+    step = estimate_step(spec, layers, precision=row.precision, network=NETWORK)
+    conv = estimate_gpu(spec, layers, precision=row.precision)
+    extra = math.fsum(r.details["step_time_s"] for r in step.records)
+    return row.batch / step.totals["time_s"], row.batch / conv.totals["time_s"], extra / step.totals["time_s"]
+
+
+def main() -> None:
+    print("ResNet-50 v1.5 ImageNet training, one GPU: antsim gpu --step vs published (model / published)")
+    print(f"{'board':18s} {'setup':22s} {'prec':5s} {'batch':>5s} {'published':>9s} {'step':>7s} {'ratio':>6s} "
+          f"{'conv-only':>9s} {'ratio':>6s} {'mem-bound':>9s}")
+    ratios = []
+    for row in PUBLISHED:
+        step, conv, share = model_row(row)
+        ratios.append(step / row.images_per_s)
+        print(f"{row.board:18s} {row.setup:22s} {row.precision:5s} {row.batch:5d} {row.images_per_s:9.0f} "
+              f"{step:7.0f} {step / row.images_per_s:6.2f} {conv:9.0f} {conv / row.images_per_s:6.2f} "
+              f"{share * 100:8.0f}%")
+    geo = math.exp(math.fsum(math.log(r) for r in ratios) / len(ratios))
+    err = math.exp(math.fsum(abs(math.log(r)) for r in ratios) / len(ratios)) - 1
+    print(f"geomean ratio (model / published) {geo:.2f}; geomean |error| {err * 100:.0f} %")
+    print("sources:")
+    for source in dict.fromkeys(row.source for row in PUBLISHED):
+        print(f"  {source}")
+
+
+if __name__ == "__main__":
+    main()
