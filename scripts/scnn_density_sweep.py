@@ -190,16 +190,17 @@ def break_even(curve: Sequence[tuple[float, float]]) -> float | None:
 def format_table(rows: Sequence[Row], dense: str) -> str:
     """Per density: dense cycles, then each design's cycles, speed and energy ratio, then the paper's."""
     designs = list(dict.fromkeys(r.design for r in rows if r.design != dense))
-    head = f"{'density':>7}  {dense + ' cycles':>14}"
-    for d in designs:
-        head += f"  {d + ' cycles':>14}  {d + ' speed':>11}  {d + ' energy':>11}"
-    lines = [head + f"  {'paper speed':>11}  {'paper energy':>12}"]
+    columns = [f"{dense} cycles"] + [f"{d} {what}" for d in designs for what in ("cycles", "speed", "energy")]
+    columns += ["paper speed", "paper energy"]
+    widths = [max(11, len(c)) for c in columns]
+    lines = ["density" + "".join(f"  {c:>{w}}" for c, w in zip(columns, widths, strict=True))]
     for density in dict.fromkeys(r.density for r in rows):
         at = {r.design: r for r in rows if r.density == density}
-        line = f"{density:>7.2f}  {at[dense].cycles:>14,}"
+        cells = [f"{at[dense].cycles:,}"]
         for d in designs:
-            line += f"  {at[d].cycles:>14,}  {at[d].speed_vs_dense:>10.2f}x  {at[d].energy_vs_dense:>10.2f}x"
-        lines.append(line + f"  {_times(PAPER_SPEED.get(density)):>11}  {_times(PAPER_ENERGY.get(density)):>12}")
+            cells += [f"{at[d].cycles:,}", _times(at[d].speed_vs_dense), _times(at[d].energy_vs_dense)]
+        cells += [_times(PAPER_SPEED.get(density)), _times(PAPER_ENERGY.get(density))]
+        lines.append(f"{density:>7.2f}" + "".join(f"  {c:>{w}}" for c, w in zip(cells, widths, strict=True)))
     for d in designs:
         curve = [(r.density, r.speed_vs_dense) for r in rows if r.design == d]
         lines.append(f"break-even density ({d} speed = {dense}): {_density(break_even(curve), curve)}"
