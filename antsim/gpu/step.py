@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from antsim.errors import AntsimError
 from antsim.gpu.elementwise import KERNEL_OVERHEAD_S, Kernel, KernelTime, kernel_time
 from antsim.gpu.energy import energy_breakdown
 from antsim.gpu.estimate import estimate_gpu
@@ -233,8 +234,10 @@ def estimate_step(gpu: GpuSpec | str | Path, layers: Sequence[Layer], phases: It
         ``meta["scope"] = "step"``; design ``gpu_design_name(...) + "-step"``.
 
     Raises:
-        AntsimError: see ``estimate_gpu``.
+        AntsimError: a negative or non-finite ``overhead_s``; see ``estimate_gpu``.
     """
+    if not (math.isfinite(overhead_s) and overhead_s >= 0):
+        raise AntsimError(f"step kernel overhead_s: must be a finite number >= 0 (s); got {overhead_s!r}")
     spec = gpu if isinstance(gpu, GpuSpec) else load_gpu(gpu)
     conv = estimate_gpu(spec, layers, phases, precision, workload=workload, **conv_options)
     net = network if network is not None else (workload or {}).get("network")

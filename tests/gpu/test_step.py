@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from antsim.cli import main
+from antsim.errors import AntsimError
 from antsim.gpu import estimate_gpu, gpu_from_dict, load_gpu
 from antsim.gpu.elementwise import KERNEL_OVERHEAD_S, Kernel, kernel_time
 from antsim.gpu.step import estimate_step, layer_roles, result_scope, role_kernels
@@ -154,3 +155,10 @@ def test_cli_rejects_step_with_check_and_gpu_step_without_gpu(tmp_path: Path,
     scnn = Path(__file__).resolve().parents[2] / "arch_configs" / "scnn.yaml"
     assert main(["compare", "--arch", str(scnn), "--gpu-step", "--network", "resnet18-cifar"]) == 2  # before simulating
     assert "--gpu-step need --gpu" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("overhead", [-1e-6, float("nan")])
+def test_a_bad_kernel_overhead_is_refused_in_one_line(overhead: float) -> None:
+    with pytest.raises(AntsimError, match="overhead_s: must be a finite number >= 0") as info:
+        estimate_step("v100", _layers("resnet18-cifar", 1), overhead_s=overhead)
+    assert "\n" not in str(info.value)
