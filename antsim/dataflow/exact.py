@@ -2,11 +2,12 @@
 
 Products are expanded with numpy, their output coordinates computed from the operands'
 coordinates (``DimMap.output``), valid ones scatter-added into the phase output, and accumulator
-bank conflicts counted exactly. Bank hash: a valid product goes to bank
-``region_index mod banks``, where ``region_index`` is its linear index in the PE's accumulator
+bank conflicts counted exactly. Bank hash (``accumulators.bank_hash``): a valid product goes to bank
+``bank_of(region_index)``, where ``region_index`` is its linear index in the PE's accumulator
 region — ``(ko − g·Kc, o1 − y0, o2 − x0)`` over the PE's reachable output window (fprop/dgrad) or
-``(ko − g·Kc, ch, r, s)`` (wgrad). A pair takes ``max(1, largest bank load)`` cycles, so it adds
-``max(1, maxload) − 1`` conflict cycles. Oracle packs each (chunk, PE)'s valid products, in
+``(ko − g·Kc, ch, r, s)`` (wgrad) — ``mod``: the index mod banks; ``xor``: the XOR of the index's
+log2(banks)-bit slices. Invalid products never reach a bank. A pair takes ``max(1, largest bank
+load)`` cycles, so it adds ``max(1, maxload) − 1`` conflict cycles. Oracle packs each (chunk, PE)'s valid products, in
 enumeration order, into groups of F·I and applies the same rule per group.
 """
 
@@ -45,6 +46,47 @@ class _Products:
     pair: np.ndarray
 
 
+def bank_of(region: np.ndarray, banks: int, bank_hash: str) -> np.ndarray:
+    """Accumulator bank of each region index: ``mod`` (index mod banks) or ``xor`` (XOR of the index's
+    log2(banks)-bit slices; banks a power of two). Within an aligned run of ``banks`` consecutive
+    indices both are bijections; ``xor`` also spreads indices that differ by a multiple of ``banks``."""
+    region = np.asarray(region, dtype=np.int64)
+    if bank_hash == "mod" or banks == 1:
+        return region % banks
+    bits = banks.bit_length() - 1
+    bank = np.zeros_like(region)
+    rest = region.copy()
+    while rest.any():
+        bank ^= rest & (banks - 1)
+        rest >>= bits
+    return bank
+
+
+@dataclass(frozen=True)
+class BankMap:
+    """How a PE's accumulator entries map to its banks (``accumulators.banks`` / ``bank_hash``; ``slices``
+    = F for the ``sliced`` hash)."""
+
+    banks: int
+    hash: str = "mod"
+    slices: int = 1
+
+    def bank(self, k_local: np.ndarray, entry: np.ndarray, per_channel: int) -> np.ndarray:
+        """Bank of the entry ``entry`` of local output channel ``k_local`` (``per_channel`` entries each)."""
+        if self.hash == "sliced":
+            return sliced_bank(k_local, entry, self.banks, self.slices)
+        return bank_of(np.asarray(k_local) * per_channel + entry, self.banks, self.hash)
+
+
+def sliced_bank(k_local: np.ndarray, entry: np.ndarray, banks: int, slices: int) -> np.ndarray:
+    """``sliced`` hash: the banks form ``slices`` (= F) groups, one per output channel mod F, and an
+    entry's position within its channel picks the bank of its group (mod banks/F). The F output
+    channels of a streamed vector then never share a bank, and neither do the I outputs of a
+    stationary vector that lie within banks/F consecutive entries of one channel."""
+    per_slice = banks // slices
+    return (np.asarray(k_local) % slices) * per_slice + np.asarray(entry) % per_slice
+
+
 def _windows(problem: PhaseProblem, tiling: Tiling) -> tuple[np.ndarray, np.ndarray, int, int]:
     """Per PE the origin of its reachable output window and the (uniform) window size."""
     U, V = problem.streamed_shape[3:]
@@ -73,7 +115,7 @@ def _expand_products(cells: Cells, stat: Vectors, streamed: Vectors, cell: np.nd
 class _Enumerator:
     """Holds the per-phase constants the product enumeration needs."""
 
-    def __init__(self, problem: PhaseProblem, tiling: Tiling, banks: int, scatter: bool = True) -> None:
+    def __init__(self, problem: PhaseProblem, tiling: Tiling, banks: BankMap, scatter: bool = True) -> None:
         self.problem, self.tiling, self.banks, self.scatter = problem, tiling, banks, scatter
         self.O1, self.O2 = problem.output_shape[2:]
         self.out_size = int(np.prod(problem.output_shape))
@@ -101,12 +143,14 @@ class _Enumerator:
               ) -> np.ndarray:
         k_local = ko % self.tiling.kc
         if self.windows is None:
-            region = ((k_local * self.problem.output_shape[1] + ch) * self.O1 + o1) * self.O2 + o2
+            entry = (ch * self.O1 + o1) * self.O2 + o2
+            per_channel = self.problem.output_shape[1] * self.O1 * self.O2
         else:
             origin_y, origin_x, win_h, win_w = self.windows
             pe = slot % self.tiling.n_pes
-            region = (k_local * win_h + (o1 - origin_y[pe])) * win_w + (o2 - origin_x[pe])
-        return region % self.banks
+            entry = (o1 - origin_y[pe]) * win_w + (o2 - origin_x[pe])
+            per_channel = win_h * win_w
+        return self.banks.bank(k_local, entry, per_channel)
 
 
 def _max_load_extra(group: np.ndarray, bank: np.ndarray, banks: int, n_groups: int) -> np.ndarray:
@@ -121,11 +165,11 @@ def _max_load_extra(group: np.ndarray, bank: np.ndarray, banks: int, n_groups: i
 
 
 def run_exact(policy: str, problem: PhaseProblem, tiling: Tiling, cells: Cells, stat: Vectors,
-              streamed: Vectors, banks: int, group_size: int) -> ExactResult:
+              streamed: Vectors, banks: BankMap, group_size: int) -> ExactResult:
     """Enumerate products of the issued pairs (all candidate pairs for ``oracle``).
 
     Args:
-        banks: accumulator banks per PE. group_size: F·I (oracle packing).
+        banks: the PE's accumulator banks and hash. group_size: F·I (oracle packing).
     """
     n_slots = tiling.n_chunks * tiling.n_pes
     enum = _Enumerator(problem, tiling, banks)
@@ -137,14 +181,14 @@ def run_exact(policy: str, problem: PhaseProblem, tiling: Tiling, cells: Cells, 
         cell, f, i = batch.cell[mask], batch.f[mask], batch.i[mask]
         prods = enum.batch(cells, stat, streamed, cell, f, i, pair_base)
         if policy != "oracle":
-            extra = _max_load_extra(prods.pair - pair_base, prods.bank, banks, len(f))
+            extra = _max_load_extra(prods.pair - pair_base, prods.bank, banks.banks, len(f))
             conflicts += np.bincount(cells.slot[cell], weights=extra, minlength=n_slots).astype(np.int64)
         pair_base += len(f)
         kept.append(prods)
     allp = _Products(*(np.concatenate([getattr(p, a) for p in kept]) if kept else np.zeros(0, np.int64)
                        for a in ("slot", "out", "bank", "pair")))
     if policy == "oracle":
-        conflicts = _oracle_conflicts(allp, banks, group_size, n_slots)
+        conflicts = _oracle_conflicts(allp, banks.banks, group_size, n_slots)
     footprint = _footprint(problem, tiling, allp, n_slots)
     return ExactResult(enum.output.reshape(problem.output_shape), footprint, conflicts)
 
@@ -153,7 +197,7 @@ _PRIOR_PAIRS = 16.0  # weight (in sampled pairs) of the phase-wide conflict rate
 
 
 def sampled_conflicts(policy: str, problem: PhaseProblem, tiling: Tiling, cells: Cells, stat: Vectors,
-                      streamed: Vectors, banks: int, budget: int = 1 << 15,
+                      streamed: Vectors, banks: BankMap, budget: int = 1 << 15,
                       issued_pairs: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """Bank-conflict cycles per slot from a systematic 1-in-m sample of the candidate pairs.
 
@@ -180,7 +224,7 @@ def sampled_conflicts(policy: str, problem: PhaseProblem, tiling: Tiling, cells:
         batch = PairBatch(batch.cell[keep], batch.f[keep], batch.i[keep])
     prods = _Enumerator(problem, tiling, banks, scatter=False).batch(cells, stat, streamed, batch.cell, batch.f,
                                                                      batch.i, 0)
-    extra = _max_load_extra(prods.pair, prods.bank, banks, len(batch.f))
+    extra = _max_load_extra(prods.pair, prods.bank, banks.banks, len(batch.f))
     slot = cells.slot[batch.cell]
     extra_sum = np.bincount(slot, weights=extra, minlength=n_slots)
     if m == 1 or issued_pairs is None:
@@ -212,7 +256,7 @@ def _sample_picks(total: int, budget: int, run: int) -> tuple[np.ndarray, np.nda
 
 
 def sampled_oracle_conflicts(problem: PhaseProblem, tiling: Tiling, cells: Cells, stat: Vectors,
-                             streamed: Vectors, banks: int, group_size: int, issued_pairs: np.ndarray,
+                             streamed: Vectors, banks: BankMap, group_size: int, issued_pairs: np.ndarray,
                              budget: int = 1 << 15, run: int = _ORACLE_RUN) -> tuple[np.ndarray, int]:
     """Oracle bank-conflict cycles per slot from systematic runs of consecutive candidate pairs.
 
@@ -250,7 +294,7 @@ def sampled_oracle_conflicts(problem: PhaseProblem, tiling: Tiling, cells: Cells
         segment, bank, position = segment[full], bank[full], position[full]
     in_group = position // group_size
     group_key, group = np.unique(segment * (len(segment) + 1) + in_group, return_inverse=True)
-    extra = _max_load_extra(group, bank, banks, len(group_key))
+    extra = _max_load_extra(group, bank, banks.banks, len(group_key))
     group_slot = (group_key // (len(segment) + 1)) % n_slots
     extra_sum = np.bincount(group_slot, weights=extra, minlength=n_slots)
     if m == 1:

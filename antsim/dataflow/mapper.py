@@ -34,7 +34,7 @@ import numpy as np
 
 from antsim.dataflow.anticipation import POLICIES, PairCounts, count_pairs, oracle_counts
 from antsim.dataflow.batching import BatchTiles, batch_tiled, choose_tile_size
-from antsim.dataflow.exact import run_exact, sampled_conflicts, sampled_oracle_conflicts
+from antsim.dataflow.exact import BankMap, run_exact, sampled_conflicts, sampled_oracle_conflicts
 from antsim.dataflow.fibers import StreamedOperand, Vectors, nonzero_mask, stationary_vectors, streamed_vectors
 from antsim.dataflow.footprint import Footprint, fast_footprint, tap_footprint
 from antsim.dataflow.output_partition import OutputPartition, partition_wgrad
@@ -91,9 +91,9 @@ def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fideli
     n_slots = tiling.n_chunks * tiling.n_pes
     output = None
     S_mask, T_mask = nonzero_mask(S, dense), nonzero_mask(T, dense)
+    banks = BankMap(arch.accumulators.banks, arch.accumulators.bank_hash, pe.F)
     if fidelity == "exact":
-        result = run_exact(policy, problem, tiling, cells, stat, streamed.vectors, arch.accumulators.banks,
-                           pe.F * pe.I)
+        result = run_exact(policy, problem, tiling, cells, stat, streamed.vectors, banks, pe.F * pe.I)
         footprint, output, conflicts = result.footprint, result.output, result.conflict_cycles
         if problem.needs_reduction and tiles.size > 1:  # dW partial sums accumulate over each tile's images
             held = tap_footprint(problem, tiling, S_mask, T_mask, tiles.tile_of_image)
@@ -108,11 +108,10 @@ def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fideli
         conflicts = np.zeros(n_slots, dtype=np.int64)
     elif fidelity == "fast" and policy == "oracle":
         conflicts, sample_step = sampled_oracle_conflicts(problem, tiling, cells, stat, streamed.vectors,
-                                                          arch.accumulators.banks, pe.F * pe.I,
-                                                          counts.issued_pairs)
+                                                          banks, pe.F * pe.I, counts.issued_pairs)
     elif fidelity == "fast":
         conflicts, sample_step = sampled_conflicts(policy, problem, tiling, cells, stat, streamed.vectors,
-                                                   arch.accumulators.banks, issued_pairs=counts.issued_pairs)
+                                                   banks, issued_pairs=counts.issued_pairs)
     work = _assemble(layer, problem, tiling, classes, cells, stat, streamed, counts, footprint, conflicts,
                      output, (fidelity, policy, fetch_filter, dense, sample_step))
     if partition is not None:

@@ -2,9 +2,10 @@
 
 Names follow ``antsim/energy/actions.py``. Assumptions:
 
-* every issued product is multiplied, gets its output coordinate computed and traverses the scatter
-  crossbar — RCPs included: the coordinate is only known after the multiply-and-compute stage, so an
-  RCP is dropped at the accumulator bank, not before the crossbar [assumption, SCNN's pipeline order];
+* every issued product is multiplied and gets its output coordinate computed; it crosses the scatter
+  crossbar only if valid when ``accumulators.drop_invalid`` is ``before_crossbar`` (the coordinate is
+  computed beside the multiply, so an RCP's crossbar request is simply not raised — the default),
+  else every issued product is routed and an RCP is dropped at the bank (``at_bank``);
 * accumulator updates = valid products (halo products included); drains = partial outputs per PE;
 * the anticipation unit screens every candidate pair (only when the design has one);
 * reduction adds = Σ partial outputs − outputs (reducing m copies of one output takes m − 1 adds);
@@ -44,10 +45,12 @@ def action_counts(arch: ArchSpec, work: PhaseWork, dram_read_bits: float,
     partials = _total(work.partial_outputs)
     outputs = _total(work.output_values)
     has_unit = arch.sparsity_support and arch.anticipation.policy != "none"
-    scattered = issued_products if arch.sparsity_support else 0.0
+    routed = _total(work.valid_products) if arch.accumulators.drop_invalid == "before_crossbar" else issued_products
+    computed = issued_products if arch.sparsity_support else 0.0
+    scattered = routed if arch.sparsity_support else 0.0
     return {
         "multiplier": {"multiply": issued_products},
-        "coordinate": {"compute": scattered},
+        "coordinate": {"compute": computed},
         "crossbar": {"route": scattered},
         "accumulator": {"update": _total(work.valid_products), "drain": partials},
         "input_buffer": {"read": _total(work.stationary_reads), "write": _total(work.stationary_values)},

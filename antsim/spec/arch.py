@@ -57,6 +57,17 @@ class Accumulators(_Section):
     entries_per_bank: int = Field(32, ge=1, le=65536, description="entries per bank (per buffer half)")
     value_bits: int = Field(24, ge=8, le=64, description="partial-sum width (bits)")
     double_buffered: bool = Field(True, description="drain one half while the other accumulates")
+    bank_hash: Literal["sliced", "xor", "mod"] = Field(
+        "sliced",
+        description="accumulator bank of an output entry: sliced (F bank groups, one per output channel mod F;"
+                    " the entry's index within its channel mod banks/F picks the bank: a streamed vector's F"
+                    " channels never collide; banks a multiple of F), xor (the region index's log2(banks)-bit"
+                    " slices XORed; banks a power of two) or mod (region index mod banks)")
+    drop_invalid: Literal["before_crossbar", "at_bank"] = Field(
+        "before_crossbar",
+        description="where a product whose output coordinate is out of range (an RCP) is dropped: before the"
+                    " scatter crossbar (its coordinate is computed beside the multiply, so its request is"
+                    " simply not raised) or at the accumulator bank (it is routed, then discarded)")
 
 
 class Buffers(_Section):
@@ -162,6 +173,13 @@ def arch_from_dict(data: dict[str, Any], source: str = "<dict>") -> ArchSpec:
     if not arch.sparsity_support and arch.anticipation.policy != "none":
         raise SpecError(source, "anticipation.policy", "must be 'none' in a dense design (sparsity_support: false)",
                         arch.anticipation.policy)
+    banks, bank_hash = arch.accumulators.banks, arch.accumulators.bank_hash
+    if bank_hash == "xor" and banks & (banks - 1):
+        raise SpecError(source, "accumulators.banks", "must be a power of two with bank_hash 'xor' (or use"
+                        " bank_hash 'mod')", banks)
+    if bank_hash == "sliced" and banks % arch.pe_array.F:
+        raise SpecError(source, "accumulators.banks", f"must be a multiple of pe_array.F = {arch.pe_array.F} with"
+                        " bank_hash 'sliced' (or use bank_hash 'mod')", banks)
     if arch.sparsity_support and arch.mapping.wgrad_partition != "planar":
         raise SpecError(source, "mapping.wgrad_partition",
                         "must be 'planar' in a sparse design (only a dense engine keeps its products within a"

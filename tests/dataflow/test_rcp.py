@@ -44,7 +44,8 @@ def test_one_bank_serialises_every_valid_product() -> None:
     """1×1 stride-1 fprop: every product is valid, so with one bank a pair costs one cycle per product."""
     layer = Layer("pw", N=1, C=3, K=6, H=8, W=8, R=1, S=1)
     t = random_tensors(layer, 0.5, seed=11)
-    work = map_phase(small_arch("none", 2, 2, 3, accumulators={"banks": 1}), layer, "fprop", t, fidelity="exact")
+    arch = small_arch("none", 2, 2, 3, accumulators={"banks": 1, "bank_hash": "mod"})
+    work = map_phase(arch, layer, "fprop", t, fidelity="exact")
     assert work.products.rcp == 0
     assert np.array_equal(work.conflict_cycles, work.issued_products - work.issued_pairs)
     assert work.conflict_cycles.sum() > 0
@@ -55,10 +56,12 @@ def test_enough_banks_with_distinct_outputs_never_conflict() -> None:
     layer = Layer("pw", N=1, C=3, K=6, H=8, W=8, R=1, S=1)
     t = random_tensors(layer, 0.5, seed=12)
     region = 3 * 4 * 4  # Kc × tile (a 1×1 kernel reaches only the PE's own 4×4 tile)
-    work = map_phase(small_arch("none", 2, 2, 3, accumulators={"banks": region}), layer, "fprop", t,
-                     fidelity="exact")
-    assert work.conflict_cycles.sum() == 0
-    one_pe_lane = map_phase(small_arch("none", 2, 2, 3, pe_array={"F": 1, "I": 1}, accumulators={"banks": 1}),
+    for banks, bank_hash in ((region, "mod"), (64, "xor")):  # each a bijection on indices < banks
+        work = map_phase(small_arch("none", 2, 2, 3, accumulators={"banks": banks, "bank_hash": bank_hash}),
+                         layer, "fprop", t, fidelity="exact")
+        assert work.conflict_cycles.sum() == 0, bank_hash
+    one_pe_lane = map_phase(small_arch("none", 2, 2, 3, pe_array={"F": 1, "I": 1},
+                                       accumulators={"banks": 1, "bank_hash": "mod"}),
                             layer, "fprop", t, fidelity="exact")
     assert one_pe_lane.conflict_cycles.sum() == 0
 
@@ -74,6 +77,12 @@ def test_fast_conflicts_are_exact_when_every_pair_fits_the_sample(policy: str) -
         assert np.array_equal(fast.conflict_cycles, exact.conflict_cycles), phase
 
 
+def _banks(arch):  # type: ignore[no-untyped-def]
+    from antsim.dataflow.exact import BankMap
+
+    return BankMap(arch.accumulators.banks, arch.accumulators.bank_hash, arch.pe_array.F)
+
+
 def test_fast_conflict_estimates_stay_close_to_exact() -> None:
     """Stated tolerance: the sampled estimates (none/ant, and the oracle's sampled runs of packed
     pairs) within 15 % of exact in total."""
@@ -85,8 +94,8 @@ def test_fast_conflict_estimates_stay_close_to_exact() -> None:
     work = map_phase(arch, layer, "wgrad", t, fidelity="exact")
     exact = work.conflict_cycles.sum()
     pieces = _pieces(arch, layer, "wgrad", t)
-    scaled, step = exact_mod.sampled_conflicts("none", *pieces, arch.accumulators.banks, budget=2000)
-    shrunk, _ = exact_mod.sampled_conflicts("none", *pieces, arch.accumulators.banks, budget=2000,
+    scaled, step = exact_mod.sampled_conflicts("none", *pieces, _banks(arch), budget=2000)
+    shrunk, _ = exact_mod.sampled_conflicts("none", *pieces, _banks(arch), budget=2000,
                                             issued_pairs=work.issued_pairs.ravel())
     assert step > 10
     assert scaled.sum() == pytest.approx(exact, rel=0.15)
@@ -98,7 +107,7 @@ def test_fast_conflict_estimates_stay_close_to_exact() -> None:
     for phase in ("fprop", "dgrad", "wgrad"):
         work = map_phase(oracle, layer, phase, t, fidelity="exact")
         est, step = exact_mod.sampled_oracle_conflicts(*_pieces(oracle, layer, phase, t, fetch_filter=True),
-                                                       oracle.accumulators.banks, 16, work.issued_pairs.ravel(),
+                                                       _banks(oracle), 16, work.issued_pairs.ravel(),
                                                        budget=500)
         assert step > 2, phase
         assert est.sum() == pytest.approx(work.conflict_cycles.sum(), rel=0.15), phase

@@ -162,7 +162,10 @@ def test_action_counts_use_the_energy_names_and_the_work(make_work, make_arch, r
     timing = simulate_phase(arch, work, DENSE)
     check_actions(timing.actions)
     assert timing.actions["multiplier"]["multiply"] == issued.sum() * 16
-    assert timing.actions["crossbar"]["route"] == issued.sum() * 16  # RCPs traverse the crossbar
+    assert timing.actions["crossbar"]["route"] == issued.sum() * 12  # RCPs dropped before the crossbar
+    at_bank = make_arch(pe_array={"rows": 2, "cols": 2}, anticipation={"policy": "ant"},
+                        accumulators={"drop_invalid": "at_bank"})
+    assert simulate_phase(at_bank, work, DENSE).actions["crossbar"]["route"] == issued.sum() * 16  # routed too
     assert timing.actions["accumulator"]["update"] == issued.sum() * 12
     assert timing.actions["anticipation"]["screen"] == (issued + 7).sum()
     assert timing.actions["halo"]["transfer"] == 3 * 12
