@@ -200,6 +200,7 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[s
         from antsim.sparsity.generators import sparsity_models
 
         _check_choice("sparsity", sparsity, sparsity_models())
+    check_dram_technology(arch)
     ordered = [p for p in PHASES if p in phases]
     records: list[LayerResult] = []
     used: list[Tensors] = []
@@ -223,6 +224,18 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[s
     return NetworkResult(design=arch.name, backend="accelerator", records=tuple(records),
                          spec=arch.to_dict(), workload=echo, area_mm2=design_area_mm2(arch),
                          meta={"sim_params": _params_dict(params)})
+
+
+def check_dram_technology(arch: ArchSpec, source: str | None = None) -> None:
+    """Raise ``SpecError`` (naming ``source``, default the arch name) unless the energy table prices
+    ``dram.technology`` — checked before the first layer runs, not when its energy is priced."""
+    from antsim.energy.tables import load_table
+    from antsim.errors import SpecError
+
+    try:
+        load_table(arch.technology.energy_table).dram_pj(arch.dram.technology)
+    except SpecError as exc:
+        raise SpecError(source or f"arch {arch.name}", "dram.technology", str(exc)) from None
 
 
 def _without_output(result: LayerResult, densities: Mapping[str, float] | None = None) -> LayerResult:

@@ -72,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
     from antsim.report.compare import compare_results, format_summary
 
     comparison = compare_results(results, sources, baseline=args.baseline)
+    if args.out is None and args.report_out is None:  # noted once the inputs are good: an error stays one line
+        _note("no --out or --report-out: printing the summary only")
     if args.out is not None:
         comparison.write(str(args.out))
     if args.report_out is not None:
@@ -96,8 +98,6 @@ def _note(message: str) -> None:
 
 def _check_outputs(args: argparse.Namespace) -> None:
     """Reject bad output paths before any work (and outputs that the report folder would swallow)."""
-    if args.out is None and args.report_out is None:
-        _note("no --out or --report-out: printing the summary only")
     if args.out is not None:
         check_out_path(args.out, (".json", ".csv"))
     if args.sweep is not None and args.report_out is None:
@@ -150,9 +150,12 @@ def _load_specs(args: argparse.Namespace) -> tuple[list[tuple[Path, Any]], list[
     archs: list[tuple[Path, Any]] = []
     gpus: list[tuple[str, Any, str]] = []
     if args.arch:
+        from antsim.simulate import check_dram_technology
         from antsim.spec.arch import load_arch
 
         archs = [(path, load_arch(path)) for path in args.arch]
+        for path, arch in archs:
+            check_dram_technology(arch, str(path))
     if args.gpu:
         from antsim.gpu import load_gpu
         from antsim.gpu.estimate import check_structured

@@ -29,11 +29,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from antsim.simulate import simulate_network
+    from antsim.simulate import check_dram_technology, simulate_network
     from antsim.spec.arch import load_arch
 
     out = check_out_path(args.out, (".json", ".csv"))
     arch = load_arch(args.arch)
+    check_dram_technology(arch, str(args.arch))
     layers, workload = resolve_workload(args)
     phases = parse_phases(args.phases)
     densities = resolve_densities(args)

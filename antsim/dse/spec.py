@@ -313,7 +313,16 @@ def load_sweep(path: str | Path) -> SweepSpec:
     data = _resolve_paths(_normalise(raw, source), path.parent)
     spec: SweepSpec = validate_model(SweepSpec, data, source)
     _check_names(spec, source)
-    base = load_arch(spec.base_arch)
+    try:
+        base = load_arch(spec.base_arch)
+    except SpecError as exc:  # name the sweep spec too: its base_arch key points at the bad file
+        raise SpecError(source, "base_arch", str(exc)) from None
+    from antsim.simulate import check_dram_technology
+
+    try:
+        check_dram_technology(base, spec.base_arch)
+    except SpecError as exc:
+        raise SpecError(source, "base_arch", str(exc)) from None
     base_dict = base.to_dict()
     for p_path, p in spec.space.items():
         _check_param(base_dict, p_path, p, source)
