@@ -229,8 +229,12 @@ def add_sparsity_arguments(parser: argparse.ArgumentParser, title: str = "sparsi
     group.add_argument("--density-g", type=float, default=None, help="output-gradient dY density (default 0.1)")
     group.add_argument("--density-a-saved", type=float, default=None,
                        help="density of the top-k copy of A saved for wgrad (SWAT; default: wgrad uses A)")
+    group.add_argument("--regime", default=None,
+                       help="named training regime setting every density and the generator: swat (W 0.1, A"
+                            " 0.5, saved A 0.1, dY 1.0) | swat-gs (dY 0.1) | uniform (all 0.1, Bernoulli);"
+                            " --density-*/--sparsity given beside it override its values")
     source = group.add_mutually_exclusive_group()
-    source.add_argument("--sparsity", default="swat",
+    source.add_argument("--sparsity", default=None,
                         help="operand generator: swat (calibrated on captured SWAT tensors, the default) |"
                              " topk_field | uniform | channel")
     source.add_argument("--tensors", type=Path, default=None,
@@ -251,6 +255,7 @@ def resolve_densities(args: argparse.Namespace) -> dict[str, float]:
     from antsim.simulate import check_densities
 
     given = {key: getattr(args, attr) for key, attr, _flag in _DENSITY_FLAGS if getattr(args, attr) is not None}
+    base = _apply_regime(args)
     if getattr(args, "tensors", None) is not None and given:
         flag = next(f for key, _attr, f in _DENSITY_FLAGS if key in given)
         raise AntsimError(f"{flag} {given[next(iter(given))]}: cannot apply with --tensors {args.tensors}"
@@ -258,7 +263,21 @@ def resolve_densities(args: argparse.Namespace) -> dict[str, float]:
     for key, _attr, flag in _DENSITY_FLAGS:
         if key in given and not 0.0 <= given[key] <= 1.0:
             raise AntsimError(f"{flag} must be in [0, 1]; got {given[key]}")
-    return check_densities(given)
+    return check_densities({**base, **given})
+
+
+def _apply_regime(args: argparse.Namespace) -> dict[str, float]:
+    """The ``--regime``'s densities (empty without one); fills ``args.sparsity`` with the regime's generator
+    (else ``swat``) when ``--sparsity`` was not given."""
+    from antsim.sparsity.regimes import regime
+
+    chosen = regime(args.regime) if getattr(args, "regime", None) else None
+    if chosen is not None and getattr(args, "tensors", None) is not None:
+        raise AntsimError(f"--regime {args.regime}: cannot apply with --tensors {args.tensors} (its operands carry"
+                          " their own densities)")
+    if getattr(args, "sparsity", None) is None:
+        args.sparsity = chosen.sparsity if chosen is not None else "swat"
+    return dict(chosen.densities) if chosen is not None else {}
 
 
 def resolve_tensors(args: argparse.Namespace, layers: list[Layer]) -> dict[str, Any] | None:

@@ -203,7 +203,7 @@ def _simulation_options(args: argparse.Namespace, layers: list[Any], echo: dict[
     if tensors is None:
         check_sparsity_model(args.sparsity)
     workload = {**echo, "tensors": str(args.tensors) if args.tensors else None,
-                "sparsity": None if tensors is not None else args.sparsity}
+                "sparsity": None if tensors is not None else args.sparsity, "regime": args.regime}
     return {"phases": tuple(echo["phases"]), "densities": densities, "sparsity": args.sparsity,
             "tensors": tensors, "fidelity": args.fidelity, "seed": args.seed, "workload": workload}
 

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     if tensors is None:
         check_sparsity_model(args.sparsity)
     workload.update(tensors=str(args.tensors) if args.tensors else None,
-                    sparsity=None if tensors is not None else args.sparsity)
+                    sparsity=None if tensors is not None else args.sparsity, regime=args.regime)
     result = simulate_network(arch, layers, phases=phases, densities=densities, sparsity=args.sparsity,
                               tensors=tensors, fidelity=args.fidelity, seed=args.seed,
                               progress=not args.no_progress, workload=workload)
