@@ -48,6 +48,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="model each GPU's whole training step: the convolutions plus BatchNorm, ReLU, residual"
                              " add, pooling and the SGD-momentum update (designs named GPU[-PRECISION]-step;"
                              " default: convolutions only)")
+    parser.add_argument("--gpu-selection", default="timed", choices=("timed", "heuristic"),
+                        help="GPU kernel selection: timed = fastest plan of the library's menu (cudnn.benchmark; "
+                             "default) | heuristic = the library's algorithm family")
+    parser.add_argument("--gpu-library", default="cudnn8", choices=("cudnn5", "cudnn6", "cudnn7", "cudnn8"),
+                        help="library generation whose kernel menu the GPUs run (default cudnn8)")
     parser.add_argument("--baseline", default=None,
                         help="design the ratios are over (default: scnn if present, else the first design)")
     parser.add_argument("--out", type=Path, default=None, help="comparison file: .json (antsim.compare/1) or .csv")
@@ -142,7 +147,8 @@ def gather_results(args: argparse.Namespace) -> tuple[list[NetworkResult], list[
         results.append(_gpu(gpu, precision, args, *workload()))
         structured = f" --gpu-structured {args.gpu_structured}" if args.gpu_structured else ""
         step = " --gpu-step" if args.gpu_step else ""
-        sources.append(f"--gpu {name} --gpu-precision {precision}{structured}{step}")
+        menu = f" --gpu-selection {args.gpu_selection} --gpu-library {args.gpu_library}"
+        sources.append(f"--gpu {name} --gpu-precision {precision}{structured}{step}{menu}")
     return results, sources
 
 
@@ -159,12 +165,14 @@ def _load_specs(args: argparse.Namespace) -> tuple[list[tuple[Path, Any]], list[
     if args.gpu:
         from antsim.gpu import load_gpu
         from antsim.gpu.estimate import check_structured
+        from antsim.gpu.menus import check_library
 
         precisions = list(dict.fromkeys(args.gpu_precision or ["fp32"]))
         gpus = [(name, load_gpu(name), precision) for name in args.gpu for precision in precisions]
         for _name, gpu, precision in gpus:
             gpu.peak(precision)  # an unknown precision fails here, before any simulation
             check_structured(gpu, precision, args.gpu_structured)
+            check_library(gpu, precision, args.gpu_library)
     return archs, gpus
 
 
@@ -216,4 +224,4 @@ def _gpu(gpu: Any, precision: str, args: argparse.Namespace, layers: list[Any],
     if args.gpu_step:
         from antsim.gpu.step import estimate_step as estimate
     return estimate(gpu, layers, phases=tuple(echo["phases"]), precision=precision, workload=echo,
-                    structured=args.gpu_structured)
+                    structured=args.gpu_structured, selection=args.gpu_selection, library=args.gpu_library)

@@ -41,6 +41,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a whole training step: each conv record also holds its layer's memory-bound kernels "
                              "(BatchNorm, ReLU, residual add, pooling, SGD-momentum update) and their launch "
                              "overheads; the design is named GPU[-PRECISION]-step (default: convolutions only)")
+    parser.add_argument("--selection", default="timed", choices=("timed", "heuristic"),
+                        help="how the library picks a kernel: timed = the fastest plan of the menu (cudnn.benchmark; "
+                             "default) | heuristic = the library's algorithm family (DeepBench), fastest within it")
+    parser.add_argument("--library", default="cudnn8", choices=("cudnn5", "cudnn6", "cudnn7", "cudnn8"),
+                        help="library generation whose kernel menu the GPU runs (default cudnn8)")
+    parser.add_argument("--host-overhead-us", type=float, default=0.0, metavar="US",
+                        help="with --check: per-call host time of the measurement harness inside each timed "
+                             "interval, added to every prediction (e.g. a framework call timed with CUDA events)")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
@@ -55,6 +63,8 @@ def run(args: argparse.Namespace) -> int:
         return _run_check(args)
     if args.floor:
         raise AntsimError("--floor goes with --check MEASURED.csv")
+    if args.host_overhead_us:
+        raise AntsimError("--host-overhead-us goes with --check MEASURED.csv")
     if args.out is None:
         raise AntsimError("--out FILE is required (or use --check MEASURED.csv)")
     out = check_out_path(args.out, (".json", ".csv"))
@@ -68,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     if args.step:
         from antsim.gpu.step import estimate_step as estimate
     result = estimate(gpu, layers, phases, args.precision, workload=workload, progress=bar,
-                      structured=args.structured)
+                      structured=args.structured, selection=args.selection, library=args.library)
     result.write_csv(out) if out.suffix.lower() == ".csv" else result.write_json(out)
     _print_summary(result, out)
     return 0
@@ -76,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_summary(result: NetworkResult, out: Path) -> None:
     totals = result.totals
-    lines = [f"{result.design}: {len(result.records)} (layer, phase) records at {result.meta['precision']}, "
+    lines = [f"{result.design}: {len(result.records)} (layer, phase) records at {result.meta['precision']} "
+             f"({result.meta.get('library')}, {result.meta.get('selection')} selection), "
              f"{totals['time_s'] * 1e3:.3f} ms, {totals['energy_j']:.4g} J"]
     for phase in ("fprop", "dgrad", "wgrad"):
         recs = [r for r in result.records if r.phase == phase]
@@ -92,15 +103,20 @@ def _print_summary(result: NetworkResult, out: Path) -> None:
 
 
 def _run_check(args: argparse.Namespace) -> int:
+    from antsim.errors import AntsimError
     from antsim.gpu import load_gpu
     from antsim.gpu.check import check_measured, observations, oracle_rows, result_observations, write_check_csv
     from antsim.gpu.estimate import check_structured
+    from antsim.gpu.menus import check_library
     from antsim.measure.deepbench import is_deepbench_csv, read_deepbench_csv
 
     out = check_out_path(args.out, (".csv",)) if args.out is not None else None
     gpu = load_gpu(args.gpu)
     gpu.peak(args.precision)
     check_structured(gpu, args.precision, args.structured)
+    check_library(gpu, args.precision, args.library)
+    if not 0 <= args.host_overhead_us < 1e6:  # also refuses NaN
+        raise AntsimError(f"--host-overhead-us: must be microseconds in [0, 1e6); got {args.host_overhead_us}")
     if not args.check.is_file():
         from antsim.errors import WorkloadError
 
@@ -113,8 +129,11 @@ def _run_check(args: argparse.Namespace) -> int:
         layers, _ = resolve_workload(args, batch_hint=measured_batch(args.check))  # the CSV's N is the batch
         measured = result_observations(read_results_csv(args.check, layers, phases=parse_phases(args.phases)),
                                        layers)
-    rows = check_measured(gpu, measured, args.precision, structured=args.structured)
-    floor = oracle_rows(gpu, measured, args.precision, structured=args.structured) if args.floor else None
+    host = args.host_overhead_us * 1e-6
+    rows = check_measured(gpu, measured, args.precision, structured=args.structured, selection=args.selection,
+                          library=args.library, host_overhead_s=host)
+    floor = oracle_rows(gpu, measured, args.precision, structured=args.structured, library=args.library,
+                        host_overhead_s=host) if args.floor else None
     if out is not None:
         write_check_csv(rows, out)
     sys.stdout.write(_check_report(gpu.name, args, rows, floor, out))
@@ -125,8 +144,8 @@ def _check_report(name: str, args: argparse.Namespace, rows: Sequence[CheckRow],
                   out: Path | None) -> str:
     from antsim.gpu.check import summarize, worst
 
-    lines = [f"{name} vs {args.check} ({args.precision}); error = exp(mean |ln(pred/meas)|) - 1, "
-             "bias = exp(mean ln(pred/meas))",
+    lines = [f"{name} vs {args.check} ({args.precision}, {args.library}, {args.selection} selection, host overhead "
+             f"{args.host_overhead_us:g} us); error = exp(mean |ln(pred/meas)|) - 1, bias = exp(mean ln(pred/meas))",
              f"{'phase':6s} {'n impl':>6s} {'err impl':>8s} {'bias':>5s} {'n all':>6s} {'err all':>8s} {'bias':>5s}"]
     for s in summarize(rows):
         impl = (f"{s['n_implicit']:6d} {s['err_implicit'] * 100:7.1f}% {s['bias_implicit']:5.2f}"

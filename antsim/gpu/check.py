@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from antsim.gpu.estimate import estimate_layer, layer_plans
+from antsim.gpu.menus import DEFAULT_LIBRARY, DEFAULT_SELECTION, family_of
 from antsim.gpu.model import CALIBRATION, Calibration
 from antsim.gpu.spec import GpuSpec
 from antsim.measure.deepbench import MeasuredLayer
@@ -25,7 +26,11 @@ from antsim.workloads.layers import PHASES, Layer
 
 @dataclass(frozen=True)
 class CheckRow:
-    """One (layer, phase): measured and predicted seconds and the GEMM the model ran."""
+    """One (layer, phase): measured and predicted seconds, the recorded algorithm and what the model ran.
+
+    ``predicted_s`` includes the check's per-call host overhead; ``model_algo`` is the cuDNN name of
+    the formulation the model kept and ``M``, ``N``, ``K`` its GEMM.
+    """
 
     name: str
     phase: str
@@ -36,6 +41,8 @@ class CheckRow:
     M: int
     N: int
     K: int
+    model_algo: str = ""
+    tensor_cores: bool = False
 
     @property
     def ratio(self) -> float:
@@ -71,19 +78,29 @@ def result_observations(measured: NetworkResult, layers: Sequence[Layer]) -> lis
 
 
 def check_measured(gpu: GpuSpec, measured: Sequence[Observation], precision: str,
-                   calibration: Calibration = CALIBRATION, structured: str | None = None) -> list[CheckRow]:
-    """Predict every measured (layer, phase) (layers carry their own batch; ``structured``: see
-    ``estimate_layer``)."""
+                   calibration: Calibration = CALIBRATION, structured: str | None = None,
+                   selection: str = DEFAULT_SELECTION, library: str = DEFAULT_LIBRARY,
+                   host_overhead_s: float = 0.0) -> list[CheckRow]:
+    """Predict every measured (layer, phase) (layers carry their own batch; ``structured``,
+    ``selection``, ``library``: see ``estimate_layer``; heuristic selection follows each row's
+    recorded forward algorithm).
+
+    ``host_overhead_s`` is the measurement harness's per-call host time that lands inside the timed
+    interval (a framework call timed with CUDA events around it: the GPU idles while the host
+    dispatches), added to every prediction: a property of the harness, not of the GPU.
+    """
     rows = []
     for o in measured:
-        r = estimate_layer(gpu, o.layer, o.phase, precision, calibration, structured)
-        rows.append(CheckRow(o.layer.name, o.phase, o.measured_s, r.time_s, o.implicit, o.algo,
-                             r.details["M"], r.details["N"], r.details["K"]))
+        r = estimate_layer(gpu, o.layer, o.phase, precision, calibration, structured, selection, library, o.algo)
+        rows.append(CheckRow(o.layer.name, o.phase, o.measured_s, r.time_s + host_overhead_s, o.implicit, o.algo,
+                             r.details["M"], r.details["N"], r.details["K"], r.details["algo"],
+                             r.details["tensor_cores"]))
     return rows
 
 
 def oracle_rows(gpu: GpuSpec, measured: Sequence[Observation], precision: str,
-                calibration: Calibration = CALIBRATION, structured: str | None = None) -> list[CheckRow]:
+                calibration: Calibration = CALIBRATION, structured: str | None = None,
+                library: str = DEFAULT_LIBRARY, host_overhead_s: float = 0.0) -> list[CheckRow]:
     """Like ``check_measured``, but each prediction is the candidate plan *closest* to the measurement.
 
     Of all the plans the model weighs for a (layer, phase) — GEMM formulation × tile × split-K — it
@@ -93,10 +110,21 @@ def oracle_rows(gpu: GpuSpec, measured: Sequence[Observation], precision: str,
     """
     rows = []
     for o in measured:
-        plan, g = min(layer_plans(gpu, o.layer, o.phase, precision, calibration, structured),
-                      key=lambda pg: abs(math.log(pg[0].time_s / o.measured_s)))
-        rows.append(CheckRow(o.layer.name, o.phase, o.measured_s, plan.time_s, o.implicit, o.algo, g.M, g.N, g.K))
+        plan, g = min(layer_plans(gpu, o.layer, o.phase, precision, calibration, structured, library),
+                      key=lambda pg: abs(math.log((pg[0].time_s + host_overhead_s) / o.measured_s)))
+        rows.append(CheckRow(o.layer.name, o.phase, o.measured_s, plan.time_s + host_overhead_s, o.implicit, o.algo,
+                             g.M, g.N, g.K, g.algo, plan.tensor_cores))
     return rows
+
+
+def family_rows(rows: Sequence[CheckRow]) -> dict[str, list[CheckRow]]:
+    """Rows grouped by the family of the algorithm the measurement recorded (fprop only: backward
+    algorithms are not recorded), ``unknown`` when none is."""
+    out: dict[str, list[CheckRow]] = {}
+    for r in rows:
+        family = (family_of(r.algo) if r.phase == "fprop" and r.algo else None) or "unknown"
+        out.setdefault(family, []).append(r)
+    return out
 
 
 def batch_inversions(measured: Sequence[MeasuredLayer]) -> list[tuple[str, str, int, int, float, float]]:
@@ -149,11 +177,11 @@ def write_check_csv(rows: Sequence[CheckRow], path: str | Path) -> None:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(["name", "phase", "measured_s", "predicted_s", "ratio", "abs_log_error", "implicit_gemm",
-                     "algo", "M", "N", "K"])
+                     "algo", "M", "N", "K", "model_algo", "tensor_cores"])
     for r in rows:
         writer.writerow([r.name, r.phase, f"{r.measured_s:.6g}", f"{r.predicted_s:.6g}", f"{r.ratio:.4f}",
                          f"{r.abs_log_error:.4f}", "" if r.implicit is None else int(r.implicit), r.algo,
-                         r.M, r.N, r.K])
+                         r.M, r.N, r.K, r.model_algo, int(r.tensor_cores)])
     write_text_atomic(path, buffer.getvalue())
 
 

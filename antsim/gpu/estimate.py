@@ -13,13 +13,23 @@ from typing import Any
 
 from antsim.errors import AntsimError
 from antsim.gpu.energy import energy_breakdown
-from antsim.gpu.gemm import Gemm, phase_gemms
+from antsim.gpu.gemm import Gemm
+from antsim.gpu.menus import (
+    DEFAULT_LIBRARY,
+    DEFAULT_SELECTION,
+    FAMILY,
+    check_library,
+    check_selection,
+    formulations,
+    heuristic_family,
+)
 from antsim.gpu.model import CALIBRATION, Calibration, Plan, best_plan, candidate_plans
-from antsim.gpu.spec import GpuSpec, load_gpu, precision_key
+from antsim.gpu.spec import PRECISIONS, GpuSpec, load_gpu, precision_key
 from antsim.results import LayerResult, NetworkResult
 from antsim.workloads.layers import PHASES, Layer
 
-MODEL_NAME = "antsim.gpu implicit-GEMM tile/wave/traffic model (DeLTA-style), TDP-bounded power"
+MODEL_NAME = ("antsim.gpu tile/wave/traffic model (DeLTA-style) over cuDNN's menu (implicit GEMM, Winograd, FFT), "
+              "TDP-bounded power")
 STRUCTURED = ("2:4",)
 # Phases whose GEMM B operand is the weights (fprop: W along C·R·S; dgrad: Wᵀ along K·R·S). Both can
 # be 2:4 along their reduction only with *transposable* 2:4 masks [assumption: weights pruned so that
@@ -53,7 +63,9 @@ def check_structured(gpu: GpuSpec, precision: str, structured: str | None) -> No
 
 
 def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer, phase: str, precision: str = "fp32",
-                   calibration: Calibration = CALIBRATION, structured: str | None = None) -> LayerResult:
+                   calibration: Calibration = CALIBRATION, structured: str | None = None,
+                   selection: str = DEFAULT_SELECTION, library: str = DEFAULT_LIBRARY,
+                   forward_algo: str = "") -> LayerResult:
     """Predict time and energy of one training convolution on a GPU.
 
     Args:
@@ -65,43 +77,62 @@ def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer, phase: str, precisio
         structured: ``"2:4"``: the weights are 2:4 structured-sparse (transposable), so fprop and
             dgrad run sparse tensor-core MMA at twice the math rate on half the weight bytes (+ 2-bit
             indices); wgrad runs dense. ``None`` (default): dense.
+        selection: ``timed`` (default: the fastest plan of the library's menu, as
+            ``cudnn.benchmark``) or ``heuristic`` (the family the library's heuristics pick, see
+            ``antsim.gpu.menus``).
+        library: ``cudnn5`` | ``cudnn6`` | ``cudnn7`` | ``cudnn8`` (default): which algorithms exist.
+        forward_algo: The forward algorithm a measurement recorded (heuristic selection follows it).
 
     Returns:
         A ``LayerResult`` with ``time_s`` (s), ``energy_j`` (J), ``energy_breakdown_j`` (``core``,
         ``dram``, ``static``) and ``details``: the chosen GEMM (``M``, ``N``, ``K``, ``algorithm``),
-        ``tile``, ``split_k``, ``ctas``, ``waves``, ``bound``, ``structured`` and the time terms.
+        ``tile``, ``split_k``, ``ctas``, ``waves``, ``bound``, ``structured``, the time terms, and what
+        ran: ``algo`` (cuDNN's name), ``family``, ``tensor_cores``, ``run_precision``,
+        ``workspace_bytes``, ``selection``, ``library``.
 
     Raises:
         AntsimError: unknown precision or one the GPU lacks; bad GPU spec; unknown phase; a
-            structured pattern the GPU or precision cannot run sparse.
+            structured pattern the GPU or precision cannot run sparse; unknown selection or library.
     """
     spec = gpu if isinstance(gpu, GpuSpec) else load_gpu(gpu)
     precision_key(precision)
     check_structured(spec, precision, structured)
-    candidates = [(best_plan(spec, g, precision, calibration), g) for g in _gemms(layer, phase, structured)]
+    check_selection(selection)
+    check_library(spec, precision, library)
+    gemms = _gemms(spec, layer, phase, precision, structured, library)
+    if selection == "heuristic":
+        family = heuristic_family(layer, phase, forward_algo)
+        gemms = [g for g in gemms if FAMILY[g.algorithm] == family] or gemms  # family not on the menu: any
+    candidates = [(best_plan(spec, g, precision, calibration), g) for g in gemms]
     plan, gemm = min(candidates, key=lambda pg: pg[0].time_s)
     energy = energy_breakdown(spec, precision, plan.time_s, 2.0 * plan.executed_macs, plan.dram_bytes)
+    details = _details(plan, gemm, precision) | {"selection": selection, "library": library}
     return LayerResult(layer=layer.name, phase=phase, time_s=plan.time_s, energy_j=sum(energy.values()),
-                       energy_breakdown_j=energy, details=_details(plan, gemm, precision))
+                       energy_breakdown_j=energy, details=details)
 
 
 def layer_plans(gpu: GpuSpec, layer: Layer, phase: str, precision: str = "fp32",
-                calibration: Calibration = CALIBRATION, structured: str | None = None) -> list[tuple[Plan, Gemm]]:
-    """Every plan the model weighs for one (layer, phase): each GEMM formulation × tile × split-K.
+                calibration: Calibration = CALIBRATION, structured: str | None = None,
+                library: str = DEFAULT_LIBRARY) -> list[tuple[Plan, Gemm]]:
+    """Every plan the model weighs for one (layer, phase): each formulation of the menu × tile × split-K.
 
-    ``estimate_layer`` keeps the fastest; ``antsim.gpu.check.oracle_rows`` asks how close the
-    closest of them comes to a measurement (what a perfect kernel-selection rule could reach).
+    ``estimate_layer`` keeps the fastest (``timed``); ``antsim.gpu.check.oracle_rows`` asks how close
+    the closest of them comes to a measurement (what a perfect kernel-selection rule could reach).
     """
     check_structured(gpu, precision, structured)
-    return [(plan, g) for g in _gemms(layer, phase, structured)
+    check_library(gpu, precision, library)
+    return [(plan, g) for g in _gemms(gpu, layer, phase, precision, structured, library)
             for plan in candidate_plans(gpu, g, precision, calibration)]
 
 
-def _gemms(layer: Layer, phase: str, structured: str | None) -> list[Gemm]:
-    gemms = phase_gemms(layer, phase)
+def _gemms(gpu: GpuSpec, layer: Layer, phase: str, precision: str, structured: str | None,
+           library: str) -> list[Gemm]:
+    gemms = formulations(gpu, layer, phase, precision, library)
     if structured is None or phase not in STRUCTURED_PHASES:
         return gemms
-    return [replace(g, structured=True) for g in gemms]
+    # 2:4 sparse MMA exists for the GEMM formulations' weight operand only (Winograd and FFT
+    # transform W into dense values, which the sparse tensor cores cannot skip: they stay dense).
+    return [replace(g, structured=True) if FAMILY[g.algorithm] == "gemm" else g for g in gemms]
 
 
 def _details(plan: Plan, gemm: Any, precision: str) -> dict[str, Any]:
@@ -111,7 +142,10 @@ def _details(plan: Plan, gemm: Any, precision: str) -> dict[str, Any]:
         "waves": plan.waves, "bound": plan.bound, "compute_s": plan.compute_s, "l2_s": plan.l2_s,
         "dram_s": plan.dram_s, "store_s": plan.store_s, "reduce_s": plan.reduce_s, "kernels": plan.launches,
         "dram_bytes": plan.dram_bytes, "l2_bytes": plan.l2_bytes, "executed_flops": 2 * plan.executed_macs,
-        "useful_flops": 2 * gemm.useful_macs, "structured": "2:4" if gemm.structured else None,
+        "useful_flops": 2 * gemm.useful_macs, "structured": "2:4" if gemm.structured and plan.tensor_cores else None,
+        "algo": gemm.algo, "family": FAMILY[gemm.algorithm], "tensor_cores": plan.tensor_cores,
+        "run_precision": plan.precision, "side_s": plan.side_s,
+        "workspace_bytes": gemm.workspace * PRECISIONS[plan.precision][0],
     }
 
 
@@ -119,7 +153,8 @@ def estimate_gpu(gpu: GpuSpec | str | Path, layers: Sequence[Layer], phases: Ite
                  precision: str = "fp32", workload: Mapping[str, Any] | None = None,
                  calibration: Calibration = CALIBRATION,
                  progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
-                 structured: str | None = None) -> NetworkResult:
+                 structured: str | None = None, selection: str = DEFAULT_SELECTION,
+                 library: str = DEFAULT_LIBRARY) -> NetworkResult:
     """Predict every (layer, phase) of a workload on a GPU.
 
     Args:
@@ -131,7 +166,7 @@ def estimate_gpu(gpu: GpuSpec | str | Path, layers: Sequence[Layer], phases: Ite
             built from ``layers`` and ``phases``.
         calibration: Model constants.
         progress: Optional wrapper of the layer iterable (a progress bar).
-        structured: See ``estimate_layer``.
+        structured, selection, library: See ``estimate_layer``.
 
     Returns:
         A ``NetworkResult`` with ``backend="gpu"``, ``design`` = ``gpu_design_name`` (e.g. ``v100``,
@@ -143,14 +178,17 @@ def estimate_gpu(gpu: GpuSpec | str | Path, layers: Sequence[Layer], phases: Ite
     spec = gpu if isinstance(gpu, GpuSpec) else load_gpu(gpu)
     spec.peak(precision)  # fail before any work
     check_structured(spec, precision, structured)
+    check_selection(selection)
+    check_library(spec, precision, library)
     phases = tuple(p for p in PHASES if p in tuple(phases))
     items: Iterable[Layer] = progress(layers) if progress else layers
-    records = [estimate_layer(spec, layer, phase, precision, calibration, structured)
+    records = [estimate_layer(spec, layer, phase, precision, calibration, structured, selection, library)
                for layer in items for phase in phases]
     return NetworkResult(design=gpu_design_name(spec.name, precision, structured), backend="gpu",
                          records=tuple(records), spec=spec.to_dict(),
                          workload=dict(workload) if workload is not None else _workload(layers, phases),
-                         meta={"precision": precision, "structured": structured, "model": MODEL_NAME,
+                         meta={"precision": precision, "structured": structured, "selection": selection,
+                               "library": library, "model": MODEL_NAME,
                                "calibration": calibration.to_dict()})
 
 

@@ -20,6 +20,24 @@ from dataclasses import dataclass
 from antsim.errors import WorkloadError
 from antsim.workloads.layers import PHASES, Layer
 
+# Formulations whose GEMM reads dense, already transformed tensors (no per-element address decode).
+EXPLICIT_FORMULATIONS = ("winograd_nonfused", "fft", "fft_tiling")
+
+
+@dataclass(frozen=True)
+class SideKernel:
+    """A memory-bound kernel a formulation runs besides its GEMM (a Winograd or FFT transform).
+
+    Attributes:
+        name: What it does (``input transform``, ``filter FFT``, …).
+        elements: Tensor elements it reads plus those it writes (each streamed once through DRAM).
+        flops: Arithmetic it does (FP32 SIMT pipes).
+    """
+
+    name: str
+    elements: float
+    flops: float
+
 
 @dataclass(frozen=True)
 class Gemm:
@@ -41,6 +59,15 @@ class Gemm:
             columns with it. 1 when every element is gathered on its own.
         structured: B (the weights, in fprop and dgrad) is 2:4 structured-sparse along K: two of
             every four consecutive reduction elements are zero, which sparse tensor cores skip.
+        batch: Independent GEMMs of this shape one kernel runs (Winograd's α² transform points,
+            FFT frequencies): CTAs, MACs and operand bytes are ``batch`` × those of one GEMM.
+        simt_only: The kernel runs on the SIMT lanes even where the precision has tensor cores
+            (channels not a multiple of the MMA width; fused Winograd).
+        transform_ops: FP instructions per staged A element and per staged B element that the
+            main loop spends transforming operands on the fly (fused Winograd).
+        side: Memory-bound kernels the formulation runs besides the GEMM (transforms).
+        workspace: Device workspace the formulation needs (elements: transformed tensors).
+        algo: The library's name for it (cuDNN ``IMPLICIT_PRECOMP_GEMM``, ``WINOGRAD_NONFUSED``, …).
     """
 
     M: int
@@ -54,6 +81,18 @@ class Gemm:
     phase: str = "fprop"
     gather_reuse: int = 1
     structured: bool = False
+    batch: int = 1
+    simt_only: bool = False
+    transform_ops: tuple[float, float] = (0.0, 0.0)
+    side: tuple[SideKernel, ...] = ()
+    workspace: float = 0.0
+    algo: str = ""
+
+    @property
+    def gathered(self) -> bool:
+        """True when the main loop gathers an implicit-GEMM operand (im2col addressing); False for an
+        explicit GEMM on transformed tensors (non-fused Winograd, FFT)."""
+        return self.algorithm not in EXPLICIT_FORMULATIONS
 
     @property
     def scatter(self) -> bool:
@@ -62,8 +101,8 @@ class Gemm:
 
     @property
     def macs(self) -> int:
-        """MACs the dense GEMM executes (structural zeros included)."""
-        return self.M * self.N * self.K
+        """MACs the dense GEMM executes (structural zeros included), over every batched GEMM."""
+        return self.batch * self.M * self.N * self.K
 
 
 def _touched_input(layer: Layer) -> int:

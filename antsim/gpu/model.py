@@ -26,9 +26,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from antsim.gpu.gemm import Gemm
+from antsim.gpu.gemm import Gemm, SideKernel
 from antsim.gpu.spec import PRECISIONS, GpuSpec
-from antsim.gpu.tiles import SIMT_PHASED_TILES, SIMT_TILES, SIMT_WGRAD_TILES, TENSOR_TILES, Tile, ctas_per_sm
+from antsim.gpu.tiles import (
+    SIMT_BATCHED_TILES,
+    SIMT_PHASED_TILES,
+    SIMT_TILES,
+    SIMT_WGRAD_TILES,
+    Tile,
+    ctas_per_sm,
+    tensor_tiles,
+)
 
 
 @dataclass(frozen=True)
@@ -63,6 +71,11 @@ class Calibration:
             occupies: an L2 atomic is a read-modify-write of its sector, moved in and written back, so 2
             [I: NVIDIA L2 lines are four 32-B sectors]. Leave-one-GPU-out over {1, 1.5, 2, 3} picks
             1.5 on either GPU alone, within 0.5 point of 2 on the other (BENCHMARKS.md, section gpu).
+        winograd_efficiency: Fraction of the GEMM main-loop rate the element-wise (batched) products
+            of a Winograd kernel sustain. Their GEMMs are short (K = C per point) and, fused, hold α²
+            accumulator sets per output tile, so they run smaller register tiles than an implicit
+            GEMM [assumption, fitted: ``scripts/validate_gpu.py`` refits it per leave-one-GPU-out fold;
+            Winograd-forward rows of DeepBench and NeuSight run 0.55–0.9× the speed the full rate gives].
     """
 
     simt_efficiency: float = 0.8
@@ -75,6 +88,7 @@ class Calibration:
     l2_residency: float = 0.5
     max_split_k: int = 32
     atomic_sectors: float = 2.0
+    winograd_efficiency: float = 0.65
 
     def to_dict(self) -> dict[str, float]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -106,6 +120,7 @@ class Plan:
 
     tile: Tile
     split_k: int
+    precision: str
     ctas: int
     ctas_per_sm: int
     waves: float
@@ -119,6 +134,12 @@ class Plan:
     l2_bytes: float
     dram_bytes: float
     executed_macs: int
+    side_s: float = 0.0
+
+    @property
+    def tensor_cores(self) -> bool:
+        """True when the main loop ran on tensor-core MMA tiles (``tile.fragment == 0``)."""
+        return self.tile.fragment == 0
 
     @property
     def bound(self) -> str:
@@ -154,17 +175,18 @@ def _traffic(gpu: GpuSpec, g: Gemm, tile: Tile, split: int, k_slice: int, ob: in
     l2_room = cal.l2_residency * gpu.l2.size_mb * 2**20
     b_bytes = structured_b_bytes(ob) if structured else ob
     cols_in_flight = max(1, wave // max(1, tm * split))
-    a_reloads = _operand_reloads(g.a_unique * ob / split, tn, cols_in_flight, l2_room)
+    # Batched GEMMs (Winograd points, FFT frequencies) have their own operands: reuse is per GEMM.
+    a_reloads = _operand_reloads(g.a_unique / g.batch * ob / split, tn, cols_in_flight, l2_room)
     b_panel = (g.K / split) * tile.n * b_bytes * cols_in_flight
     b_reloads = _operand_reloads(b_panel, math.ceil(tm / min(tm, wave)), 1, l2_room)
-    l2_load = tm * tn * split * (tile.m * ob + tile.n * b_bytes) * k_slice
+    l2_load = g.batch * tm * tn * split * (tile.m * ob + tile.n * b_bytes) * k_slice
     dram_load = g.a_unique * ob * a_reloads + g.b_unique * b_bytes * b_reloads
-    output = g.M * g.N * ob
+    output = g.c_unique * ob  # = batch·M·N, except a fused Winograd kernel stores finished outputs
     if g.scatter:  # col2im: every column element is an atomic add into dX (an L2 read-modify-write)
         return _Traffic(l2_load, dram_load, g.M * g.N * cal.atomic_sectors * _SECTOR_BYTES * split, g.c_unique * ob)
     if split == 1:
         return _Traffic(l2_load, dram_load, output, output)
-    partials = split * g.M * g.N * _ACC_BYTES  # fp32 workspace: written by the GEMM, read by the reduction
+    partials = split * g.batch * g.M * g.N * _ACC_BYTES  # fp32 workspace: written by the GEMM, read by the reduction
     spilled = partials if partials > l2_room else 0.0
     return _Traffic(l2_load, dram_load, partials, spilled, partials + output, spilled + output)
 
@@ -178,6 +200,8 @@ def _sm_macs_per_s(gpu: GpuSpec, g: Gemm, precision: str, tile: Tile, together: 
         rate *= STRUCTURED_MATH_SPEEDUP
     schedulers = gpu.fp32_lanes_per_sm / 32  # one warp scheduler per 32 FP32 lanes (Pascal … Hopper)
     rate *= min(1.0, together * tile.threads / 32 / (cal.warps_per_scheduler * schedulers))
+    if g.algorithm.startswith("winograd"):
+        rate *= cal.winograd_efficiency
     if not tensor:  # gather arithmetic shares the SIMT issue slots: ops × (m + n)·k per m·n·k MACs
         rate /= 1 + _gather_ops_per_mac(g, tile, cal)
     return rate
@@ -190,9 +214,12 @@ def _gather_ops_per_mac(g: Gemm, tile: Tile, cal: Calibration) -> float:
     elements come in groups of ``gather_reuse`` columns (the R·S taps of one input pixel, at most
     the tile's n) that share one address computation.
     """
+    transform = g.transform_ops[0] / tile.n + g.transform_ops[1] / tile.m
+    if not g.gathered:  # explicit GEMM on transformed tensors: plain strided loads
+        return transform
     if g.phase != "wgrad":
-        return cal.index_ops * (1 / tile.m + 1 / tile.n)
-    return cal.wgrad_index_ops * (1 / tile.m + 1 / (tile.n * min(g.gather_reuse, tile.n)))
+        return transform + cal.index_ops * (1 / tile.m + 1 / tile.n)
+    return transform + cal.wgrad_index_ops * (1 / tile.m + 1 / (tile.n * min(g.gather_reuse, tile.n)))
 
 
 def _structured(gpu: GpuSpec, g: Gemm, precision: str) -> bool:
@@ -200,15 +227,34 @@ def _structured(gpu: GpuSpec, g: Gemm, precision: str) -> bool:
     return g.structured and gpu.sparse_tensor_cores and gpu.uses_tensor_cores(precision)
 
 
+def run_precision(gpu: GpuSpec, g: Gemm, precision: str) -> str:
+    """The precision the GEMM's kernel computes at: a tensor-core precision falls back to the SIMT
+    kernel of the same storage (``fp16_pseudo``: fp16 data, fp32 math; tf32 → fp32) when the
+    formulation cannot use tensor cores (``Gemm.simt_only``)."""
+    if g.simt_only and gpu.uses_tensor_cores(precision):
+        return "fp32" if PRECISIONS[precision][0] == 4 else "fp16_pseudo"
+    return precision
+
+
+def side_kernel_s(gpu: GpuSpec, k: SideKernel, operand_bytes: int, cal: Calibration = CALIBRATION) -> float:
+    """One transform kernel: DRAM-bound or SIMT-bound, whichever is slower, plus its launch."""
+    return max(k.elements * operand_bytes / gpu.dram_bytes_per_s, k.flops / (gpu.peak("fp32") * cal.simt_efficiency)) \
+        + cal.launch_overhead_s
+
+
 def plan_gemm(gpu: GpuSpec, g: Gemm, precision: str, tile: Tile, split: int,
               cal: Calibration = CALIBRATION) -> Plan | None:
-    """Predict one (tile, split-K) plan; None when the tile does not fit on an SM."""
+    """Predict one (tile, split-K) plan; None when the tile does not fit on an SM.
+
+    ``precision`` is the caller's; the kernel runs at ``run_precision`` (``Plan.precision``).
+    """
+    precision = run_precision(gpu, g, precision)
     ob = PRECISIONS[precision][0]
     resident = ctas_per_sm(gpu, tile, ob)
     if resident == 0:
         return None
     k_slice = math.ceil(math.ceil(g.K / split) / tile.k) * tile.k
-    ctas = math.ceil(g.M / tile.m) * math.ceil(g.N / tile.n) * split
+    ctas = math.ceil(g.M / tile.m) * math.ceil(g.N / tile.n) * split * g.batch
     per_sm = math.ceil(ctas / gpu.sms)
     rate = _sm_macs_per_s(gpu, g, precision, tile, min(resident, per_sm), cal)
     smem_rate = SMEM_BYTES_PER_CLOCK * gpu.clock_mhz * 1e6 / max(1e-30, tile.smem_bytes_per_mac(ob))
@@ -220,11 +266,12 @@ def plan_gemm(gpu: GpuSpec, g: Gemm, precision: str, tile: Tile, split: int,
     store = max(t.store_l2 / l2_bw, t.store_dram / dram_bw)
     reduce = max(t.reduce_l2 / l2_bw, t.reduce_dram / dram_bw)
     launches = cal.kernels_per_call + (1 if split > 1 and not g.scatter else 0)
-    time = max(compute, l2_s, dram_s) + store + reduce + launches * cal.launch_overhead_s
-    return Plan(tile, split, ctas, resident, ctas / (gpu.sms * resident), compute, l2_s, dram_s, store,
-                reduce, launches, time, t.l2_load + t.store_l2 + t.reduce_l2,
-                t.dram_load + t.store_dram + t.reduce_dram,
-                ctas * tile.m * tile.n * k_slice // (2 if structured else 1))
+    side = sum(side_kernel_s(gpu, k, ob, cal) for k in g.side)
+    time = max(compute, l2_s, dram_s) + store + reduce + launches * cal.launch_overhead_s + side
+    return Plan(tile, split, precision, ctas, resident, ctas / (gpu.sms * resident), compute, l2_s, dram_s, store,
+                reduce, launches + len(g.side), time, t.l2_load + t.store_l2 + t.reduce_l2,
+                t.dram_load + t.store_dram + t.reduce_dram + sum(k.elements for k in g.side) * ob,
+                ctas * tile.m * tile.n * k_slice // (2 if structured else 1), side)
 
 
 def split_candidates(g: Gemm, tile: Tile, sms: int, cal: Calibration = CALIBRATION) -> list[int]:
@@ -249,8 +296,10 @@ def candidate_plans(gpu: GpuSpec, g: Gemm, precision: str, cal: Calibration = CA
         AntsimError: the GPU lacks ``precision``.
     """
     gpu.peak(precision)  # one-line error for a precision the GPU lacks
-    if gpu.uses_tensor_cores(precision):
-        tiles = TENSOR_TILES
+    if gpu.uses_tensor_cores(run_precision(gpu, g, precision)):
+        tiles = tensor_tiles(gpu)
+    elif g.batch > 1 and not g.gathered:  # batched explicit GEMMs (Winograd, FFT): small tiles for small M, N
+        tiles = SIMT_BATCHED_TILES
     else:
         tiles = SIMT_WGRAD_TILES if g.phase == "wgrad" else SIMT_PHASED_TILES if g.algorithm == "phased" \
             else SIMT_TILES

@@ -49,7 +49,8 @@ class Peaks(_Section):
 class Dram(_Section):
     """Off-chip memory."""
 
-    type: Literal["gddr5x", "hbm2", "hbm2e", "hbm3", "hbm3e"] = Field(description="memory technology")
+    type: Literal["gddr5", "gddr5x", "gddr6", "gddr6x", "hbm2", "hbm2e", "hbm3", "hbm3e"] = Field(
+        description="memory technology")
     bandwidth_gbs: float = Field(gt=0, le=100000, description="datasheet bandwidth (GB/s)")
     achievable_gbs: float | None = Field(None, gt=0, le=100000,
                                          description="measured achievable bandwidth (GB/s); default 0.9 x datasheet")
@@ -93,6 +94,10 @@ class GpuSpec(_Section):
     smem_per_sm_kb: float = Field(gt=0, le=4096, description="max shared memory per SM (KB)")
     regs_per_sm: int = Field(65536, ge=1024, le=1048576, description="32-bit registers per SM")
     max_ctas_per_sm: int = Field(32, ge=1, le=128, description="resident CTAs per SM limit")
+    max_threads_per_sm: int = Field(2048, ge=32, le=4096, description="resident threads per SM limit (2048 on"
+                                    " cc 5.x-9.0 except Turing's 1024, CUDA programming guide)")
+    architecture: Literal["maxwell", "pascal", "volta", "turing", "ampere", "hopper"] | None = Field(
+        None, description="GPU generation (tensor-core tile menu); default inferred from the other keys")
     peak_tflops: Peaks
     dram: Dram
     l2: L2

@@ -81,8 +81,50 @@ SIMT_WGRAD_TILES: tuple[Tile, ...] = tuple(_simt(m, n) for m, n in _WGRAD_SHAPES
 # dgrad runs at the zero-inserted GEMM's speed, while its C ≥ 64 Speaker-ID 5×5 stride-2 layers run
 # ~3× faster than that (BENCHMARKS.md, section gpu).
 SIMT_PHASED_TILES: tuple[Tile, ...] = tuple(t for t in SIMT_TILES if t.n >= 64)
-TENSOR_TILES: tuple[Tile, ...] = tuple(_mma(m, n) for m, n in (
-    (256, 128), (128, 256), (128, 128), (256, 64), (64, 256), (128, 64), (64, 128), (64, 64)))
+# Batched explicit GEMMs (non-fused Winograd's α² points, FFT frequencies) are often small in M or N
+# (the batch of images in a full-image FFT): cuBLAS batched SGEMM/CGEMM kernels come down to 32×32
+# tiles [U: cuBLAS gemmBatched kernel names sgemm_32x32 … 128x128].
+SIMT_BATCHED_TILES: tuple[Tile, ...] = SIMT_WGRAD_TILES + tuple(
+    _simt(m, n, WGRAD_FRAGMENT) for m, n in ((64, 64), (64, 32), (32, 64), (32, 32)))
+_MMA_SHAPES = ((256, 128), (128, 256), (128, 128), (256, 64), (64, 256), (128, 64), (64, 128), (64, 64))
+TENSOR_TILES: tuple[Tile, ...] = tuple(_mma(m, n) for m, n in _MMA_SHAPES)
+ARCHITECTURES = ("maxwell", "pascal", "volta", "turing", "ampere", "hopper")
+
+
+def _mma_tiles(k: int, stages: int) -> tuple[Tile, ...]:
+    return tuple(Tile(m, n, k, 256 if m * n >= 128 * 128 else 128, stages) for m, n in _MMA_SHAPES)
+
+
+# Tensor-core CTA tiles per generation (CUTLASS's default kernels for each): Volta (mma.sync 8×8×4)
+# and Turing (16×8×8) stage operands through registers with double buffering (2 stages, 32-deep K);
+# Ampere's cp.async multistage kernels keep 3 stages in flight; Hopper's TMA/wgmma kernels use
+# 64-deep K steps with 4 stages [U: CUTLASS default_gemm_configuration / sm90 collective builders].
+TENSOR_TILES_BY_ARCH: dict[str, tuple[Tile, ...]] = {
+    "volta": _mma_tiles(32, 2), "turing": _mma_tiles(32, 2), "ampere": _mma_tiles(32, 3)}
+# Hopper also runs the Ampere kernels (cuDNN and cuBLAS ship sm80 kernels that run on sm90), so its menu
+# is both sets: a Hopper GPU is never slower than the same resources with Ampere's menu.
+TENSOR_TILES_BY_ARCH["hopper"] = _mma_tiles(64, 4) + TENSOR_TILES_BY_ARCH["ampere"]
+
+
+def architecture(gpu: GpuSpec) -> str:
+    """The GPU generation: ``GpuSpec.architecture`` when given, else inferred from the spec.
+
+    Without tensor cores: Pascal (Maxwell and Pascal share the SIMT tile menu). With them: no TF32
+    → Volta, or Turing when an SM holds 1024 threads (cc 7.5); TF32 → Ampere, or Hopper when an SM
+    has more than Ampere's 164 KB of shared memory (CUDA programming guide, cc 8.0 / 9.0).
+    """
+    if gpu.architecture is not None:
+        return gpu.architecture
+    if not gpu.tensor_cores:
+        return "pascal"
+    if gpu.peak_tflops.tf32 is None:
+        return "turing" if gpu.max_threads_per_sm <= 1024 else "volta"
+    return "hopper" if gpu.smem_per_sm_kb > 164 else "ampere"
+
+
+def tensor_tiles(gpu: GpuSpec) -> tuple[Tile, ...]:
+    """The tensor-core CTA tiles of the GPU's generation (Volta's for a pre-Volta spec with tensor cores)."""
+    return TENSOR_TILES_BY_ARCH.get(architecture(gpu), TENSOR_TILES_BY_ARCH["volta"])
 
 
 def ctas_per_sm(gpu: GpuSpec, tile: Tile, operand_bytes: int) -> int:
@@ -92,5 +134,5 @@ def ctas_per_sm(gpu: GpuSpec, tile: Tile, operand_bytes: int) -> int:
     """
     by_smem = int(gpu.smem_per_sm_kb * 1024 // tile.smem_bytes(operand_bytes))
     by_regs = gpu.regs_per_sm // tile.registers()
-    by_threads = 2048 // tile.threads  # 2048 threads/SM on every builtin GPU [U: CUDA guide, cc 6.0-9.0]
+    by_threads = gpu.max_threads_per_sm // tile.threads
     return max(0, min(by_smem, by_regs, by_threads, gpu.max_ctas_per_sm))

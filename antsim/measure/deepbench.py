@@ -27,6 +27,13 @@ _SHAPE_COLUMNS = DEEPBENCH_COLUMNS[3:14]
 # ``deepbench-<line>`` and the algorithm is unknown.
 _OPTIONAL_COLUMNS = ("source", "fwd_algo")
 REQUIRED_COLUMNS = tuple(c for c in DEEPBENCH_COLUMNS if c not in _OPTIONAL_COLUMNS)
+# Measurement precision labels that are the same arithmetic as a model precision: DeepBench's T4 sheet
+# calls FP16 storage with tensor-core math and FP32 accumulation ``fp16_mixed`` (deepbench/README.md),
+# which is what the model's ``fp16`` is on a tensor-core GPU.
+PRECISION_ALIASES: dict[str, tuple[str, ...]] = {"fp16": ("fp16", "fp16_mixed")}
+# Algorithm labels as published, read as what they are: DeepBench's sheets carry the typo
+# ``LICIT_PRECOMP_GEMM`` for ``IMPLICIT_PRECOMP_GEMM`` (deepbench/README.md).
+ALGO_TYPOS = {"LICIT_PRECOMP_GEMM": "IMPLICIT_PRECOMP_GEMM"}
 
 
 @dataclass(frozen=True)
@@ -80,7 +87,8 @@ def read_deepbench_csv(path: str | Path, precision: str | None = None) -> list[M
     """Read a DeepBench conv CSV; with ``precision``, only that precision's rows.
 
     ``precision=None`` keeps every row. Use ``"default"`` for ``fp32`` when present, else the only
-    precision in the file.
+    precision in the file. A model precision also reads its measurement aliases (``fp16`` reads
+    ``fp16_mixed`` rows, ``PRECISION_ALIASES``).
 
     Raises:
         WorkloadError: missing file or column, non-numeric or negative value, invalid layer shape, a
@@ -95,9 +103,10 @@ def read_deepbench_csv(path: str | Path, precision: str | None = None) -> list[M
         if "fp32" not in available and len(available) > 1:
             raise WorkloadError(f"{path}: column precision: several precisions ({', '.join(available)}); choose one")
         precision = "fp32" if "fp32" in available else available[0]
-    if precision not in available:
+    labels = PRECISION_ALIASES.get(precision, (precision,))
+    if not set(labels) & set(available):
         raise WorkloadError(f"{path}: column precision: no rows of {precision!r}; the file has {', '.join(available)}")
-    return [m for m in rows if m.precision == precision]
+    return [m for m in rows if m.precision in labels]
 
 
 def _read_rows(path: Path) -> list[tuple[int, dict[str, str]]]:
@@ -122,7 +131,8 @@ def _row(path: Path, line: int, row: dict[str, str]) -> MeasuredLayer:
         ms = _milliseconds(path, line, column, row[column])
         if ms > 0:  # empty/zero: not measured (DeepBench's input layers have no dgrad)
             times[phase] = ms * 1e-3
-    return MeasuredLayer(layer, times, row["precision"], row.get("fwd_algo", ""), row["gpu"], source, line)
+    algo = row.get("fwd_algo", "").strip()
+    return MeasuredLayer(layer, times, row["precision"], ALGO_TYPOS.get(algo, algo), row["gpu"], source, line)
 
 
 def _integer(path: Path, line: int, column: str, text: str) -> int:

@@ -47,7 +47,10 @@ def test_time_scales_linearly_once_the_gpu_is_full() -> None:
     gpu = load_gpu("p100")
     layer = SMALL[3]  # 64→64 channels at 56×56: thousands of CTAs at batch 32
     for phase in PHASES:
-        t32, t128 = (estimate_layer(gpu, layer.with_batch(b), phase).time_s for b in (32, 128))
+        # heuristic: the GEMM / fused-Winograd kernels; a non-fused Winograd or FFT plan's filter transform
+        # does not grow with the batch, so timed selection may scale sublinearly
+        t32, t128 = (estimate_layer(gpu, layer.with_batch(b), phase, selection="heuristic").time_s
+                     for b in (32, 128))
         assert t128 / t32 == pytest.approx(4.0, rel=0.1), phase
 
 
@@ -65,6 +68,13 @@ def test_a_gpu_with_more_of_every_resource_is_never_slower(slow: str, fast: str,
         for batch in (1, 32):
             for phase in PHASES:
                 for precision in precisions:
+                    if precision == "fp16" and not gf.tensor_cores >= gs.tensor_cores:  # pragma: no cover
+                        continue
+                    if precision == "fp16" and gf.tensor_cores and not gs.tensor_cores and (
+                            layer.C % 8 or layer.K % 8):
+                        # a tensor-core GPU's fp16 is FP32-accumulate: off tensor cores (C, K not multiples of
+                        # 8) it runs FP32 math, while a GPU without tensor cores runs fp16 as half2 arithmetic
+                        continue
                     t_slow = estimate_layer(gs, layer.with_batch(batch), phase, precision).time_s
                     t_fast = estimate_layer(gf, layer.with_batch(batch), phase, precision).time_s
                     assert t_fast <= t_slow * (1 + 1e-12), (layer.name, batch, phase, precision)
@@ -72,7 +82,12 @@ def test_a_gpu_with_more_of_every_resource_is_never_slower(slow: str, fast: str,
 
 @pytest.mark.parametrize("gpu", ["p100", "titanxp", "v100", "h100"])
 def test_no_phase_beats_the_roofline(gpu: str) -> None:
-    """time ≥ max(useful FLOPs / peak, compulsory bytes / DRAM bandwidth) — wgrad of small outputs included."""
+    """time ≥ max(executed FLOPs / peak, compulsory bytes / DRAM bandwidth) — wgrad of small outputs included.
+
+    The FLOPs are those of the algorithm that ran: Winograd and FFT execute fewer multiplies than the
+    direct convolution (that is their point), so they are bounded by their own arithmetic; the GEMM
+    algorithms execute at least the useful MACs.
+    """
     spec = load_gpu(gpu)
     layers = [l.with_batch(b) for l in ZOO[::3] for b in (1, 64)] + [
         Layer("tiny_out", N=64, C=3, K=16, H=224, W=224, R=3, S=3, stride=1, pad=1)]
@@ -83,7 +98,10 @@ def test_no_phase_beats_the_roofline(gpu: str) -> None:
         compulsory = {"fprop": x + w + y, "dgrad": y + w + x, "wgrad": y + x + w}
         for phase in PHASES:
             r = estimate_layer(spec, layer, phase)
-            bound = max(2 * layer.macs / spec.peak("fp32"), 4 * compulsory[phase] / (spec.dram.bandwidth_gbs * 1e9))
+            flops = r.details["executed_flops"]
+            if r.details["family"] == "gemm":
+                assert flops >= 2 * layer.macs, (layer.name, phase)
+            bound = max(flops / spec.peak("fp32"), 4 * compulsory[phase] / (spec.dram.bandwidth_gbs * 1e9))
             assert r.time_s >= bound, (layer.name, phase)
 
 
@@ -108,7 +126,7 @@ def test_tile_quantization_pads_m_to_the_tile() -> None:
 def test_wgrad_with_a_tiny_output_uses_split_k_and_it_pays() -> None:
     gpu = load_gpu("p100")
     layer = Layer("w", N=32, C=16, K=16, H=112, W=112, R=3, S=3, stride=1, pad=1)
-    r = estimate_layer(gpu, layer, "wgrad")
+    r = estimate_layer(gpu, layer, "wgrad", selection="heuristic")  # the GEMM algorithm (timed may run FFT)
     assert r.details["split_k"] > 1
     from antsim.gpu import implicit_gemm
 
@@ -182,7 +200,9 @@ def test_two_four_sparsity_speeds_fprop_and_dgrad_at_most_twofold_and_leaves_wgr
                 continue
             # Twice the math on half the weight bytes (plus indices): never slower, never more than 2x.
             assert 1 - 1e-12 <= speedup <= 2 + 1e-12, (layer.name, phase, speedup)
-            assert sparse.details["structured"] == "2:4"
+            # a GEMM on tensor cores runs 2:4; a dense Winograd/FFT kernel may still win (never slower)
+            assert (sparse.details["structured"] == "2:4") == (sparse.details["family"] == "gemm" and
+                                                               sparse.details["tensor_cores"]), (layer.name, phase)
             faster += speedup > 1.3
     assert faster >= 10  # compute-bound layers gain most of the 2x
 

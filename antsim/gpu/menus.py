@@ -1,0 +1,145 @@
+"""Kernel menus per library generation, tensor-core eligibility, and how a plan is selected.
+
+A convolution call offers the library a menu of algorithms (cuDNN ``cudnnConvolution*Algo_t``);
+which of them exist, and which run on tensor cores, depends on the library generation and the
+precision. How one is picked depends on the caller:
+
+* ``timed`` — every algorithm is timed and the fastest kept (``cudnn.benchmark = True`` in PyTorch,
+  ``cudnnFind*``; NeuSight's data, ``antsim measure --device cuda``, what PyTorch users train
+  with): the model keeps the fastest plan of the whole menu. The default.
+* ``heuristic`` — the library's heuristics pick an algorithm family without timing
+  (``cudnnGet*``; DeepBench): where the measurement records the forward algorithm the model keeps
+  its family, otherwise the modelled rule ``heuristic_family``; within the family the fastest plan.
+
+Menus (cuDNN API reference, ``cudnnConvolutionFwdAlgo_t`` / ``BwdDataAlgo_t`` / ``BwdFilterAlgo_t``):
+cuDNN 5 introduced WINOGRAD (fused, 3×3) and 5.1 WINOGRAD_NONFUSED; FFT and FFT_TILING exist for
+forward and backward-data since cuDNN 4, FFT for backward-filter since 4 and FFT_TILING for it
+from cuDNN 7 [U]. Tensor-core kernels arrive with cuDNN 7 (Volta), TF32 with cuDNN 8 (Ampere).
+The model's GEMM formulations map to the GEMM algorithms: fprop ``IMPLICIT_PRECOMP_GEMM``, dgrad
+``ALGO_1`` (zero-inserted or, cuDNN ≥ 7, per stride phase) and ``ALGO_0`` (col2im), wgrad
+``ALGO_1``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from antsim.errors import AntsimError
+from antsim.gpu import fft, winograd
+from antsim.gpu.gemm import Gemm, phase_gemms
+from antsim.gpu.spec import GpuSpec
+from antsim.workloads.layers import Layer
+
+LIBRARIES = ("cudnn5", "cudnn6", "cudnn7", "cudnn8")
+DEFAULT_LIBRARY = "cudnn8"
+SELECTIONS = ("timed", "heuristic")
+DEFAULT_SELECTION = "timed"
+FAMILIES = ("gemm", "winograd", "fft")
+# Formulation (``Gemm.algorithm``) → algorithm family.
+FAMILY = {"implicit": "gemm", "phased": "gemm", "col2im": "gemm", "winograd_fused": "winograd",
+          "winograd_nonfused": "winograd", "fft": "fft", "fft_tiling": "fft"}
+# cuDNN's names of the GEMM formulations, per phase.
+_GEMM_ALGO = {("fprop", "implicit"): "IMPLICIT_PRECOMP_GEMM", ("dgrad", "implicit"): "BWD_DATA_ALGO_1",
+              ("dgrad", "phased"): "BWD_DATA_ALGO_1", ("dgrad", "col2im"): "BWD_DATA_ALGO_0",
+              ("wgrad", "implicit"): "BWD_FILTER_ALGO_1"}
+# Channel multiple a tensor-core kernel needs on the GEMM's C and K: 8 fp16/bf16 elements (16 B, one
+# MMA row), 4 for TF32 (NVIDIA, "Programming Tensor Cores in CUDA 9" and the Deep Learning
+# Performance guide's "Tensor Core Requirements": C and K multiples of 8 for FP16, of 4 for TF32).
+TENSOR_CHANNEL_MULTIPLE = {"fp16": 8, "bf16": 8, "tf32": 4}
+
+
+def _generation(library: str) -> int:
+    if library not in LIBRARIES:
+        raise AntsimError(f"library: unknown {library!r}; known: {', '.join(LIBRARIES)}")
+    return int(library.removeprefix("cudnn"))
+
+
+def check_library(gpu: GpuSpec, precision: str, library: str) -> None:
+    """One-line error for an unknown library or a precision the library lacks on this GPU.
+
+    Raises:
+        AntsimError: unknown library; tf32 before cuDNN 8; bf16 before cuDNN 8 (both arrived with Ampere).
+    """
+    generation = _generation(library)
+    if precision in ("tf32", "bf16") and generation < 8 and gpu.uses_tensor_cores(precision):
+        raise AntsimError(f"library {library}: precision {precision!r} needs cudnn8 (TF32/BF16 arrived with cuDNN 8)")
+
+
+def check_selection(selection: str) -> None:
+    """Raises AntsimError for an unknown selection mode."""
+    if selection not in SELECTIONS:
+        raise AntsimError(f"selection: unknown {selection!r}; known: {', '.join(SELECTIONS)}")
+
+
+def tensor_core_eligible(gpu: GpuSpec, layer: Layer, precision: str, library: str) -> bool:
+    """True when the library runs this convolution's GEMMs on tensor cores.
+
+    Needs a tensor-core precision on a tensor-core GPU, cuDNN ≥ 7, and C and K multiples of
+    ``TENSOR_CHANNEL_MULTIPLE`` (an input layer with C = 3 runs the SIMT kernel).
+    """
+    if not gpu.uses_tensor_cores(precision) or _generation(library) < 7:
+        return False
+    multiple = TENSOR_CHANNEL_MULTIPLE.get(precision, 8)
+    return layer.C % multiple == 0 and layer.K % multiple == 0
+
+
+def formulations(gpu: GpuSpec, layer: Layer, phase: str, precision: str,
+                 library: str = DEFAULT_LIBRARY) -> list[Gemm]:
+    """Every formulation of the library's menu for this (layer, phase), with its cuDNN name.
+
+    GEMM formulations always (stride-phase dgrad from cuDNN 7 only); Winograd fused (3×3, stride 1)
+    and non-fused (3×3; 5×5 from cuDNN 7); FFT and FFT_TILING (stride 1; FFT_TILING wgrad from
+    cuDNN 7). A formulation that cannot use tensor cores here is marked ``simt_only``.
+    """
+    generation = _generation(library)
+    gemms = [g for g in phase_gemms(layer, phase) if g.algorithm != "phased" or generation >= 7]
+    gemms = [replace(g, algo=_GEMM_ALGO[phase, g.algorithm]) for g in gemms]
+    if winograd.eligible(layer, fused=True):
+        gemms.append(winograd.winograd_gemm(layer, phase, fused=True))
+    if winograd.eligible(layer, fused=False) and (layer.R == 3 or generation >= 7):
+        gemms.append(winograd.winograd_gemm(layer, phase, fused=False))
+    if fft.eligible(layer, tiled=False):
+        gemms.append(fft.fft_gemm(layer, phase, tiled=False))
+    if fft.eligible(layer, tiled=True) and (phase != "wgrad" or generation >= 7):
+        gemms.append(fft.fft_gemm(layer, phase, tiled=True))
+    if not tensor_core_eligible(gpu, layer, precision, library):
+        gemms = [replace(g, simt_only=True) for g in gemms]
+    return gemms
+
+
+def family_of(algo: str) -> str | None:
+    """The family of a recorded cuDNN algorithm label (``IMPLICIT_PRECOMP_GEMM`` → gemm); None if unknown."""
+    label = algo.upper()
+    if "WINOGRAD" in label:
+        return "winograd"
+    if "FFT" in label:
+        return "fft"
+    if "GEMM" in label or "ALGO" in label:
+        return "gemm"
+    return None
+
+
+# Smallest channel count for which the modelled cuDNN heuristic prefers Winograd on a 3×3 stride-1
+# layer: every DeepBench 3×3 stride-1 layer with C and K ≥ 32 ran a Winograd forward kernel on the
+# cuDNN 5–7.6 sheets except where FFT was chosen (deepbench/README.md data) [assumption: a threshold
+# read off those sheets, not a published rule].
+WINOGRAD_MIN_CHANNELS = 32
+
+
+def heuristic_family(layer: Layer, phase: str, forward_algo: str = "") -> str:
+    """The algorithm family the library's heuristics pick (not timed).
+
+    With the recorded forward algorithm (DeepBench's ``fwd_algo``): its family for fprop; dgrad,
+    the same stride-1 convolution flipped, follows it when Winograd (DeepBench's Winograd-forward
+    layers have dgrad ≈ fprop times); wgrad and the rest run the GEMM algorithms. Without a record:
+    Winograd for 3×3 stride-1 layers with C, K ≥ ``WINOGRAD_MIN_CHANNELS`` in fprop and dgrad, else GEMM.
+    """
+    recorded = family_of(forward_algo) if forward_algo else None
+    if recorded is not None:
+        if phase == "fprop" or (phase == "dgrad" and recorded == "winograd"):
+            return recorded
+        return "gemm"
+    wide = min(layer.C, layer.K) >= WINOGRAD_MIN_CHANNELS
+    if phase != "wgrad" and wide and winograd.eligible(layer, fused=True):
+        return "winograd"
+    return "gemm"

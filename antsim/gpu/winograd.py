@@ -1,0 +1,89 @@
+"""Winograd convolutions F(m×m, r×r) as GEMMs: fused F(2×2, 3×3) and non-fused F(4×4, 3×3) / F(2×2, 5×5).
+
+Winograd's minimal filtering (Lavin & Gray, CVPR 2016) computes an m×m output tile of an r×r
+stride-1 convolution from an α×α input tile, α = m + r − 1, with α² element-wise products per
+(input channel, output channel) instead of m²·r²: per output element α²/m² multiplies instead of r²
+(F(2×2,3×3): 16/4 = 4 vs 9, 2.25× fewer; F(4×4,3×3): 36/16 = 2.25 vs 9, 4× fewer). Summed over input
+channels, the products at each of the α² transform points form a GEMM, so one layer is α²
+independent GEMMs of (tiles × Ci) · (Ci × Co) — a ``Gemm`` with ``batch = α²``.
+
+* **Non-fused** (cuDNN ``WINOGRAD_NONFUSED``): separate kernels transform the input and the filter
+  into a workspace, a batched GEMM multiplies them, a last kernel transforms the products back.
+  The transforms are memory-bound ``SideKernel``s; the workspace holds the three transformed tensors.
+* **Fused** (cuDNN ``WINOGRAD``): one kernel reads raw input tiles and filters, transforms them in
+  registers and accumulates; no workspace, but the transforms' adds share the SIMT issue slots
+  with the multiplies (``Gemm.transform_ops``); SIMT lanes only.
+
+Phases (stride 1 only — a strided convolution has no Winograd form): fprop transforms X and W and
+produces Y; dgrad is the stride-1 fprop of dY with the flipped filter (Ci = K, Co = C, output plane
+H×W); wgrad correlates X tiles with dY tiles: α² GEMMs of (K × tiles) · (tiles × C), reduced over
+the tiles, then an output transform to the r×r filter.
+"""
+
+from __future__ import annotations
+
+import math
+
+from antsim.gpu.gemm import Gemm, SideKernel
+from antsim.workloads.layers import Layer
+
+# FP instructions per element of a 2-D Winograd transform (adds, plus the few constant multiplies),
+# counted from the transform matrices of Lavin & Gray 2016: F(2×2,3×3)'s input transform Bᵀ d B is 8
+# one-dimensional 4-point transforms of 4 adds each = 32 ops per 16 elements (2 per element); its
+# filter transform G g Gᵀ is 7 one-dimensional 3→4 transforms of ~6 ops = 42 per 16 (≈ 2.6). The
+# α = 6 transforms (F(4×4,3×3), F(2×2,5×5)) have denser matrices: ~12 ops per 6-point 1-D
+# transform, 12 of them per 36 elements = 4 per element.
+FUSED_INPUT_OPS = 2.0
+FUSED_FILTER_OPS = 2.6
+NONFUSED_TRANSFORM_OPS = 4.0
+FUSED_TILE = 2  # output tile m of the fused kernel: F(2×2, 3×3)
+NONFUSED_ALPHA = 6  # α of the non-fused kernels: F(4×4, 3×3) and F(2×2, 5×5)
+
+
+def eligible(layer: Layer, fused: bool) -> bool:
+    """Winograd needs stride 1 and a square filter: 3×3 (fused, non-fused) or 5×5 (non-fused)."""
+    if layer.stride_h != 1 or layer.stride_w != 1 or layer.R != layer.S:
+        return False
+    return layer.R == 3 if fused else layer.R in (3, 5) and layer.pad_h < layer.R and layer.pad_w < layer.R
+
+
+def tiles(layer: Layer, phase: str, m: int) -> int:
+    """m×m tiles covering the output plane of the phase (dgrad: dX's H×W; else Y's P×Q), all images."""
+    rows, cols = (layer.H, layer.W) if phase == "dgrad" else (layer.P, layer.Q)
+    return layer.N * math.ceil(rows / m) * math.ceil(cols / m)
+
+
+def winograd_gemm(layer: Layer, phase: str, fused: bool) -> Gemm:
+    """The batched GEMM (with its transforms) of one Winograd formulation of ``phase``.
+
+    Operand/element counts (``ob`` bytes each in the model): T = ``tiles``, α² GEMMs.
+    fprop/dgrad: M = T, N = Co, K = Ci; wgrad: M = K, N = C, K = T.
+    """
+    r = layer.R
+    m = FUSED_TILE if fused else NONFUSED_ALPHA - r + 1
+    alpha2 = (m + r - 1) ** 2
+    t = tiles(layer, phase, m)
+    x = layer.N * layer.C * layer.H * layer.W
+    y = layer.N * layer.K * layer.P * layer.Q
+    w = layer.K * layer.C * r * r
+    if phase == "wgrad":
+        shape = (layer.K, layer.C, t)
+        inputs = (("input transform", x, alpha2 * t * layer.C), ("dY transform", y, alpha2 * t * layer.K))
+        output = ("filter output transform", alpha2 * layer.K * layer.C, w)
+    else:
+        ci, co = (layer.C, layer.K) if phase == "fprop" else (layer.K, layer.C)
+        raw_in, raw_out = (x, y) if phase == "fprop" else (y, x)
+        shape = (t, co, ci)
+        inputs = (("input transform", raw_in, alpha2 * t * ci), ("filter transform", w, alpha2 * ci * co))
+        output = ("output transform", alpha2 * t * co, raw_out)
+    big_m, big_n, big_k = shape
+    if fused:  # raw tiles and filters in, finished outputs out: only the layer's own tensors move
+        a_raw, b_raw = inputs[0][1], inputs[1][1]
+        return Gemm(big_m, big_n, big_k, a_raw, b_raw, output[2], layer.macs, "winograd_fused", phase,
+                    batch=alpha2, simt_only=True, transform_ops=(FUSED_INPUT_OPS, FUSED_FILTER_OPS),
+                    algo="WINOGRAD")
+    side = tuple(SideKernel(name, read + written, NONFUSED_TRANSFORM_OPS * written) for name, read, written in inputs)
+    side += (SideKernel(output[0], output[1] + output[2], NONFUSED_TRANSFORM_OPS * output[1]),)
+    return Gemm(big_m, big_n, big_k, inputs[0][2], inputs[1][2], output[1], layer.macs, "winograd_nonfused",
+                phase, batch=alpha2, side=side, workspace=inputs[0][2] + inputs[1][2] + output[1],
+                algo="WINOGRAD_NONFUSED")

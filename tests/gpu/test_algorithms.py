@@ -1,0 +1,104 @@
+"""Winograd and FFT formulations: work, traffic and workspace against closed forms; eligibility."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from antsim.gpu import fft, load_gpu, winograd
+from antsim.gpu.model import best_plan, side_kernel_s
+from antsim.workloads.layers import Layer
+
+L = Layer("c", N=8, C=64, K=128, H=56, W=56, R=3, S=3, stride=1, pad=1)  # P = Q = 56
+
+
+def test_fused_winograd_f2x2_3x3_runs_16_products_per_2x2_tile() -> None:
+    g = winograd.winograd_gemm(L, "fprop", fused=True)
+    tiles = L.N * 28 * 28
+    assert (g.batch, g.M, g.N, g.K) == (16, tiles, L.K, L.C)
+    assert g.macs == 16 * tiles * L.C * L.K
+    assert L.macs / g.macs == pytest.approx(9 * 4 / 16)  # 2.25x fewer multiplies than direct
+    # fused: only the layer's own tensors move, no workspace, SIMT only, transforms in the main loop
+    assert (g.a_unique, g.b_unique, g.c_unique) == (L.N * L.C * 56 * 56, L.K * L.C * 9, L.N * L.K * 56 * 56)
+    assert g.workspace == 0 and g.side == () and g.simt_only and g.transform_ops == (2.0, 2.6)
+
+
+def test_nonfused_winograd_f4x4_3x3_work_traffic_and_workspace() -> None:
+    g = winograd.winograd_gemm(L, "fprop", fused=False)
+    tiles = L.N * 14 * 14
+    assert (g.batch, g.M, g.N, g.K) == (36, tiles, L.K, L.C)
+    assert L.macs / g.macs == pytest.approx(9 * 16 / 36)  # 4x fewer multiplies
+    x, w, y = L.N * L.C * 56 * 56, L.K * L.C * 9, L.N * L.K * 56 * 56
+    u, v, m = 36 * tiles * L.C, 36 * L.C * L.K, 36 * tiles * L.K
+    assert g.workspace == u + v + m
+    assert [k.elements for k in g.side] == [x + u, w + v, m + y]
+    assert [k.flops for k in g.side] == [4 * u, 4 * v, 4 * m]
+    # a transform kernel of n elements costs n·bytes / DRAM bandwidth (+ launch) when memory-bound
+    gpu = load_gpu("p100")
+    k = g.side[0]
+    assert side_kernel_s(gpu, k, 4) == pytest.approx(max(k.elements * 4 / gpu.dram_bytes_per_s,
+                                                         k.flops / (gpu.peak("fp32") * 0.8)) + 5e-6)
+    plan = best_plan(gpu, g, "fp32")
+    assert plan.side_s == pytest.approx(sum(side_kernel_s(gpu, s, 4) for s in g.side))
+    assert plan.time_s > plan.side_s
+
+
+def test_winograd_backward_phases() -> None:
+    dgrad = winograd.winograd_gemm(L, "dgrad", fused=False)  # fprop of dY with the flipped filter
+    assert (dgrad.M, dgrad.N, dgrad.K) == (L.N * 14 * 14, L.C, L.K)
+    wgrad = winograd.winograd_gemm(L, "wgrad", fused=False)  # (K × tiles)·(tiles × C) per point
+    assert (wgrad.batch, wgrad.M, wgrad.N, wgrad.K) == (36, L.K, L.C, L.N * 14 * 14)
+    assert wgrad.c_unique == 36 * L.K * L.C
+    five = Layer("k5", N=4, C=32, K=32, H=28, W=28, R=5, S=5, stride=1, pad=2)
+    g5 = winograd.winograd_gemm(five, "fprop", fused=False)  # F(2×2, 5×5): α = 6
+    assert g5.batch == 36 and g5.M == 4 * 14 * 14
+
+
+@pytest.mark.parametrize(("layer", "fused", "ok"), [
+    (L, True, True), (L, False, True),
+    (Layer("s2", N=8, C=64, K=64, H=56, W=56, R=3, S=3, stride=2, pad=1), True, False),
+    (Layer("s2", N=8, C=64, K=64, H=56, W=56, R=3, S=3, stride=2, pad=1), False, False),
+    (Layer("k5", N=8, C=64, K=64, H=28, W=28, R=5, S=5, stride=1, pad=2), True, False),
+    (Layer("k5", N=8, C=64, K=64, H=28, W=28, R=5, S=5, stride=1, pad=2), False, True),
+    (Layer("k1", N=8, C=64, K=64, H=28, W=28, R=1, S=1, stride=1, pad=0), False, False),
+    (Layer("k7", N=8, C=64, K=64, H=28, W=28, R=7, S=7, stride=1, pad=3), False, False),
+])
+def test_winograd_eligibility(layer: Layer, fused: bool, ok: bool) -> None:
+    assert winograd.eligible(layer, fused) is ok
+
+
+def test_full_fft_is_a_batched_complex_gemm_per_frequency() -> None:
+    g = fft.fft_gemm(L, "fprop", tiled=False)
+    hf = wf = 58  # 56 + 2·1 = 58 = 2·29: not 7-smooth → 60 = 2²·3·5
+    assert fft._smooth(58) == 60 and fft._smooth(64) == 64 and fft._smooth(97) == 98
+    hf = wf = 60
+    freqs = hf * (wf // 2 + 1)
+    assert (g.batch, g.M, g.N, g.K) == (freqs, L.N, 2 * L.K, 2 * L.C)
+    assert g.macs == 4 * freqs * L.N * L.C * L.K  # one complex MAC = four real ones
+    fft_flops = 2.5 * hf * wf * math.log2(hf * wf)
+    assert [k.flops for k in g.side] == pytest.approx([fft_flops * L.N * L.C, fft_flops * L.C * L.K,
+                                                       fft_flops * L.N * L.K])
+    assert g.workspace == 2 * freqs * (L.N * L.C + L.C * L.K + L.N * L.K)
+
+
+def test_fft_tiling_and_eligibility() -> None:
+    big = Layer("k9", N=4, C=16, K=16, H=300, W=300, R=9, S=9, stride=1, pad=4)
+    assert not fft.eligible(big, tiled=False) and fft.eligible(big, tiled=True)  # 308 > 256 for the full FFT
+    g = fft.fft_gemm(big, "fprop", tiled=True)
+    per_axis = math.ceil(300 / (32 - 9 + 1))
+    assert (g.batch, g.M) == (32 * 17, 4 * per_axis * per_axis)
+    assert not fft.eligible(Layer("s2", N=1, C=8, K=8, H=32, W=32, R=5, S=5, stride=2, pad=2), tiled=True)
+    wg = fft.fft_gemm(L, "wgrad", tiled=False)
+    assert (wg.M, wg.N, wg.K) == (L.K, 2 * L.C, 2 * L.N)
+
+
+def test_winograd_beats_direct_gemm_only_by_its_multiply_saving() -> None:
+    """A compute-bound 3×3 layer: fused Winograd's main loop is at most 2.25× faster than the implicit GEMM."""
+    from antsim.gpu.gemm import implicit_gemm
+
+    gpu = load_gpu("p100")
+    big = Layer("b", N=32, C=256, K=256, H=28, W=28, R=3, S=3, stride=1, pad=1)
+    direct = best_plan(gpu, implicit_gemm(big, "fprop"), "fp32")
+    fused = best_plan(gpu, winograd.winograd_gemm(big, "fprop", fused=True), "fp32")
+    assert direct.time_s / 2.25 <= fused.time_s < direct.time_s

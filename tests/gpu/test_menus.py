@@ -1,0 +1,141 @@
+"""Kernel menus per library generation, tensor-core eligibility, selection modes and monotonicity."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from antsim.errors import AntsimError
+from antsim.gpu import estimate_layer, load_gpu
+from antsim.gpu.estimate import layer_plans
+from antsim.gpu.menus import formulations, heuristic_family, tensor_core_eligible
+from antsim.gpu.tiles import TENSOR_TILES_BY_ARCH, architecture, tensor_tiles
+from antsim.measure.deepbench import read_deepbench_csv
+from antsim.workloads.layers import PHASES, Layer
+
+C3 = Layer("rgb", N=16, C=3, K=64, H=56, W=56, R=3, S=3, stride=1, pad=1)
+C64 = Layer("c64", N=16, C=64, K=64, H=56, W=56, R=3, S=3, stride=1, pad=1)
+S2 = Layer("s2", N=16, C=64, K=128, H=56, W=56, R=3, S=3, stride=2, pad=1)
+BIG5 = Layer("k5", N=8, C=64, K=64, H=28, W=28, R=5, S=5, stride=1, pad=2)
+LAYERS = (C3, C64, S2, BIG5, Layer("p1", N=32, C=256, K=512, H=14, W=14, R=1, S=1, stride=1, pad=0))
+
+
+def test_a_c3_fp16_conv_does_not_run_on_tensor_cores() -> None:
+    gpu = load_gpu("v100")
+    assert not tensor_core_eligible(gpu, C3, "fp16", "cudnn8")
+    assert tensor_core_eligible(gpu, C64, "fp16", "cudnn8")
+    for phase in PHASES:
+        rgb = estimate_layer(gpu, C3, phase, "fp16")
+        assert not rgb.details["tensor_cores"] and rgb.details["run_precision"] == "fp16_pseudo", phase
+        assert all(not plan.tensor_cores for plan, _ in layer_plans(gpu, C3, phase, "fp16"))
+        assert estimate_layer(gpu, C64, phase, "fp16", selection="heuristic").details["tensor_cores"], phase
+
+
+def test_tf32_needs_channel_multiples_of_four_and_no_tensor_cores_before_cudnn7() -> None:
+    a100, v100 = load_gpu("a100"), load_gpu("v100")
+    assert tensor_core_eligible(a100, dataclasses.replace(C64, C=12), "tf32", "cudnn8")
+    assert not tensor_core_eligible(a100, dataclasses.replace(C64, C=6), "tf32", "cudnn8")
+    assert not tensor_core_eligible(v100, C64, "fp16", "cudnn6")  # cuDNN 6 has no tensor-core kernels
+    assert not tensor_core_eligible(a100, C64, "fp32", "cudnn8")  # fp32 (allow_tf32 = False) is SIMT
+    with pytest.raises(AntsimError, match="library cudnn7: precision 'tf32' needs cudnn8"):
+        estimate_layer(a100, C64, "fprop", "tf32", library="cudnn7")
+
+
+def test_winograd_never_for_stride_two_and_only_3x3_fused() -> None:
+    gpu = load_gpu("p100")
+    for phase in PHASES:
+        algos = {g.algorithm for g in formulations(gpu, S2, phase, "fp32")}
+        assert not algos & {"winograd_fused", "winograd_nonfused", "fft", "fft_tiling"}, phase
+        assert {"winograd_fused", "winograd_nonfused"} <= {g.algorithm for g in formulations(gpu, C64, phase, "fp32")}
+        five = {g.algorithm for g in formulations(gpu, BIG5, phase, "fp32", "cudnn7")}
+        assert "winograd_nonfused" in five and "winograd_fused" not in five
+        assert "winograd_nonfused" not in {g.algorithm for g in formulations(gpu, BIG5, phase, "fp32", "cudnn6")}
+
+
+def test_library_menus_grow_with_the_generation() -> None:
+    gpu = load_gpu("p100")
+    strided = Layer("sd", N=8, C=128, K=128, H=28, W=28, R=3, S=3, stride=2, pad=1)
+    assert "phased" not in {g.algorithm for g in formulations(gpu, strided, "dgrad", "fp32", "cudnn6")}
+    assert "phased" in {g.algorithm for g in formulations(gpu, strided, "dgrad", "fp32", "cudnn7")}
+    for older, newer in (("cudnn5", "cudnn6"), ("cudnn6", "cudnn7"), ("cudnn7", "cudnn8")):
+        for layer in LAYERS:
+            for phase in PHASES:
+                old = {(g.algorithm, g.M, g.N, g.K) for g in formulations(gpu, layer, phase, "fp32", older)}
+                new = {(g.algorithm, g.M, g.N, g.K) for g in formulations(gpu, layer, phase, "fp32", newer)}
+                assert old <= new, (older, newer, layer.name, phase)
+                # a larger menu is never slower under timed selection
+                assert estimate_layer(gpu, layer, phase, library=newer).time_s <= \
+                    estimate_layer(gpu, layer, phase, library=older).time_s * (1 + 1e-12)
+    with pytest.raises(AntsimError, match="library: unknown 'cudnn9'; known: cudnn5, cudnn6, cudnn7, cudnn8"):
+        estimate_layer(gpu, C64, "fprop", library="cudnn9")
+    with pytest.raises(AntsimError, match="selection: unknown 'fastest'; known: timed, heuristic"):
+        estimate_layer(gpu, C64, "fprop", selection="fastest")
+
+
+@pytest.mark.parametrize(("gpu", "precision"), [("p100", "fp32"), ("v100", "fp16"), ("a100", "tf32"), ("t4", "fp16")])
+def test_timed_is_never_slower_than_heuristic_and_is_the_fastest_plan(gpu: str, precision: str) -> None:
+    spec = load_gpu(gpu)
+    for layer in LAYERS:
+        for phase in PHASES:
+            timed = estimate_layer(spec, layer, phase, precision)
+            for algo in ("", "IMPLICIT_PRECOMP_GEMM", "WINOGRAD", "FFT"):
+                heuristic = estimate_layer(spec, layer, phase, precision, selection="heuristic", forward_algo=algo)
+                assert timed.time_s <= heuristic.time_s * (1 + 1e-12), (layer.name, phase, algo)
+            assert timed.time_s == min(p.time_s for p, _ in layer_plans(spec, layer, phase, precision))
+            assert timed.details["selection"] == "timed" and timed.details["library"] == "cudnn8"
+
+
+def test_heuristic_follows_the_recorded_forward_algorithm() -> None:
+    assert heuristic_family(C64, "fprop", "WINOGRAD_NONFUSED") == "winograd"
+    assert heuristic_family(C64, "dgrad", "WINOGRAD") == "winograd"  # the flipped stride-1 conv
+    assert heuristic_family(C64, "wgrad", "WINOGRAD") == "gemm"
+    assert heuristic_family(C64, "fprop", "FFT_TILING") == "fft"
+    assert heuristic_family(C64, "fprop", "IMPLICIT_PRECOMP_GEMM") == "gemm"
+    assert heuristic_family(C64, "fprop") == "winograd" and heuristic_family(C3, "fprop") == "gemm"
+    assert heuristic_family(S2, "fprop") == "gemm"
+    r = estimate_layer("p100", C64, "fprop", selection="heuristic", forward_algo="FFT")
+    assert r.details["family"] == "fft" and r.details["algo"] in ("FFT", "FFT_TILING")
+
+
+def test_tensor_core_tiles_per_generation() -> None:
+    assert [architecture(load_gpu(g)) for g in ("p100", "v100", "t4", "a100", "h100")] == [
+        "pascal", "volta", "turing", "ampere", "hopper"]
+    assert {t.stages for t in tensor_tiles(load_gpu("v100"))} == {2}
+    assert {t.stages for t in tensor_tiles(load_gpu("a100"))} == {3}
+    assert set(TENSOR_TILES_BY_ARCH["ampere"]) < set(tensor_tiles(load_gpu("h100")))  # Hopper runs sm80 kernels
+    assert max(t.k for t in tensor_tiles(load_gpu("h100"))) == 64
+
+
+def _scaled(gpu: str, **factors: float):
+    """The GPU with some resources multiplied (peaks by ``compute``, DRAM by ``dram``, L2 by ``l2``)."""
+    spec = load_gpu(gpu)
+    peaks = spec.peak_tflops.model_copy(update={k: v * factors.get("compute", 1.0)
+                                                for k, v in spec.peak_tflops.model_dump().items() if v})
+    dram = spec.dram.model_copy(update={"bandwidth_gbs": spec.dram.bandwidth_gbs * factors.get("dram", 1.0),
+                                        "achievable_gbs": (spec.dram.achievable_gbs or 0.9 * spec.dram.bandwidth_gbs)
+                                        * factors.get("dram", 1.0)})
+    l2 = spec.l2.model_copy(update={"bandwidth_gbs": spec.l2.bandwidth_gbs * factors.get("l2", 1.0)})
+    return spec.model_copy(update={"peak_tflops": peaks, "dram": dram, "l2": l2})
+
+
+@pytest.mark.parametrize(("gpu", "precision"), [("p100", "fp32"), ("v100", "fp16"), ("a100", "tf32")])
+@pytest.mark.parametrize("resource", ["compute", "dram", "l2"])
+def test_more_bandwidth_or_compute_is_never_slower(gpu: str, precision: str, resource: str) -> None:
+    base, more = load_gpu(gpu), _scaled(gpu, **{resource: 2.0})
+    for layer in LAYERS:
+        for batch in (1, 32):
+            for phase in PHASES:
+                for selection in ("timed", "heuristic"):
+                    slow = estimate_layer(base, layer.with_batch(batch), phase, precision, selection=selection)
+                    fast = estimate_layer(more, layer.with_batch(batch), phase, precision, selection=selection)
+                    assert fast.time_s <= slow.time_s * (1 + 1e-12), (layer.name, batch, phase, selection)
+
+
+def test_deepbench_fp16_mixed_rows_are_read_as_fp16_and_the_algo_typo_is_fixed(deepbench) -> None:
+    rows = read_deepbench_csv(deepbench / "deepbench_conv_T4.csv", "fp16")
+    assert len(rows) == 94 and {m.precision for m in rows} == {"fp16_mixed"}
+    fp32 = read_deepbench_csv(deepbench / "deepbench_conv_T4.csv", "fp32")
+    assert "LICIT_PRECOMP_GEMM" not in {m.algo for m in fp32}
+    assert sum(m.algo == "IMPLICIT_PRECOMP_GEMM" for m in fp32) == 26 and all(m.implicit_gemm for m in fp32
+                                                                                if "GEMM" in m.algo)

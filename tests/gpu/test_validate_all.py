@@ -1,0 +1,64 @@
+"""scripts/validate_gpu.py scores every measured file in tests/data; its figures guard against regressions.
+
+The bounds are the errors the model reaches (BENCHMARKS.md, section gpu, issue 13), rounded up to the
+next 5 points; the issue's goal (≤ 20 % per phase and precision on all rows) is a strict xfail.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "validate_gpu.py"
+_spec = importlib.util.spec_from_file_location("validate_gpu", SCRIPT)
+validate = importlib.util.module_from_spec(_spec)
+sys.modules["validate_gpu"] = validate
+_spec.loader.exec_module(validate)
+
+# (gpu, precision) -> phase -> bound on the all-rows error, as reached.
+REACHED = {
+    ("p100", "fp32"): {"fprop": 0.20, "dgrad": 0.30, "wgrad": 0.40},
+    ("titanxp", "fp32"): {"fprop": 0.20, "dgrad": 0.30, "wgrad": 0.35},
+    ("gtx1080ti", "fp32"): {"fprop": 0.30, "dgrad": 0.40, "wgrad": 0.40},
+    ("titanx-maxwell", "fp32"): {"fprop": 0.25, "dgrad": 0.35, "wgrad": 0.40},
+    ("m40", "fp32"): {"fprop": 0.30, "dgrad": 0.40, "wgrad": 0.45},
+    ("t4", "fp32"): {"fprop": 0.25, "dgrad": 0.35, "wgrad": 0.60},
+    ("t4", "fp16"): {"fprop": 0.45, "dgrad": 0.50, "wgrad": 1.35},
+    ("a100-80gb-pcie", "fp32"): {"fprop": 0.55},
+    ("p100-pcie", "fp32"): {"fprop": 0.40},
+    ("p4", "fp32"): {"fprop": 0.35},
+}
+RUNS = [run for run in validate.RUNS if (run.gpu, run.precision) in REACHED]
+
+
+def test_every_measured_file_is_scored() -> None:
+    files = {p.relative_to(validate.DATA).as_posix() for p in validate.DATA.glob("*/*.csv")}
+    assert files == {run.file for run in validate.RUNS}
+    assert {run.harness for run in validate.RUNS} == {"deepbench", "neusight"}
+
+
+@pytest.mark.parametrize("run", RUNS, ids=lambda r: f"{r.gpu}-{r.precision}")
+def test_all_rows_within_the_reached_error_and_above_the_floor(run) -> None:
+    errors = validate.phase_errors(validate.run_rows(run))
+    floor = validate.phase_errors(validate.run_rows(run, floor=True))
+    assert set(errors) == set(REACHED[run.gpu, run.precision])
+    for phase, bound in REACHED[run.gpu, run.precision].items():
+        assert errors[phase] <= bound, (phase, errors[phase])
+        assert floor[phase] <= errors[phase], phase  # the closest plan is never farther than the chosen one
+
+
+def test_fit_picks_the_grid_point_with_the_lowest_mean_error() -> None:
+    a, b = validate.RUNS[0], validate.RUNS[2]
+    table = {(0.5, 20.0): {a: {"fprop": 0.3}, b: {"fprop": 0.1}}, (0.6, 20.0): {a: {"fprop": 0.1}, b: {"fprop": 0.2}}}
+    assert validate.fit([a, b], table) == (0.6, 20.0)  # mean 0.15 < 0.2
+    assert validate.fit([b], table) == (0.5, 20.0)  # fitted without a, the other point wins
+
+
+@pytest.mark.xfail(strict=True, reason="issue 13 goal: <= 20 % per phase and precision on all rows; not reached "
+                                      "(BENCHMARKS.md, section gpu, issue 13)")
+def test_issue_goal_twenty_percent_on_all_rows() -> None:
+    for run in RUNS:
+        assert all(e <= 0.20 for e in validate.phase_errors(validate.run_rows(run)).values()), run.gpu
