@@ -31,7 +31,7 @@ DENSE_TENSOR = {"v100": ("fp16", 125), "a100": ("bf16", 312), "h100": ("bf16", 9
 def test_every_builtin_gpu_is_mirrored_identically_in_arch_configs() -> None:
     names = sorted(p.name for p in BUILTIN.glob("*.yaml"))
     assert names == sorted(p.name for p in MIRROR.glob("*.yaml"))
-    assert set(gpu_names()) == set(PUBLISHED)
+    assert set(PUBLISHED) <= set(gpu_names())  # the GPUs added later: tests/gpu/test_new_specs.py
     for name in names:
         assert filecmp.cmp(BUILTIN / name, MIRROR / name, shallow=False), name
 
@@ -95,7 +95,8 @@ def test_unknown_key_and_wrong_kind_are_rejected(tmp_path: Path) -> None:
 
 
 def test_unknown_gpu_name_lists_the_builtin_ones() -> None:
-    with pytest.raises(SpecError, match="unknown GPU; known: a100, h100, h200, p100, titanxp, v100"):
+    with pytest.raises(SpecError, match="unknown GPU; known: a100, a100-80gb-pcie, gtx1080ti, h100, h200, m40, p100, "
+                                        "p100-pcie, p4, t4, titanx-maxwell, titanxp, v100"):
         load_gpu("rtx9090")
 
 
@@ -115,4 +116,5 @@ def test_sparse_tensor_cores_need_tensor_cores_and_are_ampere_and_later(tmp_path
     with pytest.raises(SpecError, match="bad.yaml.*sparse_tensor_cores: true needs tensor_cores: true") as info:
         load_gpu(path)
     assert "\n" not in str(info.value)
-    assert [name for name in gpu_names() if load_gpu(name).sparse_tensor_cores] == ["a100", "h100", "h200"]
+    sparse = [name for name in gpu_names() if load_gpu(name).sparse_tensor_cores]
+    assert sparse == ["a100", "a100-80gb-pcie", "h100", "h200"]
