@@ -159,7 +159,8 @@ def _check_report(name: str, args: argparse.Namespace, rows: Sequence[CheckRow],
     lines.append(f"worst {args.worst}:")
     for r in worst(rows, args.worst):
         lines.append(f"  {r.name} {r.phase}: measured {r.measured_s * 1e3:.3f} ms, predicted "
-                     f"{r.predicted_s * 1e3:.3f} ms (x{r.ratio:.2f}), GEMM {r.M}x{r.N}x{r.K}")
+                     f"{r.predicted_s * 1e3:.3f} ms (x{r.ratio:.2f}), {r.model_algo} GEMM {r.M}x{r.N}x{r.K}"
+                     f"{' on tensor cores' if r.tensor_cores else ''}")
     if out is not None:
         lines.append(f"wrote {out}")
     return "\n".join(lines) + "\n"
