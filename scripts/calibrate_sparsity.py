@@ -5,11 +5,12 @@ For each capture (``antsim capture`` .npz; made here with PyTorch when not given
 statistics of ``antsim.capture.stats`` (per-channel density CV, neighbour clustering, wgrad co-location)
 for the captured tensors and for each generator model (uniform, topk_field, channel) at the captured
 shapes and per-layer densities, then fits ``topk_field``'s ``FieldParams`` (spatial_sigma, channel_sigma)
-per operand on a small grid so its medians fall on the captured ones.
+per operand on a small grid so its medians fall on the captured ones, and ``swat``'s envelope
+(``SwatParams.envelope_sigma``, ``image_sigma``, ``envelope_length``) so its saved-A and dY medians do.
 
 Usage::
 
-    .venv/bin/python scripts/calibrate_sparsity.py                      # capture ResNet-18 (b4, 100 steps)
+    .venv/bin/python scripts/calibrate_sparsity.py          # capture ResNet-18 (b4, 400 steps, natural)
     .venv/bin/python scripts/calibrate_sparsity.py --captures a.npz b.npz --out reports/calibration.md
 """
 
@@ -29,6 +30,10 @@ STATS = [("weights", "channel_cv"), ("weights", "clustering"), ("weights", "batc
          ("wgrad", "colocation")]
 SPATIAL = (0.0, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
 CHANNEL = (0.0, 0.15, 0.3, 0.45, 0.6, 0.8)
+ENVELOPE = (0.0, 0.1, 0.15, 0.2, 0.25, 0.35, 0.5)  # SwatParams.envelope_sigma grid
+IMAGE = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0)  # SwatParams.image_sigma grid
+LENGTH = (0.125, 0.25, 0.5)  # SwatParams.envelope_length, tried at the best (envelope, image) pair
+SWAT_STATS = ("channel_cv", "clustering", "spatial_cv", "batch_cv")
 # make_tensors derives the saved A from the forward A's field, so those two share one FieldParams.
 FIT_GROUPS = {"weights": ("weights",), "activations + saved": ("activations", "saved_activations"),
               "grad_output": ("grad_output",)}
@@ -107,19 +112,22 @@ def layer_table(rows: list[dict]) -> list[str]:
     return lines
 
 
-def _score(summary: dict, target: dict, operands: tuple[str, ...]) -> float:
+def _score(summary: dict, target: dict, operands: tuple[str, ...],
+           stats: tuple[str, ...] = ("channel_cv", "clustering")) -> float:
+    """Sum over operands and statistics of |log(median / captured median)| (undefined ones skipped)."""
     score = 0.0
     for operand in operands:
-        for stat in ("channel_cv", "clustering"):
+        for stat in stats:
             value, goal = summary[f"{operand}.{stat}"][0], target[f"{operand}.{stat}"][0]
             if math.isfinite(goal) and math.isfinite(value) and goal > 0 and value > 0:
                 score += abs(math.log(value / goal))
     return score
 
 
-def fit_field(captured, captured_summary: dict) -> list[str]:
+def fit_field(captured, captured_summary: dict) -> tuple[list[str], dict]:
     """Grid over FieldParams; per operand group the point whose median CV and clustering are closest
-    to the captured medians (sum of |log ratio|)."""
+    to the captured medians (sum of |log ratio|). Returns the report lines and ``{group: FieldParams}``
+    (a group without any finite captured statistic, e.g. a dense dY, is left out)."""
     from antsim.capture.stats import summarize, synthetic_like, tensors_stats
     from antsim.sparsity.generators import FieldParams
 
@@ -140,7 +148,73 @@ def fit_field(captured, captured_summary: dict) -> list[str]:
             fit = [summary[f"{operand}.{s}"][0] for s in ("channel_cv", "clustering")]
             lines.append(f"| {group} | {spatial} | {channel} | {operand} | {cap[0]:.2f} | {fit[0]:.2f} | "
                          f"{cap[1]:.2f} | {fit[1]:.2f} |")
-    return lines
+    fitted = {group: FieldParams(spatial, channel) for group, (_, spatial, channel, _) in best.items()
+              if any(captured_summary[f"{op}.{st}"][0] > 0 for op in FIT_GROUPS[group]
+                     for st in ("channel_cv", "clustering"))}
+    return lines, fitted
+
+
+def fit_swat(captured, captured_summary: dict, fields: dict) -> tuple[list[str], object]:
+    """Grid fit of the ``swat`` model. Saved A and dY come from independent random streams, so one grid
+    over (FieldParams base, envelope_sigma, image_sigma) scores both at once and each picks its own point:
+    A's (forward-A channel CV and clustering + saved-A channel CV, clustering, spatial CV, batch CV) and
+    dY's (its four). Bases: the current default FieldParams and the topk_field fit (``fields``). Then
+    ``envelope_length`` (shared) by the total score. Returns the report lines and the best SwatParams."""
+    from dataclasses import replace
+
+    from antsim.capture.stats import summarize, synthetic_like, tensors_stats
+    from antsim.sparsity.generators import SwatParams
+
+    a_terms = (("activations", ("channel_cv", "clustering")), ("saved_activations", SWAT_STATS))
+    g_terms = (("grad_output", SWAT_STATS),)
+
+    def part(summary: dict, terms) -> float:
+        return sum(_score(summary, captured_summary, (op,), stats) for op, stats in terms)
+
+    summaries: dict[SwatParams, dict] = {}
+
+    def summary_of(params: SwatParams) -> dict:
+        if params not in summaries:
+            summaries[params] = summarize(tensors_stats(synthetic_like(captured, "swat", 0, params)))
+        return summaries[params]
+
+    default = SwatParams()
+    fitted = replace(default, **{name: fields[group] for name, group in
+                                 (("weights", "weights"), ("activations", "activations + saved"),
+                                  ("grad_output", "grad_output")) if group in fields})
+    grid = [replace(base, envelope_sigma=e, image_sigma=i) for base in dict.fromkeys((default, fitted))
+            for e in ENVELOPE for i in IMAGE]
+    best_a = min(grid, key=lambda p: part(summary_of(p), a_terms))
+    best_g = min(grid, key=lambda p: part(summary_of(p), g_terms))
+    combined = replace(best_a, grad_output=best_g.grad_output, grad_envelope_sigma=best_g.envelope_sigma,
+                       grad_image_sigma=best_g.image_sigma)
+    if combined.grad_envelope_sigma == combined.envelope_sigma and combined.grad_image_sigma == combined.image_sigma:
+        combined = replace(combined, grad_envelope_sigma=None, grad_image_sigma=None)
+
+    def total(p: SwatParams) -> float:
+        return part(summary_of(p), a_terms) + part(summary_of(p), g_terms)
+
+    best = min([replace(combined, envelope_length=length) for length in LENGTH], key=total)
+
+    def fields_of(p: SwatParams) -> str:
+        return " / ".join(f"({f.spatial_sigma}, {f.channel_sigma})" for f in (p.weights, p.activations, p.grad_output))
+
+    def envelope_of(p: SwatParams) -> str:
+        g = p.for_grad()
+        return f"{p.envelope_sigma}, {p.image_sigma} / {g.envelope_sigma}, {g.image_sigma} / {p.envelope_length}"
+
+    lines = ["| SwatParams | W / A / dY FieldParams | envelope σ, image σ: A / dY / length |"
+             " score A | score dY | total |", "|---|---|---|---|---|---|"]
+    for label, p in (("current default", default), ("best on this capture", best)):
+        sa, sg = part(summary_of(p), a_terms), part(summary_of(p), g_terms)
+        lines.append(f"| {label} | {fields_of(p)} | {envelope_of(p)} | {sa:.3f} | {sg:.3f} | {sa + sg:.3f} |")
+    lines += ["", f"({len(summaries)} parameter points; score = sum of |log(median / captured median)|.)", "",
+              "| operand | statistic | captured | current default | best fit |", "|---|---|---|---|---|"]
+    for operand, stats in (("weights", ("channel_cv", "clustering")), *a_terms, *g_terms):
+        for stat in stats:
+            cells = [cell(x, operand, stat) for x in (captured_summary, summary_of(default), summary_of(best))]
+            lines.append(f"| {operand} | {stat} | " + " | ".join(cells) + " |")
+    return lines, best
 
 
 def report_one(path: Path, fit: bool) -> list[str]:
@@ -152,15 +226,24 @@ def report_one(path: Path, fit: bool) -> list[str]:
     summary = summarize(rows)
     models = {m: summarize(tensors_stats(synthetic_like(captured, m, seed=0))) for m in MODELS}
     models["swat (default)"] = summarize(tensors_stats(synthetic_like(captured, "swat", seed=0)))
-    lines = [f"## {path.name}", "", f"{len(rows)} conv layers. Cells: median [min–max] over layers.",
+    lines = [f"## {path.name}", ""]
+    curve = path.with_suffix(".md")  # the capture's own report (antsim capture --report), if it was made
+    if curve.exists():
+        lines += [f"Capture report `{curve.name}`:", ""]
+        lines += [line for line in curve.read_text().splitlines()[1:] if not line.startswith("![")] + [""]
+    lines += [f"{len(rows)} conv layers. Cells: median [min–max] over layers.",
              "Synthetic tensors have the captured shapes and per-layer densities (default FieldParams;",
              "`swat` = the default model, antsim.sparsity.generators.SwatParams).", ""]
     lines += comparison_table(summary, models) + [""]
     if fit:
         t0 = time.perf_counter()
-        fit_lines = fit_field(captured, summary)
+        fit_lines, fields = fit_field(captured, summary)
         lines += [f"### topk_field fit (grid spatial_sigma {SPATIAL} × channel_sigma {CHANNEL}; "
                   f"{time.perf_counter() - t0:.0f} s)", ""] + fit_lines + [""]
+        t0 = time.perf_counter()
+        swat_lines, _ = fit_swat(captured, summary, fields)
+        lines += [f"### swat envelope fit (envelope_sigma {ENVELOPE} × image_sigma {IMAGE}, then "
+                  f"envelope_length {LENGTH}; {time.perf_counter() - t0:.0f} s)", ""] + swat_lines + [""]
     lines += ["### Per layer (captured)", ""] + layer_table(rows) + [""]
     return lines
 

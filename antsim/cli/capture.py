@@ -18,7 +18,7 @@ HELP = "train a CIFAR network with SWAT top-k sparsity (PyTorch) and save each c
 _NETWORKS = ("resnet18-cifar", "vgg16-cifar", "wrn-16-8-cifar")  # = antsim.capture.models.CAPTURE_NETWORKS
 _DATA = ("natural", "cifar10", "digits", "synthetic")  # = antsim.capture.data.DATA_SOURCES
 _SCHEDULES = ("cosine", "step", "constant")  # = antsim.capture.schedule.SCHEDULES
-_LR, _MOMENTUM, _WEIGHT_DECAY = 0.01, 0.9, 5e-4  # = antsim.capture.run.DEFAULT_LR, MOMENTUM, WEIGHT_DECAY
+_LR, _MOMENTUM, _WEIGHT_DECAY = 0.004, 0.9, 5e-4  # = antsim.capture.run.DEFAULT_LR, MOMENTUM, WEIGHT_DECAY
 _REPORT_SUFFIXES = (".md", ".csv")
 
 

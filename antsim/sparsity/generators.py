@@ -26,7 +26,7 @@ top-k by magnitude of the forward activations at ``density_a_saved``.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.ndimage import gaussian_filter
@@ -141,6 +141,7 @@ class SwatParams:
         envelope_sigma: std of the log-gain of the spatial envelope (ResNet-18 0.25; VGG-16 ≈ 0.1).
         envelope_length: smoothing length of the envelope as a fraction of the plane's side.
         image_sigma: std of the per-image log-gain (0.1 for A; captured dY up to ~0.5 on WRN).
+        grad_envelope_sigma, grad_image_sigma: the same two for the top-k dY; ``None`` → A's values.
     """
 
     weights: FieldParams = FieldParams(0.0, 0.0)
@@ -149,6 +150,15 @@ class SwatParams:
     envelope_sigma: float = 0.25
     envelope_length: float = 0.25
     image_sigma: float = 0.1
+    grad_envelope_sigma: float | None = None
+    grad_image_sigma: float | None = None
+
+    def for_grad(self) -> SwatParams:
+        """These parameters with dY's envelope in the ``envelope_sigma`` / ``image_sigma`` slots."""
+        return replace(self,
+                       envelope_sigma=self.envelope_sigma if self.grad_envelope_sigma is None
+                       else self.grad_envelope_sigma,
+                       image_sigma=self.image_sigma if self.grad_image_sigma is None else self.grad_image_sigma)
 
 
 def envelope(shape: tuple[int, int, int, int], rng: np.random.Generator, params: SwatParams) -> np.ndarray:
@@ -190,7 +200,7 @@ def swat_tensors(layer: Layer, density_w: float, density_a: float, density_g: fl
         activations = make_operand(a_shape, density_a, "topk_field", rng_a, params.activations)
         chosen = top_k(np.abs(activations) * envelope(a_shape, rng_ea, params), density_a_saved) != 0
         saved = np.where(chosen, activations, 0).astype(np.float32)
-    grad = _top_k_of_envelope(g_shape, density_g, rng_g, rng_eg, params.grad_output, params)
+    grad = _top_k_of_envelope(g_shape, density_g, rng_g, rng_eg, params.grad_output, params.for_grad())
     return Tensors(weights, activations, grad, saved)
 
 

@@ -295,3 +295,14 @@ def test_cli_refuses_bad_report_and_optimizer_flags(tmp_path: Path, capsys: pyte
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and text in err, err
     assert not any(tmp_path.iterdir())
+
+
+def test_cli_defaults_are_the_library_ones() -> None:
+    from antsim.capture import run as run_module
+    from antsim.capture.data import DATA_SOURCES
+    from antsim.capture.schedule import SCHEDULES
+    from antsim.cli import capture as cli
+
+    assert cli._DATA == DATA_SOURCES and cli._SCHEDULES == SCHEDULES
+    assert (cli._LR, cli._MOMENTUM, cli._WEIGHT_DECAY) == (run_module.DEFAULT_LR, run_module.MOMENTUM,
+                                                           run_module.WEIGHT_DECAY)
