@@ -217,7 +217,8 @@ def fit_swat(captured, captured_summary: dict, fields: dict) -> tuple[list[str],
     return lines, best
 
 
-def report_one(path: Path, fit: bool) -> list[str]:
+def report_one(path: Path, fit: bool) -> tuple[list[str], tuple | None]:
+    """The report section of one capture, and (captured tensors, their summary, best SwatParams) if fitted."""
     from antsim.capture.stats import summarize, synthetic_like, tensors_stats
     from antsim.sparsity.tensors import load_tensors
 
@@ -241,10 +242,51 @@ def report_one(path: Path, fit: bool) -> list[str]:
         lines += [f"### topk_field fit (grid spatial_sigma {SPATIAL} × channel_sigma {CHANNEL}; "
                   f"{time.perf_counter() - t0:.0f} s)", ""] + fit_lines + [""]
         t0 = time.perf_counter()
-        swat_lines, _ = fit_swat(captured, summary, fields)
+        swat_lines, best = fit_swat(captured, summary, fields)
         lines += [f"### swat envelope fit (envelope_sigma {ENVELOPE} × image_sigma {IMAGE}, then "
                   f"envelope_length {LENGTH}; {time.perf_counter() - t0:.0f} s)", ""] + swat_lines + [""]
     lines += ["### Per layer (captured)", ""] + layer_table(rows) + [""]
+    return lines, ((captured, summary, best) if fit else None)
+
+
+def joint_fit(names: list[str], fits: list[tuple]) -> list[str]:
+    """One SwatParams for all captures: among the per-capture optima, A's part (FieldParams and envelope of
+    A) from the one with the least A score summed over captures, dY's part likewise over the captures
+    whose dY is sparse (and the envelope length with it)."""
+    from dataclasses import replace
+
+    from antsim.capture.stats import summarize, synthetic_like, tensors_stats
+
+    a_terms = (("activations", ("channel_cv", "clustering")), ("saved_activations", SWAT_STATS))
+    g_terms = (("grad_output", SWAT_STATS),)
+    cache: dict = {}
+
+    def scores(params, k: int) -> tuple[float, float]:
+        if (params, k) not in cache:
+            captured, target, _ = fits[k]
+            summary = summarize(tensors_stats(synthetic_like(captured, "swat", 0, params)))
+            cache[params, k] = tuple(sum(_score(summary, target, (op,), st) for op, st in terms)
+                                     for terms in (a_terms, g_terms))
+        return cache[params, k]
+
+    sparse_dy = [k for k, (_, target, _) in enumerate(fits) if target["grad_output.density"][0] < 1.0]
+    candidates = list(dict.fromkeys(best for _, _, best in fits))
+    best_a = min(candidates, key=lambda p: sum(scores(p, k)[0] for k in range(len(fits))))
+    best_g = min(candidates, key=lambda p: sum(scores(p, k)[1] for k in sparse_dy)) if sparse_dy else best_a
+    g = best_g.for_grad()
+    joint = replace(best_a, grad_output=best_g.grad_output, envelope_length=best_g.envelope_length,
+                    grad_envelope_sigma=g.envelope_sigma, grad_image_sigma=g.image_sigma)
+    lines = ["## Joint fit over the captures", "",
+             "Candidates: each capture's best SwatParams above. Score per capture: A part / dY part "
+             "(sum of |log(median / captured median)|).", "",
+             "| SwatParams | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    from antsim.sparsity.generators import SwatParams
+
+    for label, params in (("current default", SwatParams()), *((f"best of {names[k]}", f[2]) for k, f in
+                                                                enumerate(fits)), ("joint", joint)):
+        cells = [" / ".join(f"{x:.3f}" for x in scores(params, k)) for k in range(len(fits))]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines += ["", f"Joint SwatParams: `{joint!r}`", ""]
     return lines
 
 
@@ -254,9 +296,14 @@ def main() -> int:
     paths = ensure_captures(args)
     lines = ["# Sparsity calibration: captured SWAT operands vs synthetic generators", "",
              "Made by `scripts/calibrate_sparsity.py` (statistics: `antsim/capture/stats.py`).", ""]
+    fits = []
     for path in paths:
         print(f"statistics of {path} ...", file=sys.stderr)
-        lines += report_one(path, fit=not args.no_fit)
+        section, fitted = report_one(path, fit=not args.no_fit)
+        lines += section
+        fits += [fitted] if fitted else []
+    if len(fits) > 1:
+        lines += joint_fit([p.name for p in paths], fits)
     from antsim.results import write_text_atomic
 
     write_text_atomic(args.out, "\n".join(lines) + "\n")

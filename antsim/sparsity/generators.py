@@ -2,17 +2,18 @@
 
 Models (``make_tensors(..., model=NAME)``):
 
-* ``swat`` (default) — calibrated on operands captured from real SWAT training (``antsim capture``;
-  BENCHMARKS.md "capture", ``reports/calibration.md``): W is the top-k of i.i.d. values (no clustering
-  inside kernels, even channels); the SWAT top-k copies — A (or the saved A when a separate forward
-  density is given) and a top-k dY — are the top-k of |smooth field| × an *envelope*: a smooth log-normal
-  gain over the plane shared by the batch times a log-normal per-image gain. That non-stationarity (some
-  regions and images keep most non-zeros) is what loads planar PE tiles unevenly in real captures; it
-  brings every captured statistic (channel CV, clustering, spatial and per-image CV) into range and ANT's
-  simulated speedup within 10 % of the captured one, where ``topk_field`` is 20–26 % off.
+* ``swat`` (default) — calibrated on operands captured from SWAT training that learns (``antsim capture``
+  on natural-photo crops; BENCHMARKS.md "capture", ``reports/calibration.md``): W is the top-k of i.i.d.
+  values (no clustering inside kernels, even channels); the SWAT top-k copies — A (or the saved A when a
+  separate forward density is given) and a top-k dY — are the top-k of |smooth field| × an *envelope*: a
+  smooth log-normal gain over the plane shared by the batch times a log-normal per-image gain, each copy
+  with its own envelope. That non-stationarity (some regions and, above all for dY, some images keep most
+  non-zeros) is what loads planar PE tiles unevenly in real captures; it brings the captured statistics
+  (channel CV, clustering, spatial and per-image CV) into range and ANT's simulated speedup near the
+  captured one, where ``topk_field`` is far off.
 * ``uniform`` — independent Bernoulli masks: every element non-zero with probability = density. Reproduces
   neither the per-channel imbalance nor the spatial clustering of real sparse training.
-* ``topk_field`` (default) — whole-tensor top-k of |smooth random field|: a Gaussian random field smoothed
+* ``topk_field`` — whole-tensor top-k of |smooth random field|: a Gaussian random field smoothed
   over the spatial axes, scaled per channel by a log-normal factor; keeping the k largest magnitudes (as
   SWAT's top-k does) yields uneven per-channel density and spatially clustered non-zeros (DESIGN.md §1.2)
   at exactly the requested density.
@@ -130,28 +131,33 @@ def make_operand(shape: tuple[int, ...], density: float, model: str, rng: np.ran
 
 @dataclass(frozen=True)
 class SwatParams:
-    """Parameters of the ``swat`` model, fitted on captured ResNet-18 CIFAR operands (batch 4, 100 SWAT
-    steps; ``scripts/calibrate_sparsity.py`` grid fit, BENCHMARKS.md "capture").
+    """Parameters of the ``swat`` model, fitted on two captures of ResNet-18 CIFAR trained on natural-photo
+    crops (batch 4, 400 SWAT steps, loss 2.60 → 1.50-1.59; dY dense and dY top-k 0.1) by
+    ``scripts/calibrate_sparsity.py`` (grid fit per operand, then one joint choice; BENCHMARKS.md "capture",
+    reports/calibration.md).
 
     Attributes:
         weights, activations, grad_output: smooth-field shape per operand. Captured weights look like
-            top-k of i.i.d. values (channel CV 0.08, clustering 1.00) → no smoothing, no channel scale;
-            activations (1.0, 0.15) and dY (0.5, 0.15) are the grid-fit optima for ResNet-18
-            (VGG-16: (0.75, 0) and (0.5, 0.15); WRN-16-8: (1.5, 0) and (0.75, 0)).
-        envelope_sigma: std of the log-gain of the spatial envelope (ResNet-18 0.25; VGG-16 ≈ 0.1).
-        envelope_length: smoothing length of the envelope as a fraction of the plane's side.
-        image_sigma: std of the per-image log-gain (0.1 for A; captured dY up to ~0.5 on WRN).
-        grad_envelope_sigma, grad_image_sigma: the same two for the top-k dY; ``None`` → A's values.
+            top-k of i.i.d. values (channel CV 0.08, clustering 1.01) → no smoothing, no channel scale;
+            activations (1.25, 0.15) is the best A fit summed over both captures, dY (0.5, 0.15) the dY
+            fit of the top-k-dY capture.
+        envelope_sigma: std of the log-gain of the spatial envelope of A's top-k copy (0.1: captured
+            saved-A spatial CV 0.25-0.28; the digits captures had wanted 0.25).
+        envelope_length: smoothing length of the envelope as a fraction of the plane's side (0.5).
+        image_sigma: std of A's per-image log-gain (0.1: saved-A per-image CV 0.28-0.33).
+        grad_envelope_sigma, grad_image_sigma: the same two for the top-k dY (0.25 and 0.5: captured dY
+            spatial CV 0.54, per-image CV 0.74 — the gradient top-k keeps mostly one or two images);
+            ``None`` → A's values.
     """
 
     weights: FieldParams = FieldParams(0.0, 0.0)
-    activations: FieldParams = FieldParams(1.0, 0.15)
+    activations: FieldParams = FieldParams(1.25, 0.15)
     grad_output: FieldParams = FieldParams(0.5, 0.15)
-    envelope_sigma: float = 0.25
-    envelope_length: float = 0.25
+    envelope_sigma: float = 0.1
+    envelope_length: float = 0.5
     image_sigma: float = 0.1
-    grad_envelope_sigma: float | None = None
-    grad_image_sigma: float | None = None
+    grad_envelope_sigma: float | None = 0.25
+    grad_image_sigma: float | None = 0.5
 
     def for_grad(self) -> SwatParams:
         """These parameters with dY's envelope in the ``envelope_sigma`` / ``image_sigma`` slots."""
