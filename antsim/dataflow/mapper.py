@@ -77,8 +77,11 @@ def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fideli
     tiling = make_tiling(problem, pe.rows, pe.cols, arch.mapping.output_channel_group)
     classes = stride_classes(problem, arch.mapping.stride_phases)
     dense = not arch.sparsity_support
-    # A dense engine addresses exactly the streamed values its tile needs, as the fetch filter does.
-    fetch_filter = dense or (arch.anticipation.fetch_filter and policy != "none")
+    # An ideal dense engine forms only the pairs that meet at an output; SCNN's DCNN ("cartesian") pairs
+    # every element of its tile with every weight of the group, as SCNN does, zeros included.
+    ideal_dense = dense and arch.mapping.dense_packing == "ideal"
+    # An ideal dense engine addresses exactly the streamed values its tile needs, as the fetch filter does.
+    fetch_filter = ideal_dense or (arch.anticipation.fetch_filter and policy != "none")
     S, T = problem.stationary(tensors), problem.streamed(tensors)
     stat = stationary_vectors(problem, tiling, classes, S, dense, pe.I)
     partition = partition_wgrad(layer, tiling, pe.F, pe.I) if _output_partition(arch, phase) else None
@@ -101,7 +104,7 @@ def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fideli
     else:
         footprint = fast_footprint(problem, tiling, S_mask, T_mask, tiles.tile_of_image)
     counts = count_pairs(policy, problem, cells, stat, streamed.vectors, n_slots)
-    if policy == "oracle" or dense:
+    if policy == "oracle" or ideal_dense:
         counts = oracle_counts(counts.candidate_pairs, footprint.valid_products, pe.F, pe.I)
     sample_step = 1
     if dense:
@@ -113,7 +116,12 @@ def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fideli
         conflicts, sample_step = sampled_conflicts(policy, problem, tiling, cells, stat, streamed.vectors,
                                                    banks, issued_pairs=counts.issued_pairs)
     work = _assemble(layer, problem, tiling, classes, cells, stat, streamed, counts, footprint, conflicts,
-                     output, (fidelity, policy, fetch_filter, dense, sample_step))
+                     output, (fidelity, policy, fetch_filter, ideal_dense, sample_step))
+    if dense and not ideal_dense:
+        work = replace(work, tiling={**work.tiling, "dense_packing": "cartesian"}, notes=(
+            *work.notes, "dense cartesian (SCNN's DCNN): every element of a PE's tile paired with every weight of"
+            " the group in F x I vectors as SCNN pairs them, zeros and border pairs included; no bank conflicts"
+            " [assumption: DNNsim's DCNN counts none]"))
     if partition is not None:
         work = _output_partitioned(work, partition, tiling, tiles)
     return batch_tiled(work, tiles, tiling.n_groups, per_image, streamed_per_image=problem.streamed_shape[0] > 1)

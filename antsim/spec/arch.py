@@ -93,6 +93,12 @@ class Mapping(_Section):
         description="wgrad work split: planar (SCNN: each PE a spatial tile, partial sums of every dW entry"
                     " reduced across PEs) or output (dense designs only: each PE owns a block of dW entries,"
                     " no cross-PE reduction)")
+    dense_packing: Literal["ideal", "cartesian"] = Field(
+        "ideal",
+        description="dense designs only: ideal (only the element pairs that meet at an output are formed and"
+                    " packed into full F*I cycles: a lower bound on dense time) or cartesian (SCNN's DCNN: the"
+                    " same planar tiling and F x I Cartesian pairing as SCNN over every element, zeros and"
+                    " border pairs included, so small tiles fragment the multipliers as SCNN's do)")
     batch_tile: int = Field(
         0, ge=0, le=4096,
         description="images whose stationary tiles the input buffer holds at once; the loop order is batch"
@@ -180,6 +186,9 @@ def arch_from_dict(data: dict[str, Any], source: str = "<dict>") -> ArchSpec:
     if bank_hash == "sliced" and banks % arch.pe_array.F:
         raise SpecError(source, "accumulators.banks", f"must be a multiple of pe_array.F = {arch.pe_array.F} with"
                         " bank_hash 'sliced' (or use bank_hash 'mod')", banks)
+    if arch.sparsity_support and arch.mapping.dense_packing != "ideal":
+        raise SpecError(source, "mapping.dense_packing", "applies to dense designs only (sparsity_support: false)",
+                        arch.mapping.dense_packing)
     if arch.sparsity_support and arch.mapping.wgrad_partition != "planar":
         raise SpecError(source, "mapping.wgrad_partition",
                         "must be 'planar' in a sparse design (only a dense engine keeps its products within a"
