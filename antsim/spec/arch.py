@@ -193,7 +193,37 @@ def arch_from_dict(data: dict[str, Any], source: str = "<dict>") -> ArchSpec:
         raise SpecError(source, "mapping.wgrad_partition",
                         "must be 'planar' in a sparse design (only a dense engine keeps its products within a"
                         " block of outputs)", arch.mapping.wgrad_partition)
+    _check_physical_minimums(arch, source)
     return arch
+
+
+def _check_physical_minimums(arch: ArchSpec, source: str) -> None:
+    """Refuse a priced capacity or width below what the modelled function needs (issue 15: a 0-bit index,
+    a 2.6-byte output buffer or a 1-entry FIFO cost less area yet ran exactly as fast)."""
+    comp = arch.compression
+    if arch.sparsity_support and comp.format in ("zero_run", "coordinate") and comp.index_bits < 1:
+        # a 0-bit run length cannot encode a zero run (every zero would need a placeholder the size
+        # model prices at zero), and a 0-bit coordinate names one position only
+        raise SpecError(source, "compression.index_bits", f"must be >= 1 with format '{comp.format}' (a 0-bit"
+                        " index cannot locate a non-zero)", comp.index_bits)
+    if arch.sparsity_support and comp.format == "bitmap" and comp.index_bits != 0:
+        # bitmap sizes are values + one mask bit per position (spec/encoding.py): a per-value index would be
+        # priced in every stored word (energy/geometry.word_bits) and never used
+        raise SpecError(source, "compression.index_bits", "must be 0 with format 'bitmap' (the mask, one bit per"
+                        " position, replaces the per-value index)", comp.index_bits)
+    fifo = arch.buffers.weight_fifo_entries
+    if fifo < 2:
+        # an entry holds one F-vector (energy/geometry.weight_fifo_bits); the PE takes one F-vector per
+        # cycle, so issuing at one F x I pair per cycle needs one entry read while the next is written
+        raise SpecError(source, "buffers.weight_fifo_entries", "must be >= 2 (one F-vector read by the"
+                        " multipliers while the next is written)", fifo)
+    acc = arch.accumulators
+    drained_bytes = acc.banks * acc.entries_per_bank * acc.value_bits / 8
+    if arch.buffers.output_kb * 1024 < drained_bytes:
+        # the drain moves a whole accumulator half into the output buffer before write-back
+        raise SpecError(source, "buffers.output_kb", f"must hold one drained accumulator half: >= banks x"
+                        f" entries_per_bank x value_bits / 8 = {drained_bytes:g} B ="
+                        f" {drained_bytes / 1024:g} KB", arch.buffers.output_kb)
 
 
 def load_arch(path: str | Path) -> ArchSpec:

@@ -128,7 +128,8 @@ def test_sizes_scale_energy(scnn) -> None:
     big_buffer = energy_per_action(_variant(scnn, buffers__input_kb=40.0))
     assert big_buffer["input_buffer"]["read"] == pytest.approx(2 * base["input_buffer"]["read"])  # √(40/10)
     assert big_buffer["output_buffer"] == base["output_buffer"]
-    deep_banks = energy_per_action(_variant(scnn, accumulators__entries_per_bank=128))
+    # 32 x 128 x 24 b = 12 KB per half: the output buffer must hold a drained half (spec rule)
+    deep_banks = energy_per_action(_variant(scnn, accumulators__entries_per_bank=128, buffers__output_kb=12.0))
     assert deep_banks["accumulator"]["drain"] == pytest.approx(2 * base["accumulator"]["drain"])  # √4
 
 
