@@ -72,11 +72,12 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.export_only:
         summary = run_sweep(spec, opts, progress=report)
-        c = summary.counts
-        sys.stdout.write(f"study {opts.study_name} ({opts.storage_url}): {c.finished}/"
-                         f"{effective_trials(spec, opts.n_trials)} trials finished ({c.complete} complete, "
-                         f"{c.pruned} pruned/infeasible, {c.errors} failed); {summary.ran} run now in "
-                         f"{summary.elapsed_s:.1f} s\n")
+        o = summary.outcomes
+        found = (f"; {summary.found_failed} FAIL trial(s) found from an earlier run (redone)"
+                 if summary.found_failed else "")
+        sys.stdout.write(f"study {opts.study_name} ({opts.storage_url}): {o.finished}/"
+                         f"{effective_trials(spec, opts.n_trials)} trials finished ({o.describe()}){found}; "
+                         f"{summary.ran} run now in {summary.elapsed_s:.1f} s\n")
     if args.export is not None:
         from antsim.dse.export import export_study
 

@@ -20,6 +20,7 @@ from optuna.trial import FrozenTrial, TrialState
 from antsim.dse import storage as st
 from antsim.dse.objective import arch_dict
 from antsim.dse.pareto import non_dominated
+from antsim.dse.progress import trial_outcomes
 from antsim.dse.spec import SweepSpec
 from antsim.errors import AntsimError
 from antsim.results import write_text_atomic
@@ -168,9 +169,11 @@ def _export_into(spec: SweepSpec, study: optuna.Study, trials: list[FrozenTrial]
     doc = {"study": study_name, "objectives": spec.objectives, "points": points}
     write_text_atomic(folder / "pareto.json", json.dumps(doc, indent=1, sort_keys=True) + "\n")
     counts = st.count_trials(study)
+    outcomes = trial_outcomes(trials)
     summary = {"study": study_name, "storage": url, "trials": len(trials), "finished": counts.finished,
                "complete": counts.complete, "pruned": counts.pruned, "failed": counts.errors,
                "abandoned": counts.abandoned, "running": counts.running, "pareto_size": len(points),
+               "feasible": outcomes.feasible, "infeasible": outcomes.infeasible, "screened": outcomes.screened,
                "multi_fidelity": multi_fidelity_summary(trials)}
     write_text_atomic(folder / "summary.json", json.dumps(summary, indent=1, sort_keys=True) + "\n")
     written += [folder / "pareto.csv", folder / "pareto.json", folder / "summary.json"]

@@ -5,21 +5,66 @@ from __future__ import annotations
 import math
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import optuna
-from optuna.trial import TrialState
+from optuna.trial import FrozenTrial, TrialState
 
 from antsim.dse import storage as st
 from antsim.dse.pareto import non_dominated
 from antsim.dse.spec import SweepSpec
+
+SCREENED_PREFIX = "screened:"  # objective.Objective._screen's reason prefix (a design skipped, not infeasible)
+
+
+@dataclass(frozen=True)
+class Outcomes:
+    """Finished and running trials by what they say about the design.
+
+    ``infeasible`` is every design the sweep refused: an arch rule or a mapping error (PRUNED) and a
+    broken constraint (COMPLETE, ``feasible`` false); ``screened`` are designs the multi-fidelity screen
+    skipped; ``failed`` raised in the evaluator; ``abandoned`` lost their worker (FAIL, redone).
+    """
+
+    feasible: int = 0
+    infeasible: int = 0
+    screened: int = 0
+    failed: int = 0
+    abandoned: int = 0
+    running: int = 0
+
+    @property
+    def finished(self) -> int:
+        """Trials that count toward the quota (an abandoned trial is redone, so it does not)."""
+        return self.feasible + self.infeasible + self.screened + self.failed
+
+    def describe(self) -> str:
+        return (f"{self.feasible} feasible, {self.infeasible} infeasible, {self.screened} screened, "
+                f"{self.failed} failed")
+
+
+def trial_outcomes(trials: Sequence[FrozenTrial]) -> Outcomes:
+    """Classify trials (see ``Outcomes``)."""
+    n = dict.fromkeys(("feasible", "infeasible", "screened", "failed", "abandoned", "running"), 0)
+    for t in trials:
+        if t.state == TrialState.COMPLETE:
+            n["feasible" if t.user_attrs.get("feasible") else "infeasible"] += 1
+        elif t.state == TrialState.PRUNED:
+            screened = str(t.user_attrs.get("reason", "")).startswith(SCREENED_PREFIX)
+            n["screened" if screened else "infeasible"] += 1
+        elif t.state == TrialState.FAIL:
+            n["failed" if st.ERROR_ATTR in t.user_attrs else "abandoned"] += 1
+        else:
+            n["running"] += 1
+    return Outcomes(**n)
 
 
 def progress_line(study: optuna.Study, spec: SweepSpec, n_trials: int, done_at_start: int,
                   elapsed_s: float) -> tuple[str, int]:
     """The report and the number of finished trials it counts."""
     trials = study.get_trials(deepcopy=False)
-    counts = st.count_trials(study)
+    counts = trial_outcomes(trials)
     feasible = [t for t in trials if t.state == TrialState.COMPLETE and t.user_attrs.get("feasible")]
     signs = [1.0 if d == "minimize" else -1.0 for d in spec.directions]
     points = [[s * v for s, v in zip(signs, t.values, strict=True)] for t in feasible]
@@ -29,8 +74,7 @@ def progress_line(study: optuna.Study, spec: SweepSpec, n_trials: int, done_at_s
     new = counts.finished - done_at_start
     remaining = max(n_trials - counts.finished, 0)
     eta = _duration(elapsed_s / new * remaining) if new > 0 else "?"
-    line = (f"[sweep {study.study_name}] {counts.finished}/{n_trials} trials "
-            f"({counts.complete} complete, {counts.pruned} pruned/infeasible, {counts.errors} failed, "
+    line = (f"[sweep {study.study_name}] {counts.finished}/{n_trials} trials ({counts.describe()}, "
             f"{counts.running} running) | Pareto {front} | best {best} | ETA {eta}")
     return line, counts.finished
 

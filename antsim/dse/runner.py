@@ -20,10 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import optuna
+from optuna.trial import TrialState
 
 from antsim.dse import storage as st
 from antsim.dse.evaluators import Evaluator, resolve_evaluator
 from antsim.dse.objective import Objective
+from antsim.dse.progress import Outcomes, trial_outcomes
 from antsim.dse.spec import SweepSpec, grid_values, load_sweep
 from antsim.dse.workload import proxy_workload, resolve_workload
 from antsim.errors import AntsimError, SpecError
@@ -64,6 +66,8 @@ class SweepSummary:
     storage_url: str
     n_trials: int
     counts: st.TrialCounts = field(default_factory=st.TrialCounts)
+    outcomes: Outcomes = field(default_factory=Outcomes)
+    found_failed: int = 0  # FAIL trials (killed workers, evaluator errors) the run found from earlier runs
     ran: int = 0
     elapsed_s: float = 0.0
 
@@ -129,6 +133,9 @@ def prepare_study(spec: SweepSpec, opts: SweepOptions) -> optuna.Study:
     if stored is None:
         study.set_user_attr("antsim_signature", signature)
         study.set_user_attr("objectives", list(spec.objectives))
+    if study.metric_names != list(spec.objectives):
+        # optuna-dashboard and optuna.visualization label the axes with these (else "Objective 0", …)
+        study.set_metric_names(list(spec.objectives))
     elif stored != signature:
         raise AntsimError(f"study {opts.study_name!r} in {opts.storage_url} was made by a sweep with another "
                           "space, objectives, constraints, base arch or workload; use another --study")
@@ -243,6 +250,7 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, progress: Progress | None = N
     deadline = start + opts.timeout_s if opts.timeout_s else None
     summary = SweepSummary(opts.study_name, opts.storage_url, n_trials)
     finished_before = st.count_trials(study).finished
+    numbers_before = len(study.get_trials(deepcopy=False))
     monitor = Monitor(study, spec, n_trials, progress) if progress else None
     if monitor:
         monitor.start()
@@ -255,6 +263,11 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, progress: Progress | None = N
         if monitor:
             monitor.stop()
     summary.counts = st.count_trials(study)
+    trials = study.get_trials(deepcopy=False)
+    summary.outcomes = trial_outcomes(trials)
+    # trials that existed when this run began and are FAIL now: FAIL already, or RUNNING under a dead
+    # worker and failed by this run's stale-trial check; either way redone, and the summary says so
+    summary.found_failed = sum(1 for t in trials if t.number < numbers_before and t.state == TrialState.FAIL)
     summary.ran = summary.counts.finished - finished_before
     summary.elapsed_s = time.time() - start
     return summary

@@ -120,3 +120,50 @@ def test_same_seed_same_trials(tmp_path: Path) -> None:
                      for r in _rows(out)])
     assert runs[0] == runs[1] and len(runs[0]) == 8
     assert (tmp_path / "o0" / "pareto.json").read_text() == (tmp_path / "o1" / "pareto.json").read_text()
+
+
+def _expected_outcomes(rows: list[dict[str, str]]) -> dict[str, int]:
+    """Brute force from trials.csv: a refused design (PRUNED by a rule, or COMPLETE with a broken
+    constraint) is infeasible; a multi-fidelity skip is screened."""
+    screened = sum(r["state"] == "PRUNED" and r["reason"].startswith("screened:") for r in rows)
+    pruned = sum(r["state"] == "PRUNED" for r in rows) - screened
+    broken = sum(r["state"] == "COMPLETE" and r["feasible"] == "False" for r in rows)
+    feasible = sum(r["state"] == "COMPLETE" and r["feasible"] == "True" for r in rows)
+    return {"feasible": feasible, "infeasible": pruned + broken, "screened": screened}
+
+
+def test_infeasible_trials_are_counted_as_infeasible(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    spec = write_spec(tmp_path, "inf", n_trials=30, sampler="random")
+    out = tmp_path / "o"
+    assert main(["sweep", str(spec), "--export", str(out), "--no-figures"]) == 0
+    captured = capsys.readouterr()
+    want = _expected_outcomes(_rows(out))
+    assert want["infeasible"] > 0 and want["feasible"] > 0  # the fixture spec refuses some designs both ways
+    summary = json.loads((out / "summary.json").read_text())
+    assert {k: summary[k] for k in want} == want
+    line = (f"30/30 trials finished ({want['feasible']} feasible, {want['infeasible']} infeasible, "
+            f"{want['screened']} screened, 0 failed)")
+    assert line in captured.out
+    last_progress = [x for x in captured.err.splitlines() if x.startswith("[sweep inf]")][-1]
+    assert f"({want['feasible']} feasible, {want['infeasible']} infeasible," in last_progress
+
+
+def test_a_resumed_run_counts_the_fail_it_found(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    spec = write_spec(tmp_path, "res", n_trials=3)
+    assert main(["sweep", str(spec), "--no-figures"]) == 0
+    url = f"sqlite:///{tmp_path / 'results' / 'res.db'}"
+    study = optuna.load_study(study_name="res", storage=url)
+    lost = study.ask()  # a trial whose worker was killed: FAIL without an evaluator error
+    study.tell(lost, state=optuna.trial.TrialState.FAIL)
+    capsys.readouterr()
+    assert main(["sweep", str(spec), "--n-trials", "4", "--no-figures"]) == 0
+    out = capsys.readouterr().out
+    assert "4/4 trials finished" in out and "1 FAIL trial(s) found from an earlier run (redone)" in out
+    assert "1 run now" in out
+
+
+def test_objective_names_are_set_on_the_study(tmp_path: Path) -> None:
+    spec = write_spec(tmp_path, "names", n_trials=2, objectives={"time_s": "min", "power_w": "max"})
+    assert main(["sweep", str(spec), "--no-figures"]) == 0
+    study = optuna.load_study(study_name="names", storage=f"sqlite:///{tmp_path / 'results' / 'names.db'}")
+    assert study.metric_names == ["time_s", "power_w"]
