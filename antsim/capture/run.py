@@ -77,9 +77,9 @@ def _check(steps: int, batch: int, density: float, grad_density: float, threads:
     for flag, value in (("--steps", steps), ("--batch", batch), ("--threads", threads)):
         if not isinstance(value, int) or value < 1:
             raise WorkloadError(f"{flag} must be an integer >= 1; got {value!r}")
-    for flag, value in (("--density", density), ("--grad-density", grad_density)):
-        if not 0.0 < value <= 1.0:
-            raise WorkloadError(f"{flag} must be in (0, 1]; got {value!r}")
+    for flag, fraction in (("--density", density), ("--grad-density", grad_density)):
+        if not 0.0 < fraction <= 1.0:
+            raise WorkloadError(f"{flag} must be in (0, 1]; got {fraction!r}")
     if not 0.0 <= momentum < 1.0:
         raise WorkloadError(f"--momentum must be in [0, 1); got {momentum!r}")
     if not (math.isfinite(weight_decay) and weight_decay >= 0):

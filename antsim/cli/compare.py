@@ -13,6 +13,7 @@ import os
 import shlex
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -220,8 +221,10 @@ def _gpu(gpu: Any, precision: str, args: argparse.Namespace, layers: list[Any],
          echo: dict[str, Any]) -> NetworkResult:
     from antsim.gpu import estimate_gpu
 
-    estimate = estimate_gpu
+    estimate: Callable[..., NetworkResult] = estimate_gpu
     if args.gpu_step:
-        from antsim.gpu.step import estimate_step as estimate
+        from antsim.gpu.step import estimate_step
+
+        estimate = estimate_step
     return estimate(gpu, layers, phases=tuple(echo["phases"]), precision=precision, workload=echo,
                     structured=args.gpu_structured, selection=args.gpu_selection, library=args.gpu_library)

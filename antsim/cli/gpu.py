@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -74,9 +74,11 @@ def run(args: argparse.Namespace) -> int:
     layers, workload = resolve_workload(args)
     phases = parse_phases(args.phases)
     bar = None if args.no_progress else (lambda items: progress(items, total=len(layers), desc="gpu", unit="layer"))
-    estimate = estimate_gpu
+    estimate: Callable[..., NetworkResult] = estimate_gpu
     if args.step:
-        from antsim.gpu.step import estimate_step as estimate
+        from antsim.gpu.step import estimate_step
+
+        estimate = estimate_step
     result = estimate(gpu, layers, phases, args.precision, workload=workload, progress=bar,
                       structured=args.structured, selection=args.selection, library=args.library)
     result.write_csv(out) if out.suffix.lower() == ".csv" else result.write_json(out)
@@ -86,14 +88,17 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_summary(result: NetworkResult, out: Path) -> None:
     totals = result.totals
+    time_s, energy_j = totals["time_s"], totals["energy_j"]
+    assert time_s is not None and energy_j is not None, "the GPU model times and prices every record"
     lines = [f"{result.design}: {len(result.records)} (layer, phase) records at {result.meta['precision']} "
              f"({result.meta.get('library')}, {result.meta.get('selection')} selection), "
-             f"{totals['time_s'] * 1e3:.3f} ms, {totals['energy_j']:.4g} J"]
+             f"{time_s * 1e3:.3f} ms, {energy_j:.4g} J"]
     for phase in ("fprop", "dgrad", "wgrad"):
         recs = [r for r in result.records if r.phase == phase]
         if recs:
-            lines.append(f"  {phase}: {sum(r.time_s for r in recs) * 1e3:.3f} ms, "
-                         f"{sum(r.energy_j for r in recs):.4g} J")
+            energies = [r.energy_j for r in recs if r.energy_j is not None]
+            assert len(energies) == len(recs), "the GPU model prices every record"
+            lines.append(f"  {phase}: {sum(r.time_s for r in recs) * 1e3:.3f} ms, {sum(energies):.4g} J")
     if result.meta.get("scope") == "step":
         kernels = [k for r in result.records for k in r.details["step_kernels"]]
         lines.append(f"  of which memory-bound step kernels: {sum(k['time_s'] for k in kernels) * 1e3:.3f} ms "
@@ -148,14 +153,14 @@ def _check_report(name: str, args: argparse.Namespace, rows: Sequence[CheckRow],
              f"{args.host_overhead_us:g} us); error = exp(mean |ln(pred/meas)|) - 1, bias = exp(mean ln(pred/meas))",
              f"{'phase':6s} {'n impl':>6s} {'err impl':>8s} {'bias':>5s} {'n all':>6s} {'err all':>8s} {'bias':>5s}"]
     for s in summarize(rows):
-        impl = (f"{s['n_implicit']:6d} {s['err_implicit'] * 100:7.1f}% {s['bias_implicit']:5.2f}"
-                if s["n_implicit"] else f"{0:6d} {'-':>8s} {'-':>5s}")
-        lines.append(f"{s['phase']:6s} {impl} {s['n_all']:6d} {s['err_all'] * 100:7.1f}% {s['bias_all']:5.2f}")
+        impl = (f"{s.n_implicit:6d} {s.err_implicit * 100:7.1f}% {s.bias_implicit:5.2f}"
+                if s.n_implicit else f"{0:6d} {'-':>8s} {'-':>5s}")
+        lines.append(f"{s.phase:6s} {impl} {s.n_all:6d} {s.err_all * 100:7.1f}% {s.bias_all:5.2f}")
     if floor is not None:
         lines.append("plan-space floor (each row predicted by the model's plan closest to it):")
         for s in summarize(floor):
-            impl = f"{s['err_implicit'] * 100:7.1f}%" if s["n_implicit"] else f"{'-':>8s}"
-            lines.append(f"{s['phase']:6s} {'':6s} {impl} {'':5s} {'':6s} {s['err_all'] * 100:7.1f}%")
+            impl = f"{s.err_implicit * 100:7.1f}%" if s.n_implicit else f"{'-':>8s}"
+            lines.append(f"{s.phase:6s} {'':6s} {impl} {'':5s} {'':6s} {s.err_all * 100:7.1f}%")
     lines.append(f"worst {args.worst}:")
     for r in worst(rows, args.worst):
         lines.append(f"  {r.name} {r.phase}: measured {r.measured_s * 1e3:.3f} ms, predicted "

@@ -208,6 +208,7 @@ def tap_footprint(problem: PhaseProblem, tiling: Tiling, S: np.ndarray, T: np.nd
                     valid[n] += np.bincount((coo.col // tiling.kc) * npe + coo.row // Cs, weights=coo.data,
                                             minlength=G * npe)
                     union = prod if union is None else union + prod
+                assert union is not None, "every batch tile holds at least one image"
                 held = union.tocoo()
                 slot = (held.col // tiling.kc) * npe + held.row // Cs
                 partial[last] += np.bincount(slot, minlength=G * npe)

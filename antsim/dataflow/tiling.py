@@ -97,7 +97,7 @@ def make_tiling(problem: PhaseProblem, rows: int, cols: int, kc: int) -> Tiling:
     out_plane = problem.output_shape[2:]
     th, tw = _ceil_div(Ys, rows), _ceil_div(Xs, cols)
     oth, otw = (_ceil_div(out_plane[0], rows), _ceil_div(out_plane[1], cols)) if problem.output_is_plane else (0, 0)
-    return Tiling(rows, cols, th, tw, oth, otw, (Ys, Xs), tuple(out_plane), kc, _ceil_div(ko, kc), N)
+    return Tiling(rows, cols, th, tw, oth, otw, (Ys, Xs), (out_plane[0], out_plane[1]), kc, _ceil_div(ko, kc), N)
 
 
 @dataclass(frozen=True)

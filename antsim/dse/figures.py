@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -72,8 +73,14 @@ def _get_tradeoff_info(spec: SweepSpec, trials: list[FrozenTrial]) -> TradeoffIn
                         np.array([t.number in front for t in feasible], dtype=bool))
 
 
+def _oriented(sign: float, index: int) -> Callable[[FrozenTrial], float]:
+    """Objective ``index`` of a trial, times ``sign`` (the importance target for one objective)."""
+    return lambda trial: sign * trial.values[index]
+
+
 def _get_importance_info(spec: SweepSpec, study: optuna.Study) -> ImportanceInfo:
-    importances, notes = [], []
+    importances: list[dict[str, float]] = []
+    notes: list[str] = []
     complete = [t for t in study.get_trials(deepcopy=False) if t.state == TrialState.COMPLETE]
     signs = [1.0 if d == "minimize" else -1.0 for d in spec.directions]
     for i, _name in enumerate(spec.objectives):
@@ -82,7 +89,7 @@ def _get_importance_info(spec: SweepSpec, study: optuna.Study) -> ImportanceInfo
             notes.append(f"not computable: {len(complete)} complete trial(s)")
             continue
         try:  # the evaluator ranks params by how they lower the target: orient maximised objectives
-            imp = optuna.importance.get_param_importances(study, target=lambda t, i=i: signs[i] * t.values[i])
+            imp = optuna.importance.get_param_importances(study, target=_oriented(signs[i], i))
             importances.append({k: float(v) for k, v in imp.items()})
             notes.append("")
         except Exception as exc:  # importance evaluators fail in several ways with few or constant trials
@@ -175,10 +182,11 @@ def _draw_history(info: HistoryInfo, path: Path) -> None:
 
 def write_figures(spec: SweepSpec, study: optuna.Study, trials: list[FrozenTrial], folder: Path) -> list[Path]:
     """Render the four figures into ``folder``; return their paths."""
-    jobs = [("pareto.png", _draw_pareto, _get_pareto_info(spec, trials)),
-            ("tradeoff.png", _draw_tradeoff, _get_tradeoff_info(spec, trials)),
-            ("importance.png", _draw_importance, _get_importance_info(spec, study)),
-            ("history.png", _draw_history, _get_history_info(spec, trials))]
+    jobs: list[tuple[str, Callable[[Any, Path], None], Any]] = [
+        ("pareto.png", _draw_pareto, _get_pareto_info(spec, trials)),
+        ("tradeoff.png", _draw_tradeoff, _get_tradeoff_info(spec, trials)),
+        ("importance.png", _draw_importance, _get_importance_info(spec, study)),
+        ("history.png", _draw_history, _get_history_info(spec, trials))]
     paths = []
     for name, draw, info in jobs:
         tmp = folder / f".{name}.tmp.png"

@@ -33,6 +33,7 @@ METRICS: dict[str, str] = {
     "accumulator_restreams": "most extra streamings any (layer, phase) needs on accumulator overflow",
 }
 SAMPLERS = ("nsga2", "tpe", "random", "grid", "qmc")
+Direction = Literal["minimize", "maximize"]  # Optuna's spelling of an objective's direction
 _DIRECTIONS = {"min": "minimize", "minimize": "minimize", "max": "maximize", "maximize": "maximize"}
 
 
@@ -111,7 +112,7 @@ class SweepSpec(_Model):
     base_arch: str
     space: dict[str, ParamSpec]
     workload: WorkloadSpec
-    objectives: dict[str, Literal["minimize", "maximize"]]
+    objectives: dict[str, Direction]
     constraints: dict[str, ConstraintSpec] = Field(default_factory=dict)
     sampler: SamplerSpec = SamplerSpec()
     evaluator: EvaluatorSpec = EvaluatorSpec()
@@ -129,7 +130,7 @@ class SweepSpec(_Model):
         return Path(self.source).stem
 
     @property
-    def directions(self) -> list[str]:
+    def directions(self) -> list[Direction]:
         return list(self.objectives.values())
 
 

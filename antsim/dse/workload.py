@@ -65,6 +65,7 @@ def resolve_workload(spec: SweepSpec) -> Workload:
                 raise SpecError(spec.source, f"workload.select[{i}]", "no such layer in the workload", wanted)
         layers = [layer for layer in layers if layer.name in set(w.select)]
     densities = dict(w.densities)
+    batch: int | None
     if w.tensors is not None:
         tensors = _load_tensors(spec)
         batch = _tensors_batch(spec, tensors)

@@ -43,11 +43,10 @@ def _component_model(component: str, actions: tuple[str, ...]) -> type[_Section]
 
 
 # Built from the contract so that a table must price exactly the actions the simulator can emit.
-EnergyEntries: type[_Section] = create_model(
-    "EnergyEntries",
-    __base__=_Section,
-    **{c: (_component_model(c, a), ...) for c, a in ACTIONS.items() if c not in PRICED_PER_TECHNOLOGY},
-)
+_ENTRY_FIELDS: dict[str, Any] = {
+    c: (_component_model(c, a), ...) for c, a in ACTIONS.items() if c not in PRICED_PER_TECHNOLOGY
+}
+EnergyEntries: type[_Section] = create_model("EnergyEntries", __base__=_Section, **_ENTRY_FIELDS)
 
 
 class Parameters(_Section):
@@ -97,7 +96,7 @@ class EnergyTable(_Section):
     version: Literal[1]
     name: str = Field(min_length=1)
     node_nm: int = Field(ge=1, le=1000)
-    energy: EnergyEntries  # type: ignore[valid-type]
+    energy: EnergyEntries
     parameters: Parameters
     area: Area
     leakage: Leakage

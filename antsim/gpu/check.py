@@ -152,7 +152,20 @@ def batch_inversions(measured: Sequence[MeasuredLayer]) -> list[tuple[str, str, 
     return sorted(inverted.values())
 
 
-def summarize(rows: Sequence[CheckRow]) -> list[dict[str, object]]:
+@dataclass(frozen=True)
+class PhaseError:
+    """One phase's rows, geomean |error| and bias over its implicit-GEMM rows and over all its rows (NaN: none)."""
+
+    phase: str
+    n_implicit: int
+    err_implicit: float
+    bias_implicit: float
+    n_all: int
+    err_all: float
+    bias_all: float
+
+
+def summarize(rows: Sequence[CheckRow]) -> list[PhaseError]:
     """Per phase: rows, geomean |error| and bias over the implicit-GEMM rows (when known) and over all rows."""
     out = []
     for phase in PHASES:
@@ -161,9 +174,8 @@ def summarize(rows: Sequence[CheckRow]) -> list[dict[str, object]]:
             continue
         implicit = [r.ratio for r in mine if r.implicit]
         every = [r.ratio for r in mine]
-        out.append({"phase": phase, "n_implicit": len(implicit), "err_implicit": geomean_abs_error(implicit),
-                    "bias_implicit": bias(implicit), "n_all": len(every), "err_all": geomean_abs_error(every),
-                    "bias_all": bias(every)})
+        out.append(PhaseError(phase, len(implicit), geomean_abs_error(implicit), bias(implicit), len(every),
+                              geomean_abs_error(every), bias(every)))
     return out
 
 

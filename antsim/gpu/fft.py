@@ -83,6 +83,7 @@ def fft_gemm(layer: Layer, phase: str, tiled: bool) -> Gemm:
     w = layer.K * layer.C * layer.R * layer.S
     cplx = 2 * freqs  # real elements of one spectrum
     fft = _fft_flops(hf, wf)
+    side: tuple[SideKernel, ...]
     if phase == "wgrad":
         big_m, big_n, big_k = layer.K, 2 * layer.C, 2 * spatial
         a_el, b_el, c_el = cplx * spatial * layer.K, cplx * spatial * layer.C, cplx * layer.K * layer.C

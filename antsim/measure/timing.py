@@ -27,6 +27,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+import torch.nn.grad  # a submodule torch.nn does not re-export
 
 from antsim.errors import AntsimError
 from antsim.workloads.layers import PHASES, Layer

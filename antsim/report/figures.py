@@ -125,7 +125,7 @@ def _component_colors(n: int) -> list[Any]:
     return [cmap(i % 20) for i in range(n)]
 
 
-def _stacked_groups(ax: Axes, stacks: list[tuple[str, np.ndarray, Any, str | None]], designs: Sequence[str],
+def _stacked_groups(ax: Axes, stacks: Sequence[tuple[str, np.ndarray, Any, str | None]], designs: Sequence[str],
                     phases: Sequence[str]) -> None:
     """Bars per (phase, design) stacked over ``stacks`` [(label, values[d, p], colour, hatch)]."""
     n = len(designs)

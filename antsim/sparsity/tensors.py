@@ -125,7 +125,8 @@ def save_tensors(path: str | Path, tensors: Mapping[str, Tensors], packed: bool 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.stem}.tmp.npz")
-    np.savez_compressed(tmp, **arrays)
+    # Numeric arrays only: nothing to pickle (and load_tensors refuses pickles).
+    np.savez_compressed(tmp, allow_pickle=False, **arrays)
     tmp.replace(path)
 
 
@@ -135,10 +136,12 @@ def _unpack(store: Mapping[str, np.ndarray], prefix: str, source: str) -> np.nda
     A corrupt or hostile file may declare any shape: the shape is trusted only when its element count
     matches the bitmap's length and the number of set bits matches the stored values.
     """
-    parts = {part: store.get(f"{prefix}/{part}") for part in ("shape", "bitmap", "values", "scale")}
-    missing = [part for part, array in parts.items() if array is None]
-    if missing:
-        raise WorkloadError(f"{source}: {prefix}: packed operand lacks {prefix}/{missing[0]}")
+    parts: dict[str, np.ndarray] = {}
+    for part in ("shape", "bitmap", "values", "scale"):
+        array = store.get(f"{prefix}/{part}")
+        if array is None:
+            raise WorkloadError(f"{source}: {prefix}: packed operand lacks {prefix}/{part}")
+        parts[part] = array
     shape_array, bitmap, values, scale = parts["shape"], parts["bitmap"], parts["values"], parts["scale"]
     if shape_array.ndim != 1 or shape_array.dtype.kind not in "iu" or (shape_array < 0).any():
         raise WorkloadError(f"{source}: {prefix}/shape: must be a list of non-negative integers;"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from antsim.errors import WorkloadError
 
@@ -15,7 +16,7 @@ def _pair(value: int | tuple[int, int] | list[int], what: str, name: str) -> tup
     pair = (value, value) if isinstance(value, int) else tuple(value)
     if len(pair) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) for v in pair):
         raise WorkloadError(f"layer {name!r}: {what} must be an int or a pair of ints; got {value!r}")
-    return pair  # type: ignore[return-value]
+    return pair
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,8 @@ class Layer:
 
     @classmethod
     def from_dict(cls, d: dict) -> Layer:
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in d.items()})
+        kwargs: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in d.items()}
+        return cls(**kwargs)
 
 
 _CSV_REQUIRED = ("name", "N", "C", "K", "H", "W", "R", "S", "stride", "pad")

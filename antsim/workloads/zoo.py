@@ -44,8 +44,9 @@ def network(name: str) -> list[Layer]:
 
 
 def _conv(name: str, cin: int, cout: int, size: int, k: int, stride: int = 1, pad: int | None = None) -> Layer:
-    return Layer(name=name, N=1, C=cin, K=cout, H=size, W=size, R=k, S=k, stride=stride,
-                 pad=k // 2 if pad is None else pad)
+    padding = k // 2 if pad is None else pad
+    return Layer(name=name, N=1, C=cin, K=cout, H=size, W=size, R=k, S=k, stride=(stride, stride),
+                 pad=(padding, padding))
 
 
 def _out(size: int, k: int, stride: int, pad: int) -> int:
@@ -119,7 +120,7 @@ def _wrn_16_8_cifar() -> list[Layer]:
 
 # --- VGG ---------------------------------------------------------------------------------------
 
-_VGG16 = [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"]
+_VGG16: list[int | str] = [64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"]
 
 
 def _vgg16(size: int) -> list[Layer]:

@@ -35,7 +35,7 @@ def _errors(deepbench: Path, gpu: str) -> dict[str, dict]:
     # DeepBench ran cuDNN 7 with its heuristic algorithm choice (deepbench/README.md)
     rows = check_measured(load_gpu(gpu), observations(read_deepbench_csv(deepbench / FILES[gpu], "fp32")), "fp32",
                           selection="heuristic", library="cudnn7")
-    return {s["phase"]: s for s in summarize(rows)}
+    return {s.phase: s for s in summarize(rows)}
 
 
 def test_error_metric_is_symmetric_in_log_space() -> None:
@@ -49,10 +49,10 @@ def test_implicit_gemm_rows_within_the_achieved_error(deepbench: Path, gpu: str)
     errors = _errors(deepbench, gpu)
     for phase, bound in ACHIEVED.items():
         s = errors[phase]
-        assert s["n_implicit"] == 68, phase
-        assert s["err_implicit"] <= bound, (gpu, phase, s["err_implicit"])
-        assert 0.8 <= s["bias_implicit"] <= 1.25, (gpu, phase, s["bias_implicit"])  # no systematic offset
-        assert s["err_all"] < 0.6, (gpu, phase)  # Winograd/FFT rows included
+        assert s.n_implicit == 68, phase
+        assert s.err_implicit <= bound, (gpu, phase, s.err_implicit)
+        assert 0.8 <= s.bias_implicit <= 1.25, (gpu, phase, s.bias_implicit)  # no systematic offset
+        assert s.err_all < 0.6, (gpu, phase)  # Winograd/FFT rows included
 
 
 @pytest.mark.xfail(strict=True, reason="design target ≤ 20 % per phase: not reached (dgrad ~23–29 %, wgrad ~22–24 %); "
@@ -60,7 +60,7 @@ def test_implicit_gemm_rows_within_the_achieved_error(deepbench: Path, gpu: str)
 @pytest.mark.parametrize("gpu", sorted(FILES))
 def test_design_target_twenty_percent_every_phase(deepbench: Path, gpu: str) -> None:
     errors = _errors(deepbench, gpu)
-    assert all(errors[p]["err_implicit"] <= 0.20 for p in ("fprop", "dgrad", "wgrad"))
+    assert all(errors[p].err_implicit <= 0.20 for p in ("fprop", "dgrad", "wgrad"))
 
 
 def test_deepbench_columns_map_onto_layers(deepbench: Path) -> None:
@@ -114,10 +114,10 @@ def test_oracle_keeps_the_plan_closest_to_the_measurement() -> None:
 @pytest.mark.parametrize("gpu", sorted(FILES))
 def test_plan_space_floor_is_below_the_model_error(deepbench: Path, gpu: str) -> None:
     measured = observations(read_deepbench_csv(deepbench / FILES[gpu], "fp32"))
-    floor = {s["phase"]: s["err_implicit"] for s in summarize(oracle_rows(load_gpu(gpu), measured, "fp32"))}
+    floor = {s.phase: s.err_implicit for s in summarize(oracle_rows(load_gpu(gpu), measured, "fp32"))}
     model = _errors(deepbench, gpu)
     for phase in PHASES:
-        assert 0 < floor[phase] <= model[phase]["err_implicit"], phase
+        assert 0 < floor[phase] <= model[phase].err_implicit, phase
 
 
 def test_batch_inversions_flag_a_smaller_batch_that_ran_longer(deepbench: Path) -> None:
