@@ -10,14 +10,14 @@ Public API (DESIGN.md §3.1)::
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
-
-__version__ = "0.1.0"
 
 from antsim.errors import AntsimError, SpecError, WorkloadError
 from antsim.results import LayerResult, NetworkResult, ProductCounts
 from antsim.sparsity.tensors import Tensors, load_tensors, save_tensors
 from antsim.spec.arch import ArchSpec, load_arch
+from antsim.version import __version__
 from antsim.workloads.layers import PHASES, Layer, read_layers_csv
 
 _LAZY = {
@@ -33,8 +33,6 @@ _LAZY = {
 def __getattr__(name: str) -> Any:
     # Stages load lazily so that `import antsim` stays light and a stage can be used without the others.
     if name in _LAZY:
-        import importlib
-
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'antsim' has no attribute {name!r}")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import io
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from antsim.errors import AntsimError
+from antsim.version import __version__
 
 SCHEMA = "antsim.result/1"
 BACKENDS = ("accelerator", "gpu", "measured", "external")
@@ -170,8 +172,6 @@ class NetworkResult:
         return [(r.layer, r.phase) for r in self.records]
 
     def to_dict(self) -> dict[str, Any]:
-        from antsim import __version__
-
         return {
             "schema": SCHEMA,
             "antsim_version": __version__,
@@ -226,8 +226,6 @@ class NetworkResult:
         for row in rows:
             columns += [c for c in row if c not in columns]
         lines: list[list[Any]] = [columns] + [[row.get(c, "") for c in columns] for row in rows]
-        import io
-
         buffer = io.StringIO()
         csv.writer(buffer, lineterminator="\n").writerows(lines)
         write_text_atomic(path, buffer.getvalue())

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from antsim.errors import WorkloadError
+from antsim.sparsity.generators import make_operand, make_tensors, top_k
 from antsim.sparsity.tensors import Tensors, load_tensors
 from antsim.workloads.layers import Layer
 
@@ -149,8 +150,6 @@ def synthetic_like(captured: Mapping[str, Tensors], model: str, seed: int = 0,
     Raises:
         WorkloadError: a captured layer whose shapes are not those of a square-padded conv.
     """
-    from antsim.sparsity.generators import make_tensors
-
     out = {}
     for i, (name, t) in enumerate(captured.items()):
         layer = layer_like(name, t)
@@ -185,8 +184,6 @@ def layer_like(name: str, t: Tensors) -> Layer:
 def _per_operand(layer: Layer, densities: Mapping[str, float], model: str, seed: int,
                  params: Mapping[str, object]) -> Tensors:
     """Like ``make_tensors`` (same seed streams) but with one ``FieldParams`` per operand."""
-    from antsim.sparsity.generators import make_operand, top_k
-
     rng_w, rng_a, rng_g = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
     shapes = {"weights": (layer.K, layer.C, layer.R, layer.S), "activations": (layer.N, layer.C, layer.H, layer.W),
               "grad_output": (layer.N, layer.K, layer.P, layer.Q)}

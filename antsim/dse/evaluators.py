@@ -20,6 +20,9 @@ from typing import Any
 from antsim.dse.workload import Workload
 from antsim.errors import MappingError, SpecError
 from antsim.results import NetworkResult
+from antsim.simulate import check_densities, layer_seed, simulate_network
+from antsim.sparsity.generators import make_tensors
+from antsim.sparsity.tensors import load_tensors
 from antsim.spec.arch import ArchSpec
 
 Evaluator = Callable[[ArchSpec, Workload, str, int], dict[str, float]]
@@ -27,8 +30,6 @@ Evaluator = Callable[[ArchSpec, Workload, str, int], dict[str, float]]
 
 @functools.lru_cache(maxsize=4)
 def _tensors(path: str) -> dict[str, Any]:
-    from antsim.sparsity.tensors import load_tensors
-
     return load_tensors(path)
 
 
@@ -61,9 +62,6 @@ def _generated(workload: Workload, seed: int) -> dict[str, Any]:
     gives it — also inside a proxy subset, so proxy and full evaluations see the same operands and an
     exported arch re-run with ``antsim simulate`` on the same layers and seed reproduces the trial.
     """
-    from antsim.simulate import check_densities, layer_seed
-    from antsim.sparsity.generators import make_tensors
-
     dens = check_densities(workload.densities)
     out = {}
     for layer, index in zip(workload.layers, workload.indices, strict=True):
@@ -78,8 +76,6 @@ def _generated(workload: Workload, seed: int) -> dict[str, Any]:
 
 def simulator(arch: ArchSpec, workload: Workload, fidelity: str = "fast", seed: int = 0) -> dict[str, float]:
     """Evaluate with ``antsim.simulate.simulate_network`` (the real discrete-event model)."""
-    from antsim.simulate import simulate_network
-
     if workload.tensors_path:
         tensors = _tensors(workload.tensors_path)
     else:

@@ -10,6 +10,7 @@ import os
 import shutil
 import statistics
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,9 @@ import yaml
 from optuna.trial import FrozenTrial, TrialState
 
 from antsim.dse import storage as st
+from antsim.dse.figures import write_figures
 from antsim.dse.objective import arch_dict
-from antsim.dse.pareto import non_dominated
+from antsim.dse.pareto import pareto_trials
 from antsim.dse.progress import trial_outcomes
 from antsim.dse.spec import SweepSpec
 from antsim.errors import AntsimError
@@ -55,14 +57,6 @@ def trial_row(spec: SweepSpec, t: FrozenTrial) -> dict[str, Any]:
     for prefix, key in (("metric", "metrics"), ("proxy", "proxy_metrics"), ("estimate", "estimate")):
         row.update({f"{prefix}.{k}": v for k, v in (attrs.get(key) or {}).items()})
     return row
-
-
-def pareto_trials(spec: SweepSpec, trials: list[FrozenTrial]) -> list[FrozenTrial]:
-    """Feasible complete trials that no other feasible complete trial dominates, by trial number."""
-    feasible = [t for t in trials if t.state == TrialState.COMPLETE and t.user_attrs.get("feasible")]
-    signs = [1.0 if d == "minimize" else -1.0 for d in spec.directions]
-    points = [[s * v for s, v in zip(signs, t.values, strict=True)] for t in feasible]
-    return sorted((feasible[i] for i in non_dominated(points)), key=lambda t: t.number)
 
 
 def _csv(rows: list[dict[str, Any]]) -> str:
@@ -178,10 +172,6 @@ def _export_into(spec: SweepSpec, study: optuna.Study, trials: list[FrozenTrial]
     write_text_atomic(folder / "summary.json", json.dumps(summary, indent=1, sort_keys=True) + "\n")
     written += [folder / "pareto.csv", folder / "pareto.json", folder / "summary.json"]
     if figures:
-        import warnings
-
-        from antsim.dse.figures import write_figures
-
         with warnings.catch_warnings():  # importance evaluators warn about few trials; the figure says so
             warnings.simplefilter("ignore")
             written += write_figures(spec, study, trials, folder)

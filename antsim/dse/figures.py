@@ -19,7 +19,7 @@ import numpy as np
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
-from antsim.dse.export import pareto_trials
+from antsim.dse.pareto import pareto_trials
 from antsim.dse.spec import SweepSpec
 
 

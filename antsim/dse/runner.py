@@ -25,7 +25,7 @@ from optuna.trial import TrialState
 from antsim.dse import storage as st
 from antsim.dse.evaluators import Evaluator, resolve_evaluator
 from antsim.dse.objective import Objective
-from antsim.dse.progress import Outcomes, trial_outcomes
+from antsim.dse.progress import Monitor, Outcomes, trial_outcomes
 from antsim.dse.spec import SweepSpec, grid_values, load_sweep
 from antsim.dse.workload import proxy_workload, resolve_workload
 from antsim.errors import AntsimError, SpecError
@@ -240,8 +240,6 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, progress: Progress | None = N
     Raises:
         AntsimError: storage or study mismatch. RuntimeError: a worker process failed.
     """
-    from antsim.dse.progress import Monitor
-
     _quiet()
     n_trials = effective_trials(spec, opts.n_trials)
     make_sampler(spec, opts.seed)  # bad sampler options fail before the study is created

@@ -9,13 +9,18 @@ the workload and the multi-fidelity screen. Errors are one-line ``SpecError``s n
 from __future__ import annotations
 
 import copy
+import inspect
 import typing
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from antsim.dse.evaluators import resolve_evaluator
+from antsim.dse.workload import proxy_workload, resolve_workload
 from antsim.errors import SpecError
+from antsim.simulate import check_dram_technology
+from antsim.sparsity.generators import sparsity_models
 from antsim.spec.arch import ArchSpec, arch_field_paths, arch_from_dict, load_arch
 from antsim.spec.yamlio import load_yaml, validate_model
 
@@ -191,8 +196,6 @@ def _check_names(spec: SweepSpec, source: str) -> None:
     if len(set(w.phases)) != len(w.phases):
         raise SpecError(source, "workload.phases", "names a phase twice", list(w.phases))
     if w.tensors is None:
-        from antsim.sparsity.generators import sparsity_models
-
         if w.sparsity not in sparsity_models():
             raise SpecError(source, "workload.sparsity", f"unknown model; known: {', '.join(sparsity_models())}",
                             w.sparsity)
@@ -318,8 +321,6 @@ def load_sweep(path: str | Path) -> SweepSpec:
         base = load_arch(spec.base_arch)
     except SpecError as exc:  # name the sweep spec too: its base_arch key points at the bad file
         raise SpecError(source, "base_arch", str(exc)) from None
-    from antsim.simulate import check_dram_technology
-
     try:
         check_dram_technology(base, spec.base_arch)
     except SpecError as exc:
@@ -336,10 +337,6 @@ def load_sweep(path: str | Path) -> SweepSpec:
 
 
 def _check_evaluator(spec: SweepSpec) -> None:
-    import inspect
-
-    from antsim.dse.evaluators import resolve_evaluator
-
     func = resolve_evaluator(spec.evaluator.name, None, spec.source)
     try:
         inspect.signature(func).bind_partial(None, None, None, None, **spec.evaluator.options)
@@ -349,6 +346,4 @@ def _check_evaluator(spec: SweepSpec) -> None:
 
 def _check_workload(spec: SweepSpec) -> None:
     """Resolve the workload once so a bad network / CSV / selection fails before the study exists."""
-    from antsim.dse.workload import proxy_workload, resolve_workload
-
     proxy_workload(spec, resolve_workload(spec))

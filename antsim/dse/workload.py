@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from antsim.errors import AntsimError, SpecError
+from antsim.simulate import overall_densities
+from antsim.sparsity.tensors import load_tensors
 from antsim.workloads.layers import PHASES, Layer, read_layers_csv
+from antsim.workloads.zoo import network
 
 if TYPE_CHECKING:
     from antsim.dse.spec import SweepSpec
@@ -83,8 +87,6 @@ def resolve_workload(spec: SweepSpec) -> Workload:
 
 
 def _load_tensors(spec: SweepSpec) -> dict[str, Any]:
-    from antsim.sparsity.tensors import load_tensors
-
     try:
         return load_tensors(spec.workload.tensors)  # type: ignore[arg-type]
     except AntsimError as exc:
@@ -104,8 +106,6 @@ def _tensors_batch(spec: SweepSpec, tensors: dict[str, Any]) -> int:
 
 def _tensor_densities(tensors: dict[str, Any], layers: list[Layer]) -> dict[str, float]:
     """Measured densities of the operands the workload's layers use (echoed instead of the defaults)."""
-    from antsim.simulate import overall_densities
-
     return overall_densities([tensors[layer.name] for layer in layers if layer.name in tensors])
 
 
@@ -124,12 +124,8 @@ def _check_tensors(spec: SweepSpec, tensors: dict[str, Any], layers: list[Layer]
 def _layers(spec: SweepSpec) -> tuple[list[Layer], str]:
     w = spec.workload
     if w.network is not None:
-        from antsim.workloads.zoo import network
-
         return network(w.network), w.network
     if w.layers_csv is not None:
-        from pathlib import Path
-
         return read_layers_csv(w.layers_csv), Path(w.layers_csv).stem
     layers = []
     for i, entry in enumerate(w.layers or ()):

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import os
 import re
 import shutil
@@ -31,6 +32,7 @@ from antsim.errors import AntsimError
 from antsim.report import data as d
 from antsim.report import figures as f
 from antsim.report.compare import Comparison, fmt_ratio
+from antsim.report.document import render_html, render_markdown
 from antsim.report.sweep import SweepInfo, _get_sweep_info, sweep_rows
 
 
@@ -84,8 +86,6 @@ def build_report(comparison: Comparison, out: str | Path, sweep_dir: str | Path 
     result_files = _result_file_names(comparison)
     content = ReportContent(comparison, d._get_headline_info(comparison), tuple(figures), sweep, result_files,
                             command)
-    from antsim.report.document import render_html, render_markdown
-
     files: dict[str, bytes] = {"index.html": render_html(content).encode(),
                                "report.md": render_markdown(content).encode(),
                                "data/comparison.json": comparison.to_json().encode(),
@@ -103,8 +103,6 @@ def build_report(comparison: Comparison, out: str | Path, sweep_dir: str | Path 
 
 
 def _manifest(files: Mapping[str, bytes]) -> bytes:
-    import json
-
     doc = {"schema": MANIFEST_SCHEMA, "files": sorted(files)}
     return (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode()
 
@@ -230,8 +228,6 @@ def _result_file_names(comparison: Comparison) -> dict[str, str]:
 
 
 def _result_json(result: Any) -> str:
-    import json
-
     return json.dumps(result.to_dict(), indent=1, sort_keys=True) + "\n"
 
 
@@ -241,8 +237,6 @@ MANIFEST_SCHEMA = "antsim.report-manifest/1"
 
 def _manifest_files(out: Path) -> set[str] | None:
     """The relative paths ``out``'s manifest lists, or None when it has no readable antsim manifest."""
-    import json
-
     try:
         doc = json.loads((out / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError):
@@ -262,8 +256,6 @@ def check_report_target(out: Path, flag: str = "--out") -> None:
         AntsimError: ``out`` is a file, a non-empty folder without the manifest, a report folder with files
             it did not write, or a parent that is not a writable folder.
     """
-    import os
-
     if out.exists() and not out.is_dir():
         raise AntsimError(f"{flag} {out}: exists and is not a folder")
     if out.is_dir() and any(out.iterdir()):

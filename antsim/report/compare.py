@@ -38,6 +38,8 @@ from typing import Any
 from antsim.errors import AntsimError
 from antsim.report.inputs import check_same_workload
 from antsim.results import NetworkResult, geomean, write_text_atomic
+from antsim.version import __version__
+from antsim.workloads.layers import PHASES
 
 SCHEMA = "antsim.compare/1"
 SCOPES = ("layer_phase", "layer", "phase", "network")
@@ -113,8 +115,6 @@ class Comparison:
         return [r for r in self.rows if r.scope == scope and (design is None or r.design == design)]
 
     def to_dict(self) -> dict[str, Any]:
-        from antsim import __version__
-
         return {
             "schema": SCHEMA, "antsim_version": __version__, "baseline": self.baseline,
             "workload": {**self.workload, "layers": list(self.layers)},
@@ -168,8 +168,6 @@ def compare_results(results: Sequence[NetworkResult], sources: Sequence[str] | N
     base = results[names.index(baseline)]
     keys = base.keys()
     layers = tuple(dict.fromkeys(k[0] for k in keys))
-    from antsim.workloads.layers import PHASES
-
     phases = tuple(p for p in PHASES if any(k[1] == p for k in keys))
     rows: list[CompareRow] = []
     for result in results:

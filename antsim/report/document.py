@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from antsim.report.compare import fmt_energy, fmt_ratio, fmt_time
+from antsim.version import __version__
 
 if TYPE_CHECKING:
     from antsim.report.build import ReportContent
@@ -83,8 +84,6 @@ def _workload_line(content: ReportContent) -> str:
     dens = w.get("densities")
     dens_text = (", ".join(f"{k} {v}" for k, v in dens.items()) if isinstance(dens, dict) else str(dens)) \
         if dens is not None else "n/a"
-    from antsim import __version__
-
     phases = ", ".join(content.comparison.phases)
     return (f"network {w.get('network', '?')} · batch {w.get('batch', '?')} · phases {phases}"
             f" · densities {dens_text} · sparsity {w.get('sparsity', 'n/a')} · seed {w.get('seed', 'n/a')}"

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import csv
+import io
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from antsim.errors import WorkloadError
+from antsim.results import write_text_atomic
 
 PHASES: tuple[str, ...] = ("fprop", "dgrad", "wgrad")
 
@@ -164,10 +166,6 @@ def _layer_from_row(path: Path, line: int, row: dict[str, str]) -> Layer:
 
 def write_layers_csv(layers: list[Layer], path: str | Path) -> None:
     """Write layers in the CSV format ``read_layers_csv`` reads (always with the h/w columns), atomically."""
-    import io
-
-    from antsim.results import write_text_atomic
-
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(_CSV_REQUIRED + _CSV_OPTIONAL)
