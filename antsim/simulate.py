@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from antsim.errors import AntsimError, WorkloadError
+from antsim.progress import Progress, track
 from antsim.results import LayerResult, NetworkResult
 from antsim.sim import Densities, SimParams, simulate_phase
 from antsim.sparsity.tensors import Tensors
@@ -157,18 +158,14 @@ def _layer_tensors(layer: Layer, index: int, densities: Mapping[str, float], spa
                         seed=layer_seed(seed, index), density_a_saved=densities.get("a_saved"))
 
 
-def _iterate(layers: Sequence[Layer], progress: bool, desc: str) -> Iterable[tuple[int, Layer]]:
-    if not progress:
-        return enumerate(layers)
-    from antsim.cli._common import progress as bar
-
-    return bar(enumerate(layers), total=len(layers), desc=desc, unit="layer")
+def _iterate(layers: Sequence[Layer], progress: Progress | bool, desc: str) -> Iterable[tuple[int, Layer]]:
+    return track(enumerate(layers), progress, total=len(layers), desc=desc, unit="layer")
 
 
 def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[str] = PHASES,
                      densities: Mapping[str, float] | None = None, sparsity: str = "swat",
                      tensors: Mapping[str, Tensors] | None = None, fidelity: str = "fast", seed: int = 0,
-                     progress: bool = False, params: SimParams | None = None,
+                     progress: Progress | bool = False, params: SimParams | None = None,
                      workload: Mapping[str, Any] | None = None) -> NetworkResult:
     """Simulate every (layer, phase) of ``layers`` on ``arch``.
 
@@ -181,7 +178,8 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[s
         tensors: ``{layer name: Tensors}`` overriding generation (every layer must be present).
         fidelity: ``fast`` (default) or ``exact``.
         seed: Run seed; layer ``i`` uses ``layer_seed(seed, i)``.
-        progress: Show a progress bar over layers on stderr.
+        progress: Progress over layers: ``True`` a tqdm bar on stderr, or a callable that wraps the
+            ``(index, layer)`` iterable (``antsim.progress``).
         params: Timing parameters not in the arch spec.
         workload: Extra keys echoed in the result's workload (``network``, ``tensors`` file, ``batch``…).
 

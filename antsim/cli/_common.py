@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from antsim.errors import AntsimError, WorkloadError
+from antsim.progress import tqdm_bar
 from antsim.workloads.layers import PHASES, Layer, read_layers_csv
 
 T = TypeVar("T")
@@ -166,11 +167,8 @@ def csv_batch_hint(paths: Iterable[Path]) -> tuple[int, str] | None:
 
 
 def progress(items: Iterable[T], total: int | None = None, desc: str = "", unit: str = "it") -> Iterator[T]:
-    """A tqdm progress bar on stderr."""
-    from tqdm import tqdm
-
-    yield from tqdm(items, total=total, desc=desc, unit=unit, file=sys.stderr, dynamic_ncols=True,
-                    mininterval=0.5, leave=False)
+    """A tqdm progress bar on stderr (``antsim.progress.tqdm_bar``, the library's)."""
+    return tqdm_bar(items, total=total, desc=desc, unit=unit)
 
 
 def check_out_path(path: Path, suffixes: tuple[str, ...], flag: str = "--out") -> Path:

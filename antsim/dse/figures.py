@@ -4,7 +4,8 @@ Figures: ``pareto.png`` (2-D projections of every objective pair, Pareto points 
 ``tradeoff.png`` (area vs energy coloured by time), ``importance.png`` (parameter importances per objective
 from Optuna's default evaluator; a note instead of bars when they cannot be computed, e.g. with too few
 trials) and
-``history.png`` (each objective over trial number). matplotlib is imported lazily.
+``history.png`` (each objective over trial number). matplotlib is imported lazily, and only its
+``Figure`` (never pyplot or ``matplotlib.use``), so drawing leaves the caller's backend as it was.
 """
 
 from __future__ import annotations
@@ -105,26 +106,23 @@ def _get_history_info(spec: SweepSpec, trials: list[FrozenTrial]) -> HistoryInfo
                        np.array([bool(t.user_attrs.get("feasible")) for t in complete], dtype=bool))
 
 
-def _plt() -> Any:
-    import matplotlib
+def _figure(width: float, height: float) -> Any:
+    """A figure outside pyplot: saved through its own Agg canvas, so the user's backend is never touched."""
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    return Figure(figsize=(width, height))
 
 
-def _finish(plt: Any, fig: Any, path: Path) -> None:
-    """Lay out, write and free one figure (every sweep figure is saved the same way)."""
+def _finish(fig: Any, path: Path) -> None:
+    """Lay out and write one figure (every sweep figure is saved the same way)."""
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)
 
 
 def _draw_pareto(info: ParetoInfo, path: Path) -> None:
-    plt = _plt()
     pairs = list(itertools.combinations(range(len(info.objectives)), 2)) or [(0, 0)]
-    fig, axes = plt.subplots(1, len(pairs), figsize=(4.5 * len(pairs), 4), squeeze=False)
+    fig = _figure(4.5 * len(pairs), 4)
+    axes = fig.subplots(1, len(pairs), squeeze=False)
     for ax, (i, j) in zip(axes[0], pairs, strict=True):
         v = info.values
         ax.scatter(v[~info.on_front, i], v[~info.on_front, j], s=12, c="0.7", label="feasible")
@@ -133,12 +131,12 @@ def _draw_pareto(info: ParetoInfo, path: Path) -> None:
         ax.set_ylabel(info.objectives[j])
         ax.legend(fontsize=8)
     fig.suptitle("Pareto front projections")
-    _finish(plt, fig, path)
+    _finish(fig, path)
 
 
 def _draw_tradeoff(info: TradeoffInfo, path: Path) -> None:
-    plt = _plt()
-    fig, ax = plt.subplots(figsize=(5.5, 4.2))
+    fig = _figure(5.5, 4.2)
+    ax = fig.subplots()
     sc = ax.scatter(info.area_mm2, info.energy_j, c=info.time_s, s=14, cmap="viridis")
     ax.scatter(info.area_mm2[info.on_front], info.energy_j[info.on_front], s=60, facecolors="none",
                edgecolors="C3", label="Pareto")
@@ -147,13 +145,13 @@ def _draw_tradeoff(info: TradeoffInfo, path: Path) -> None:
     ax.set_ylabel("energy_j")
     ax.legend(fontsize=8)
     ax.set_title("area / energy / time trade-off")
-    _finish(plt, fig, path)
+    _finish(fig, path)
 
 
 def _draw_importance(info: ImportanceInfo, path: Path) -> None:
-    plt = _plt()
     n = len(info.objectives)
-    fig, axes = plt.subplots(1, n, figsize=(4.5 * n, 3.5), squeeze=False)
+    fig = _figure(4.5 * n, 3.5)
+    axes = fig.subplots(1, n, squeeze=False)
     for ax, name, imp, note in zip(axes[0], info.objectives, info.importances, info.notes, strict=True):
         if imp:
             keys = list(imp)[::-1]
@@ -162,13 +160,13 @@ def _draw_importance(info: ImportanceInfo, path: Path) -> None:
             ax.text(0.5, 0.5, note, ha="center", va="center", wrap=True, fontsize=8, transform=ax.transAxes)
             ax.set_axis_off()
         ax.set_title(f"importance for {name}")
-    _finish(plt, fig, path)
+    _finish(fig, path)
 
 
 def _draw_history(info: HistoryInfo, path: Path) -> None:
-    plt = _plt()
     n = len(info.objectives)
-    fig, axes = plt.subplots(1, n, figsize=(4.5 * n, 3.5), squeeze=False)
+    fig = _figure(4.5 * n, 3.5)
+    axes = fig.subplots(1, n, squeeze=False)
     for i, ax in enumerate(axes[0]):
         ax.scatter(info.numbers[info.feasible], info.values[info.feasible, i], s=10, c="C0", label="feasible")
         ax.scatter(info.numbers[~info.feasible], info.values[~info.feasible, i], s=10, c="C1", marker="x",
@@ -177,7 +175,7 @@ def _draw_history(info: HistoryInfo, path: Path) -> None:
         ax.set_ylabel(info.objectives[i])
         ax.legend(fontsize=8)
     fig.suptitle("optimisation history")
-    _finish(plt, fig, path)
+    _finish(fig, path)
 
 
 def write_figures(spec: SweepSpec, study: optuna.Study, trials: list[FrozenTrial], folder: Path) -> list[Path]:

@@ -9,6 +9,7 @@ command resumes the study and runs only the trials still missing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import multiprocessing
 import os
@@ -16,7 +17,7 @@ import socket
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 import optuna
@@ -203,10 +204,19 @@ class _Worker:
         return self.ran
 
 
-def _quiet() -> None:
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Optuna's per-trial INFO lines and its experimental/heartbeat warnings off inside the block only:
+    the caller's log level and warning filters are restored after (a library call changes no global state)."""
+    verbosity = optuna.logging.get_verbosity()
     optuna.logging.set_verbosity(optuna.logging.ERROR)
-    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
-    warnings.filterwarnings("ignore", message=".*Heartbeat.*")
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+            warnings.filterwarnings("ignore", message=".*Heartbeat.*")
+            yield
+    finally:
+        optuna.logging.set_verbosity(verbosity)
 
 
 def _orphan_watchdog(parent_pid: int) -> None:
@@ -222,8 +232,8 @@ def _orphan_watchdog(parent_pid: int) -> None:
 def _worker_main(spec_path: str, opts: SweepOptions, index: int, n_trials: int, deadline: float | None,
                  parent_pid: int) -> None:
     _orphan_watchdog(parent_pid)
-    _quiet()
-    _Worker(load_sweep(spec_path), opts, index).run(n_trials, deadline)
+    with _quiet():
+        _Worker(load_sweep(spec_path), opts, index).run(n_trials, deadline)
 
 
 def run_sweep(spec: SweepSpec, opts: SweepOptions, progress: Progress | None = None) -> SweepSummary:
@@ -240,7 +250,11 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, progress: Progress | None = N
     Raises:
         AntsimError: storage or study mismatch. RuntimeError: a worker process failed.
     """
-    _quiet()
+    with _quiet():
+        return _run_sweep(spec, opts, progress)
+
+
+def _run_sweep(spec: SweepSpec, opts: SweepOptions, progress: Progress | None) -> SweepSummary:
     n_trials = effective_trials(spec, opts.n_trials)
     make_sampler(spec, opts.seed)  # bad sampler options fail before the study is created
     study = prepare_study(spec, opts)
