@@ -43,6 +43,7 @@ class PairCounts:
     issued_pairs: np.ndarray
     issued_products: np.ndarray
     stationary_reads: np.ndarray
+    cell_issued_pairs: np.ndarray | None = None  # per cell (``none`` / ``ant``); None when packed per slot
 
 
 def _bincount(slot: np.ndarray, weights: np.ndarray | None, n_slots: int) -> np.ndarray:
@@ -57,7 +58,8 @@ def count_pairs(policy: str, problem: PhaseProblem, cells: Cells, stat: Vectors,
     candidate = _bincount(cells.slot, cells.n_pairs, n_slots)
     if policy != "ant":
         return PairCounts(candidate, candidate, _bincount(cells.slot, cells.nnz_s * cells.nnz_t, n_slots),
-                          _bincount(cells.slot, cells.n_f * cells.nnz_s, n_slots))
+                          _bincount(cells.slot, cells.n_f * cells.nnz_s, n_slots), cells.n_pairs.copy())
+    per_cell = np.zeros(len(cells.slot), np.int64)
     pairs = np.zeros(n_slots, np.int64)
     products = np.zeros(n_slots, np.int64)
     reads = np.zeros(n_slots, np.int64)
@@ -66,9 +68,10 @@ def count_pairs(policy: str, problem: PhaseProblem, cells: Cells, stat: Vectors,
         slot = cells.slot[batch.cell[mask]]
         size_i = stat.vec_size[batch.i[mask]]
         pairs += _bincount(slot, None, n_slots)
+        per_cell += _bincount(batch.cell[mask], None, len(per_cell))
         products += _bincount(slot, size_i * streamed.vec_size[batch.f[mask]], n_slots)
         reads += _bincount(slot, size_i, n_slots)
-    return PairCounts(candidate, pairs, products, reads)
+    return PairCounts(candidate, pairs, products, reads, per_cell)
 
 
 def oracle_counts(candidate: np.ndarray, valid: np.ndarray, F: int, I: int) -> PairCounts:

@@ -113,6 +113,7 @@ def batch_tiled(work: PhaseWork, tiles: BatchTiles, n_groups: int, per_image: np
         work, **moved, streamed_dram_values=streamed, output_values=outputs,
         stationary_dram_values=np.where(starts_tile, per_tile[tile], 0).astype(np.int64),
         output_readback_values=readback.astype(np.int64), drains=drains, chunk_tile=tile,
-        chunk_group=group, chunk_image=image, stationary_resident=resident_values(per_image, tiles.size),
+        chunk_group=group, chunk_image=image, lockstep_pairs=work.lockstep_pairs[order],
+        stationary_resident=resident_values(per_image, tiles.size),
         tiling={**work.tiling, "batch_tile": tiles.size, "batch_tiles": tiles.n_tiles},
     )

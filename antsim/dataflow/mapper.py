@@ -34,6 +34,7 @@ import numpy as np
 
 from antsim.dataflow.anticipation import POLICIES, PairCounts, count_pairs, oracle_counts
 from antsim.dataflow.batching import BatchTiles, batch_tiled, choose_tile_size
+from antsim.dataflow.drift import lockstep_pairs
 from antsim.dataflow.exact import BankMap, run_exact, sampled_conflicts, sampled_oracle_conflicts
 from antsim.dataflow.fibers import StreamedOperand, Vectors, nonzero_mask, stationary_vectors, streamed_vectors
 from antsim.dataflow.footprint import Footprint, fast_footprint, tap_footprint
@@ -117,6 +118,9 @@ def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fideli
                                                    banks, issued_pairs=counts.issued_pairs)
     work = _assemble(layer, problem, tiling, classes, cells, stat, streamed, counts, footprint, conflicts,
                      output, (fidelity, policy, fetch_filter, ideal_dense, sample_step))
+    if arch.mapping.pe_sync == "fifo" and counts.cell_issued_pairs is not None:
+        work = replace(work, lockstep_pairs=lockstep_pairs(cells, counts.cell_issued_pairs, tiling.n_chunks,
+                                                           tiling.n_pes, arch.buffers.weight_fifo_entries * pe.F))
     if dense and not ideal_dense:
         work = replace(work, tiling={**work.tiling, "dense_packing": "cartesian"}, notes=(
             *work.notes, "dense cartesian (SCNN's DCNN): every element of a PE's tile paired with every weight of"
@@ -225,6 +229,7 @@ def _assemble(layer: Layer, problem: PhaseProblem, tiling: Tiling, classes: Stri
         chunk_tile=np.arange(tiling.n_chunks) // tiling.n_groups,
         chunk_group=np.arange(tiling.n_chunks) % tiling.n_groups,
         chunk_image=np.arange(tiling.n_chunks) // tiling.n_groups,
+        lockstep_pairs=np.zeros(tiling.n_chunks, np.int64),
         stationary_values=_stationary_values(tiling, stat), stationary_resident=_stationary_values(tiling, stat),
         stationary_operand=problem.stationary_operand, streamed_operand=problem.streamed_operand,
         needs_reduction=problem.needs_reduction, products=products, output=output,

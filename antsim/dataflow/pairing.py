@@ -26,7 +26,9 @@ class Cells:
         slot: ``chunk · n_pes + pe`` (the PhaseWork row-major index). i0, n_i: first I-vector and
         I-vector count. f0, n_f: first F-vector and F-vector count (0 when the streamed fiber is
         empty). nnz_s: stationary non-zeros. nnz_t: streamed non-zeros delivered (after the fetch
-        filter). nnz_t_all: streamed non-zeros before the filter (for ``total``).
+        filter). nnz_t_all: streamed non-zeros before the filter (for ``total``). stream_key: the
+        streamed block and stride class the cell pairs with (ascending = the order the block is streamed
+        within its chunk).
     """
 
     slot: np.ndarray
@@ -37,6 +39,7 @@ class Cells:
     nnz_s: np.ndarray
     nnz_t: np.ndarray
     nnz_t_all: np.ndarray
+    stream_key: np.ndarray
 
     @property
     def n_pairs(self) -> np.ndarray:
@@ -81,6 +84,7 @@ def make_cells(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, st
         nnz_s=stat.fiber_nnz[fib_i],
         nnz_t=np.where(found, tv.fiber_nnz[idx] if len(tv.fiber_keys) else 0, 0),
         nnz_t_all=streamed.unfiltered_nnz[block, b_arr],
+        stream_key=(block * classes.n_streamed + b_arr).astype(np.int64),
     )
 
 

@@ -26,7 +26,7 @@ PER_PE_FIELDS = (
     "stationary_reads", "streamed_delivered", "halo_outputs", "partial_outputs",
 )
 PER_CHUNK_FIELDS = ("streamed_dram_values", "output_values", "stationary_dram_values", "output_readback_values",
-                    "drains", "chunk_tile", "chunk_group", "chunk_image")
+                    "drains", "chunk_tile", "chunk_group", "chunk_image", "lockstep_pairs")
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,8 @@ class PhaseWork:
         drains: True when the accumulator half is drained after the chunk (halo, reduction,
             write-back); False while wgrad partial sums accumulate over the images of a tile.
         chunk_tile, chunk_group, chunk_image: the chunk's batch tile, output-channel group and image.
+        lockstep_pairs: the fewest multiplier cycles the chunk takes when its PEs may drift apart by at
+            most one weight FIFO (``antsim.dataflow.drift``; 0 when they run free or work is packed).
     Attributes (scalars and the rest):
         layer_name, phase, n_pes.
         stationary_values: non-zeros of the stationary operand loaded into each PE over the whole
@@ -93,6 +95,7 @@ class PhaseWork:
     chunk_tile: np.ndarray
     chunk_group: np.ndarray
     chunk_image: np.ndarray
+    lockstep_pairs: np.ndarray
     stationary_values: np.ndarray
     stationary_resident: np.ndarray
     stationary_operand: str

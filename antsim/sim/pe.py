@@ -39,6 +39,7 @@ class PE:
         self.drain = drain
         self.barrier = barrier
         self.half_wait = schedule.half_wait.tolist()  # the drain that frees each step's accumulator half
+        self.lockstep = schedule.lockstep.tolist()
         self.anticipator = anticipator
         self.started: list[simpy.Event] = []  # filled by attach_anticipator: only a unit waits on them
         self.stalls = dict.fromkeys(STALL_KEYS, 0.0)
@@ -74,6 +75,10 @@ class PE:
             yield env.timeout(issued + self.conflicts[step])
             self.stalls["busy"] += issued
             self.stalls["bank_conflict"] += self.conflicts[step]
+            behind = self.lockstep[step] - (issued + self.conflicts[step])
+            if behind > 0:  # the broadcast waits for slower PEs: this one's FIFO runs dry (a finer barrier)
+                yield env.timeout(behind)
+                self.stalls["barrier_wait"] += behind
             if self.anticipator is not None and not self.anticipator.screened[step].processed:
                 t2 = env.now
                 yield self.anticipator.screened[step]

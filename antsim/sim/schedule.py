@@ -52,7 +52,9 @@ class Schedule:
     step, ``fetches`` (the step needs a new staging slot: a new weight group, or per-image dY) and
     ``frees`` (its slot is released when the step ends), ``halo_cycles`` and ``reduction_cycles`` of the
     drain after the step, ``readback_bits`` read and ``output_bits`` written back by that drain,
-    ``half_wait`` (the step whose drain frees the accumulator half this step uses; −1: none).
+    ``half_wait`` (the step whose drain frees the accumulator half this step uses; −1: none),
+    ``lockstep`` (the fewest multiplier cycles the step takes on any PE: PEs drift at most one weight
+    FIFO apart, so a PE with less work waits for the broadcast; 0: free-running).
     """
 
     issued: np.ndarray
@@ -69,6 +71,7 @@ class Schedule:
     fetches: np.ndarray
     frees: np.ndarray
     half_wait: np.ndarray
+    lockstep: np.ndarray
 
     @property
     def n_steps(self) -> int:
@@ -198,4 +201,5 @@ def build_schedule(arch: ArchSpec, work: PhaseWork, densities: Densities,
         readback_bits=np.where(last, readback[chunk], 0.0),
         fetches=fetches, frees=np.r_[fetches[1:], True][:len(fetches)],
         half_wait=_half_wait(drains, halves),
+        lockstep=split(work.lockstep_pairs[:, None])[:, 0].astype(np.float64),
     )

@@ -93,6 +93,11 @@ class Mapping(_Section):
         description="wgrad work split: planar (SCNN: each PE a spatial tile, partial sums of every dW entry"
                     " reduced across PEs) or output (dense designs only: each PE owns a block of dW entries,"
                     " no cross-PE reduction)")
+    pe_sync: Literal["fifo", "free"] = Field(
+        "fifo",
+        description="how far the PEs of a chunk may drift apart: fifo (a PE runs at most"
+                    " buffers.weight_fifo_entries F-vectors of the streamed operand ahead of the slowest, as"
+                    " SCNN's broadcast weight FIFO allows) or free (unbounded until the chunk barrier)")
     dense_packing: Literal["ideal", "cartesian"] = Field(
         "ideal",
         description="dense designs only: ideal (only the element pairs that meet at an output are formed and"

@@ -42,7 +42,7 @@ def build_work(n_chunks: int, n_pes: int, issued: Any, candidates: Any = None, c
         stationary_dram_values=chunk(0) + np.eye(1, n_chunks, dtype=np.int64)[0] * np.broadcast_to(
             np.asarray(stationary, dtype=np.int64), (n_pes,)).sum(),
         output_readback_values=chunk(0), drains=np.ones(n_chunks, bool), chunk_tile=chunk(0),
-        chunk_group=np.arange(n_chunks), chunk_image=chunk(0),
+        chunk_group=np.arange(n_chunks), chunk_image=chunk(0), lockstep_pairs=chunk(0),
         stationary_values=np.broadcast_to(np.asarray(stationary, dtype=np.int64), (n_pes,)).copy(),
         stationary_resident=np.broadcast_to(np.asarray(stationary, dtype=np.int64), (n_pes,)).copy(),
         stationary_operand="activations", streamed_operand="weights", needs_reduction=needs_reduction,

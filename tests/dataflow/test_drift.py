@@ -1,0 +1,63 @@
+"""Bounded PE drift (mapping.pe_sync: fifo): lock-step windows of one weight FIFO, against closed forms."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from dataflow_helpers import random_tensors, small_arch
+
+from antsim.dataflow import map_phase
+from antsim.dataflow.drift import lockstep_pairs
+from antsim.dataflow.pairing import Cells
+from antsim.simulate import simulate_layer
+from antsim.workloads.layers import Layer
+
+
+def _cells(slot: list[int], key: list[int], values: list[int]) -> Cells:
+    zeros = np.zeros(len(slot), np.int64)
+    return Cells(slot=np.array(slot), i0=zeros, n_i=zeros, f0=zeros, n_f=zeros, nnz_s=zeros, nnz_t=zeros,
+                 nnz_t_all=np.array(values), stream_key=np.array(key))
+
+
+def test_windows_of_one_fifo_by_hand() -> None:
+    # One chunk, two PEs, three blocks of 4, 4 and 8 values; PE 0 works on blocks 0 and 2, PE 1 on block 1.
+    cells = _cells(slot=[0, 1, 0], key=[0, 1, 2], values=[4, 4, 8])
+    pairs = np.array([10, 6, 3])
+    assert lockstep_pairs(cells, pairs, 1, 2, fifo_values=1).tolist() == [10 + 6 + 3]  # every block a window
+    assert lockstep_pairs(cells, pairs, 1, 2, fifo_values=8).tolist() == [max(10, 6) + 3]  # blocks 0+1 | 2
+    assert lockstep_pairs(cells, pairs, 1, 2, fifo_values=100).tolist() == [max(13, 6)]  # free-running
+    # Two chunks: each starts its stream afresh.
+    cells = _cells(slot=[0, 1, 2, 3], key=[0, 1, 0, 1], values=[4, 4, 4, 4])
+    assert lockstep_pairs(cells, np.array([5, 1, 2, 7]), 2, 2, fifo_values=4).tolist() == [5 + 1, 2 + 7]
+
+
+def test_lockstep_per_channel_is_the_sum_over_channels_of_the_busiest_pe() -> None:
+    """A FIFO of 2 F-vectors (8 values) below every channel's weight block, SCNN fprop: Σ over input channels
+    of max over PEs ceil(tile nnz / I)·ceil(group weights nnz / F)."""
+    layer = Layer(name="c", N=1, C=6, K=8, H=6, W=6, R=3, S=3, stride=1, pad=1)
+    t = random_tensors(layer, 0.4, seed=5)
+    arch = small_arch("none", 2, 2, 8, buffers={"weight_fifo_entries": 2})
+    work = map_phase(arch, layer, "fprop", t)
+    expected = 0
+    for c in range(layer.C):
+        assert np.count_nonzero(t.weights[:, c]) >= 8  # each block starts a window of its own
+        n_f = -(-np.count_nonzero(t.weights[:, c]) // 4)
+        tiles = [t.activations[0, c, i * 3:(i + 1) * 3, j * 3:(j + 1) * 3] for i in range(2) for j in range(2)]
+        expected += max(-(-np.count_nonzero(tile) // 4) for tile in tiles) * n_f
+    assert work.lockstep_pairs.tolist() == [expected]
+    assert expected >= work.issued_pairs.max()
+    free = map_phase(small_arch("none", 2, 2, 8, mapping={"pe_sync": "free"}), layer, "fprop", t)
+    assert free.lockstep_pairs.sum() == 0
+    deep = map_phase(small_arch("none", 2, 2, 8, buffers={"weight_fifo_entries": 65536}), layer, "fprop", t)
+    assert np.array_equal(deep.lockstep_pairs, deep.issued_pairs.max(axis=1))  # one window: free-running
+
+
+def test_a_shallow_fifo_costs_barrier_cycles_never_busy_ones() -> None:
+    layer = Layer(name="c", N=1, C=8, K=8, H=8, W=8, R=3, S=3, stride=1, pad=1)
+    t = random_tensors(layer, 0.3, seed=6)
+    shallow = simulate_layer(small_arch("none", 2, 2, 4, buffers={"weight_fifo_entries": 2}), layer, "fprop", t)
+    free = simulate_layer(small_arch("none", 2, 2, 4, mapping={"pe_sync": "free"}), layer, "fprop", t)
+    assert shallow.cycles >= free.cycles
+    assert shallow.stalls["busy"] == free.stalls["busy"]
+    assert shallow.stalls["barrier_wait"] >= free.stalls["barrier_wait"]
+    assert sum(shallow.stalls.values()) == pytest.approx(shallow.cycles, abs=1)
