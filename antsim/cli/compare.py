@@ -70,6 +70,9 @@ def _add_simulation_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=0,
                         help="simulate up to N designs at once in worker processes (default: one per design,"
                              " at most the CPU count; 1 = in this process)")
+    from antsim.cli.simulate import add_force_argument
+
+    add_force_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -184,6 +187,10 @@ def _simulate_all(archs: list[tuple[Path, Any]], args: argparse.Namespace, layer
 
     options = _simulation_options(args, layers, echo)
     jobs = args.jobs if args.jobs > 0 else min(len(archs), os.cpu_count() or 1)
+    from antsim.guard import guard_run
+
+    guard_run([arch for _path, arch in archs], layers, options["phases"], options["densities"], options["tensors"],
+              options["fidelity"], concurrent=1 if len(archs) == 1 else jobs, force=args.force)
     if jobs <= 1 or len(archs) == 1:
         results = []
         for path, arch in archs:

@@ -26,6 +26,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_workload_arguments(parser)
     add_sparsity_arguments(parser)
     parser.add_argument("--out", type=Path, required=True, help="result file: .json (antsim.result/1) or .csv")
+    add_force_argument(parser)
+
+
+def add_force_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--force", action="store_true",
+                        help="run even when the resource guard estimates more memory than is available or more"
+                             " timing steps than its limit (antsim.guard)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,6 +50,9 @@ def run(args: argparse.Namespace) -> int:
         check_sparsity_model(args.sparsity)
     workload.update(tensors=str(args.tensors) if args.tensors else None,
                     sparsity=None if tensors is not None else args.sparsity, regime=args.regime)
+    from antsim.guard import guard_run
+
+    guard_run([arch], layers, phases, densities, tensors, args.fidelity, force=args.force)
     result = simulate_network(arch, layers, phases=phases, densities=densities, sparsity=args.sparsity,
                               tensors=tensors, fidelity=args.fidelity, seed=args.seed,
                               progress=not args.no_progress, workload=workload)

@@ -31,6 +31,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="after running, write trials.csv, pareto.csv/json, arch_trial<N>.yaml, figures")
     parser.add_argument("--export-only", action="store_true", help="with --export: export without running trials")
     parser.add_argument("--no-figures", action="store_true", help="export tables only (no matplotlib)")
+    from antsim.cli.simulate import add_force_argument
+
+    add_force_argument(parser)
+
+
+def _guard(spec, opts, force: bool) -> None:  # (SweepSpec, SweepOptions)
+    """The resource guard on the base arch and the full workload (simulator trials only), ``workers`` at once."""
+    if spec.evaluator.name != "simulator" or spec.base_arch_spec is None:
+        return
+    from antsim.dse.workload import resolve_workload
+    from antsim.guard import guard_run
+
+    workload = resolve_workload(spec)
+    guard_run([spec.base_arch_spec], workload.layers, workload.phases, workload.densities, None, spec.fidelity,
+              concurrent=opts.workers, force=force)
 
 
 def _options(args: argparse.Namespace):  # -> tuple[SweepSpec, SweepOptions]
@@ -71,6 +86,7 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.flush()
 
     if not args.export_only:
+        _guard(spec, opts, args.force)
         summary = run_sweep(spec, opts, progress=report)
         o = summary.outcomes
         found = (f"; {summary.found_failed} FAIL trial(s) found from an earlier run (redone)"
