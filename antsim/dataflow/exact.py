@@ -257,7 +257,8 @@ def _sample_picks(total: int, budget: int, run: int) -> tuple[np.ndarray, np.nda
 
 def sampled_oracle_conflicts(problem: PhaseProblem, tiling: Tiling, cells: Cells, stat: Vectors,
                              streamed: Vectors, banks: BankMap, group_size: int, issued_pairs: np.ndarray,
-                             budget: int = 1 << 15, run: int = _ORACLE_RUN) -> tuple[np.ndarray, int]:
+                             budget: int = 1 << 15, run: int = _ORACLE_RUN,
+                             valid_products: np.ndarray | None = None) -> tuple[np.ndarray, int]:
     """Oracle bank-conflict cycles per slot from systematic runs of consecutive candidate pairs.
 
     The oracle packs a slot's valid products, in enumeration order, into groups of ``group_size``
@@ -267,7 +268,11 @@ def sampled_oracle_conflicts(problem: PhaseProblem, tiling: Tiling, cells: Cells
     the single run is every pair, so the result equals ``run_exact``'s. With m > 1 only full groups
     count (a run's trailing partial group is an artefact of the cut); a slot's cycles are its packed
     pairs (``issued_pairs`` = ceil(valid / F·I)) times its sampled conflicts per group shrunk toward
-    the phase-wide rate (weight ``_PRIOR_PAIRS`` groups).
+    the phase-wide rate (weight ``_PRIOR_PAIRS`` groups). Where ``exact`` puts a group boundary inside a
+    segment depends on how many valid products the slot packed before it: with ``valid_products`` (per
+    slot) that count is estimated as the slot's candidate pairs before the segment times its valid
+    products per candidate pair — exact for dense operands (every pair a full group: no boundary falls
+    inside a pair) — else a seeded random phase.
 
     Returns:
         (conflict cycles per slot, m).
@@ -290,7 +295,9 @@ def sampled_oracle_conflicts(problem: PhaseProblem, tiling: Tiling, cells: Cells
     first = np.searchsorted(segment, segment, side="left")
     position = np.arange(len(segment)) - first
     if m > 1:
-        position, full = _phase_shift(segment, first, position, group_size)
+        before = None if valid_products is None else _valid_before(
+            cells, picks[keep][prods.pair][order], cell[keep][prods.pair][order], segment, n_slots, valid_products)
+        position, full = _phase_shift(segment, first, position, group_size, before)
         segment, bank, position = segment[full], bank[full], position[full]
     in_group = position // group_size
     group_key, group = np.unique(segment * (len(segment) + 1) + in_group, return_inverse=True)
@@ -308,16 +315,43 @@ def sampled_oracle_conflicts(problem: PhaseProblem, tiling: Tiling, cells: Cells
 _PHASE_SEED = 20240601
 
 
-def _phase_shift(segment: np.ndarray, first: np.ndarray, position: np.ndarray, group_size: int
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Shift each segment's group boundaries by a seeded phase in [0, group_size); keep full groups only.
+def _valid_before(cells: Cells, pick: np.ndarray, cell: np.ndarray, segment: np.ndarray, n_slots: int,
+                  valid_products: np.ndarray) -> np.ndarray:
+    """Per segment (sorted keys), the estimated valid products its slot packed before the segment:
+    the slot's candidate pairs before the segment's first pair × the slot's valid products per pair."""
+    keys, start = np.unique(segment, return_index=True)
+    counts = cells.n_pairs
+    order = np.argsort(cells.slot, kind="stable")  # a slot's pairs in enumeration (cell) order
+    prefix = np.zeros(len(counts), np.int64)
+    sorted_counts = counts[order]
+    running = np.cumsum(sorted_counts) - sorted_counts
+    slot_sorted = cells.slot[order]
+    slot_first = np.searchsorted(slot_sorted, slot_sorted, side="left")
+    prefix[order] = running - running[slot_first]
+    first_cell = cell[start]
+    cell_start = np.cumsum(counts) - counts
+    pairs_before = prefix[first_cell] + (pick[start] - cell_start[first_cell])
+    slot = keys % n_slots
+    candidates = np.bincount(cells.slot, weights=counts, minlength=n_slots)
+    rate = np.divide(valid_products, candidates, out=np.zeros(n_slots), where=candidates > 0)
+    return np.rint(pairs_before * rate[slot]).astype(np.int64)
+
+
+def _phase_shift(segment: np.ndarray, first: np.ndarray, position: np.ndarray, group_size: int,
+                 before: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Put each segment's group boundaries where ``exact``'s would fall; keep full groups only.
 
     A segment starts at a cell boundary (or a run cut), whereas ``exact``'s group boundaries fall
-    anywhere relative to cells; packing from the segment start would make groups hold products of
-    one cell more often than they do (measured: ~5 % fewer conflicts on a 128→128 32×32 fprop).
+    wherever the slot's earlier valid products leave them: at ``(−before) mod group_size`` when the
+    count ``before`` is known (per segment, sorted keys), else at a seeded random phase (packing from
+    the segment start would make groups hold products of one cell more often than they do — measured
+    ~5 % fewer conflicts on a 128→128 32×32 fprop).
     """
     keys, start_of_key = np.unique(segment, return_index=True)
-    phase = np.random.default_rng(_PHASE_SEED).integers(0, group_size, len(keys))
+    if before is None:
+        phase = np.random.default_rng(_PHASE_SEED).integers(0, group_size, len(keys))
+    else:
+        phase = (-before) % group_size
     shift = phase[np.searchsorted(keys, segment)]
     seg_len = np.searchsorted(segment, segment, side="right") - first
     shifted = position - shift

@@ -112,7 +112,8 @@ def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fideli
         conflicts = np.zeros(n_slots, dtype=np.int64)
     elif fidelity == "fast" and policy == "oracle":
         conflicts, sample_step = sampled_oracle_conflicts(problem, tiling, cells, stat, streamed.vectors,
-                                                          banks, pe.F * pe.I, counts.issued_pairs)
+                                                          banks, pe.F * pe.I, counts.issued_pairs,
+                                                          valid_products=footprint.valid_products)
     elif fidelity == "fast":
         conflicts, sample_step = sampled_conflicts(policy, problem, tiling, cells, stat, streamed.vectors,
                                                    banks, issued_pairs=counts.issued_pairs)
