@@ -31,6 +31,7 @@ import numpy as np
 from antsim.errors import AntsimError
 from antsim.report import data as d
 from antsim.report import figures as f
+from antsim.report import tables as tb
 from antsim.report.compare import Comparison, fmt_ratio
 from antsim.report.document import render_html, render_markdown
 from antsim.report.sweep import SweepInfo, _get_sweep_info, sweep_rows
@@ -96,6 +97,11 @@ def build_report(comparison: Comparison, out: str | Path, sweep_dir: str | Path 
         files[f"data/{fig.name}.csv"] = fig.csv_text.encode()
     files["data/records.csv"] = _csv(d.network_result_rows(comparison.results)).encode()
     files["data/headline.csv"] = _csv(d.headline_rows(content.headline)).encode()
+    for name, make in (("area", tb.area_rows), ("layers", tb.layer_rows), ("efficiency", tb.efficiency_rows),
+                       ("assumptions", tb.assumption_rows)):
+        rows = make(comparison)
+        if rows:
+            files[f"data/{name}.csv"] = _csv(rows).encode()
     for result in comparison.results:
         files[result_files[result.design]] = _result_json(result).encode()
     write_folder_atomic(out, {**files, MANIFEST: _manifest(files)})

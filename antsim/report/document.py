@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from antsim.report import tables as tb
 from antsim.report.compare import fmt_energy, fmt_ratio, fmt_time
 from antsim.version import __version__
 
@@ -73,6 +74,20 @@ def paper_note(content: ReportContent) -> str:
     return (" For context, the ANT paper (Lew et al., ISCA 2022) reports 3.71× geomean speedup and 4.40× lower"
             " energy over an SCNN-like baseline across five networks in 90%-sparse training; the sparsity regime"
             " and architecture parameters above decide how close this run comes.")
+
+
+def busy_note(content: ReportContent) -> str:
+    """Multiplier utilisation and the largest stall shares of the headline's subject and the baseline."""
+    parts = []
+    for design in dict.fromkeys([content.headline.subject, content.comparison.baseline]):
+        result = next((r for r in content.comparison.results if r.design == design), None)
+        used = tb.utilisation(result) if result is not None else None
+        if used is None:
+            continue
+        top = sorted(used[1].items(), key=lambda kv: -kv[1])[:3]
+        parts.append(f"{_pretty_name(design)}'s multipliers are busy {100 * used[0]:.1f}% of the cycles"
+                     f" (cycle shares: {', '.join(f'{k} {100 * v:.0f}%' for k, v in top)})")
+    return ("; ".join(parts) + ".") if parts else ""
 
 
 def _ratio_text(value: float) -> str:
@@ -176,7 +191,8 @@ def _html_headline(content: ReportContent) -> str:
     return (f'<div class="headline" id="headline"><h2>Headline: {escape(subject)} on {escape(str(network))},'
             f' one training step</h2><table><tr><th></th><th>speedup</th><th>energy reduction</th></tr>{rows}'
             f'</table><div class="note">Ratios of whole-step time and energy (reference ÷ {escape(subject)});'
-            f' &gt; 1 means faster / less energy.{escape(paper_note(content))}</div></div>')
+            f' &gt; 1 means faster / less energy.{escape(paper_note(content))}</div>'
+            f'<div class="note">{escape(busy_note(content))}</div></div>')
 
 
 def render_html(content: ReportContent) -> str:
@@ -189,14 +205,41 @@ def render_html(content: ReportContent) -> str:
              f"<h1>{escape(title)}</h1>", f'<p class="sub">{escape(_workload_line(content))}</p>',
              _html_headline(content), "<h2>Whole network</h2>", _html_table(_summary_rows(content)),
              f'<p class="note">Baseline: {escape(c.baseline)}. Speedup / energy reduction = baseline time / energy'
-             " ÷ the design's; geomean over the per-layer ratios.</p>"]
+             " ÷ the design's; geomean over the per-layer ratios.</p>",
+             *_html_sections(content, _TOP_TABLES)]
     for fig in content.figures:
         uri = "data:image/png;base64," + base64.b64encode(fig.png).decode("ascii")
         parts.append(f'<figure id="{fig.name}"><h2>{escape(fig.title)}</h2><img src="{uri}" alt="{escape(fig.title)}">'
                      f'<figcaption>{escape(fig.caption)} Files: <a href="figures/{fig.name}.svg">SVG</a>,'
                      f' <a href="data/{fig.name}.csv">data (CSV)</a>.</figcaption></figure>')
-    parts += ["<h2>Per phase</h2>", _html_table(_phase_rows(content)), _html_inputs(content), "</body></html>"]
+    parts += ["<h2>Per phase</h2>", _html_table(_phase_rows(content)), *_html_sections(content, _END_TABLES),
+              _html_inputs(content), "</body></html>"]
     return "\n".join(parts) + "\n"
+
+
+# (title, rows, note): after the whole-network table, and after the per-phase table
+_TOP_TABLES = (("Throughput, energy and utilisation", tb.efficiency_rows,
+                "Images/s = batch ÷ step time; per mm² divides by the design's area (accelerators only);"
+                " utilisation = multiplier-busy cycles ÷ cycles, cycle shares over all PE cycles."),
+               ("Assumptions", tb.assumption_rows, ""))
+_END_TABLES = (("Area by component (mm²)", tb.area_rows, "Rebuilt from each result's echoed arch spec."),
+               ("Per layer", tb.layer_rows, "Time of fprop + dgrad + wgrad; ratios over the baseline."))
+
+
+def _tables(content: ReportContent, which: tuple) -> list[tuple[str, list[list[Any]], str]]:
+    return [(title, rows, note) for title, make, note in which if (rows := make(content.comparison))]
+
+
+def _html_sections(content: ReportContent, which: tuple) -> list[str]:
+    return [f"<h2>{escape(title)}</h2>{_html_table([[str(v) for v in r] for r in rows], wrap=title == 'Assumptions')}"
+            + (f'<p class="note">{escape(note)}</p>' if note else "") for title, rows, note in _tables(content, which)]
+
+
+def _md_sections(content: ReportContent, which: tuple) -> list[str]:
+    out: list[str] = []
+    for title, rows, note in _tables(content, which):
+        out += [f"## {title}", "", _md_table([[str(v) for v in r] for r in rows]), ""] + ([note, ""] if note else [])
+    return out
 
 
 def _html_inputs(content: ReportContent) -> str:
@@ -228,12 +271,13 @@ def render_markdown(content: ReportContent) -> str:
     lines = headline_lines(content)
     out += [_md_table([["", "speedup", "energy reduction"], *[list(x) for x in lines]]) if lines
             else f"Only {subject} was given.", "", f"Ratios of whole-step time and energy (reference ÷ {subject});"
-            f" > 1 means faster / less energy.{paper_note(content)}", "", "## Whole network", "",
-            _md_table(_summary_rows(content)), ""]
+            f" > 1 means faster / less energy.{paper_note(content)}", "", busy_note(content), "",
+            "## Whole network", "", _md_table(_summary_rows(content)), "", *_md_sections(content, _TOP_TABLES)]
     for fig in content.figures:
         out += [f"## {fig.title}", "", f"![{fig.title}](figures/{fig.name}.png)", "",
                 f"{fig.caption} ([SVG](figures/{fig.name}.svg), [data](data/{fig.name}.csv))", ""]
-    out += ["## Per phase", "", _md_table(_phase_rows(content)), "", "## Inputs (to rerun this report)", "",
+    out += ["## Per phase", "", _md_table(_phase_rows(content)), "", *_md_sections(content, _END_TABLES),
+            "## Inputs (to rerun this report)", "",
             _md_table(_input_rows(content)), "", "Comparison data: [data/comparison.json](data/comparison.json),"
             " [data/comparison.csv](data/comparison.csv), records: [data/records.csv](data/records.csv).", ""]
     if content.command:

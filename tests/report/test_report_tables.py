@@ -1,0 +1,100 @@
+"""Report tables (issue 15): area per component, per layer, utilisation and stall shares, per-mm² figures and
+the assumptions section, each checked against the records or specs they summarise."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+from pathlib import Path
+
+import pytest
+from report_factories import LAYERS, accelerator_result, gpu_result
+
+from antsim.energy.areas import area
+from antsim.report import tables as tb
+from antsim.report.build import build_report
+from antsim.report.compare import compare_results, fmt_ratio
+from antsim.spec.arch import load_arch
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _with_real_spec(design: str, seed: int, skip: float, util: float, **extra: object):
+    result = accelerator_result(design, seed, skip, batch_source="layers.csv column N", regime="swat", **extra)
+    spec = load_arch(REPO / "arch_configs" / f"{design}.yaml")
+    records = tuple(dataclasses.replace(r, details={**r.details, "multiplier_utilization": util})
+                    for r in result.records)
+    return dataclasses.replace(result, spec=spec.to_dict(), records=records)
+
+
+@pytest.fixture(scope="module")
+def comparison():
+    gpu = gpu_result("v100", 4)
+    gpu = dataclasses.replace(gpu, meta={"precision": "fp16", "selection": "timed", "library": "cudnn8",
+                                         "scope": "step"}, spec={"name": "v100", "sms": 80,
+                                                                 "dram": {"type": "hbm2", "pj_per_bit": 3.9}})
+    results = [_with_real_spec("scnn", 1, 0.0, 0.25), _with_real_spec("ant", 2, 0.9, 0.5), gpu]
+    return compare_results(results, ["a", "b", "c"], baseline="scnn")
+
+
+def test_area_rows_are_the_area_model_of_each_spec(comparison) -> None:
+    rows = tb.area_rows(comparison)
+    header, body = rows[0], rows[1:]
+    assert [r[0] for r in body] == ["scnn", "ant"]  # GPUs have no component area
+    for row in body:
+        parts = area(load_arch(REPO / "arch_configs" / f"{row[0]}.yaml"))
+        for name, value in zip(header[1:-1], row[1:-1], strict=True):
+            assert float(value) == pytest.approx(parts[name], abs=5e-5)
+    ant = dict(zip(header, body[1], strict=True))
+    assert float(ant["anticipation"]) > 0 and float(dict(zip(header, body[0], strict=True))["anticipation"]) == 0
+
+
+def test_layer_rows_are_sums_of_the_records(comparison) -> None:
+    rows = tb.layer_rows(comparison)
+    assert [r[0] for r in rows[1:]] == [layer.name for layer in LAYERS]
+    scnn, ant = comparison.results[0], comparison.results[1]
+    col = rows[0].index("ant speedup")
+    for row in rows[1:]:
+        t_scnn = sum(r.time_s for r in scnn.records if r.layer == row[0])
+        t_ant = sum(r.time_s for r in ant.records if r.layer == row[0])
+        assert row[col] == fmt_ratio(t_scnn / t_ant)
+
+
+def test_utilisation_and_stall_shares_are_cycle_weighted(comparison) -> None:
+    ant = comparison.results[1]
+    util, shares = tb.utilisation(ant)
+    total = sum(r.cycles for r in ant.records)
+    assert util == pytest.approx(0.5)
+    for name in ("busy", "memory_stall"):
+        assert shares[name] == pytest.approx(sum(r.stalls[name] for r in ant.records) / total)
+    assert sum(shares.values()) <= 1.0 + 1e-12
+    assert tb.utilisation(comparison.results[2]) is None  # a GPU reports no PE cycles
+
+
+def test_efficiency_rows_divide_by_batch_time_and_area(comparison) -> None:
+    header, *body = tb.efficiency_rows(comparison)
+    rows = {r[0]: dict(zip(header, r, strict=True)) for r in body}
+    s = next(d for d in comparison.designs if d.design == "ant")
+    assert float(rows["ant"]["images/s"]) == pytest.approx(1 / s.time_s, rel=1e-3)
+    assert float(rows["ant"]["images/s per mm²"]) == pytest.approx(1 / s.time_s / s.area_mm2, rel=1e-3)
+    assert rows["ant"]["multiplier utilisation"] == "50.0%" and rows["v100"]["images/s per mm²"] == "n/a"
+
+
+def test_assumptions_name_regime_batch_dram_fidelity_and_gpu_settings(comparison) -> None:
+    text = "\n".join(" | ".join(r) for r in tb.assumption_rows(comparison))
+    assert "1 (from layers.csv column N)" in text and "swat" in text and "fast" in text
+    assert "lpddr4, 25.6 GB/s, 8 pJ/bit" in text  # scnn.yaml's DRAM priced by default_16nm
+    assert "precision fp16, kernel selection timed, library cudnn8" in text and "hbm2 3.9 pJ/bit" in text
+    assert "whole training step" in text
+
+
+def test_the_report_ships_the_tables(comparison, tmp_path: Path) -> None:
+    out = build_report(comparison, tmp_path / "r")
+    for name in ("area", "layers", "efficiency", "assumptions"):
+        with (out / "data" / f"{name}.csv").open() as handle:
+            assert len(list(csv.reader(handle))) > 1
+    html, md = (out / "index.html").read_text(), (out / "report.md").read_text()
+    for title in ("Area by component", "Per layer", "Assumptions", "Throughput, energy and utilisation"):
+        assert title in html and f"## {title}" in md
+    assert "ANT&#x27;s multipliers are busy 50.0% of the cycles" in html  # escaped apostrophe
+    assert "SCNN's multipliers are busy 25.0% of the cycles" in md
