@@ -25,6 +25,7 @@ from pathlib import Path
 
 from antsim.errors import AntsimError
 from antsim.phases import phase_problem
+from antsim.simulate import overall_densities
 from antsim.spec.arch import ArchSpec
 from antsim.spec.encoding import bits_per_value
 from antsim.workloads import Layer
@@ -202,8 +203,6 @@ def guard_run(archs: Sequence[ArchSpec], layers: Sequence[Layer], phases: Sequen
               *, concurrent: int = 1, force: bool = False) -> list[Estimate]:
     """Estimate every design (densities measured on ``tensors`` when given) and ``check_resources``."""
     if tensors is not None:
-        from antsim.simulate import overall_densities
-
         densities = overall_densities(list(tensors.values()))  # type: ignore[arg-type]
     estimates = [estimate_run(arch, layers, phases, densities, fidelity) for arch in archs]
     check_resources(estimates, concurrent=concurrent, force=force)

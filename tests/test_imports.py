@@ -63,7 +63,6 @@ ALLOWED_FUNCTION_IMPORTS: dict[str, tuple[frozenset[str], str]] = {
     "antsim.report.inputs": (frozenset({"antsim.measure.external"}),
                              "guarded by a ModuleNotFoundError handler that names the missing module; nothing"
                              " optional lies behind it any more, so it can move to the top with the handler removed"),
-    "antsim.guard": (frozenset({"antsim.simulate"}), "the resource guard (new): no cycle needs it, move it to the top"),
     "antsim.simulate": (frozenset({"antsim.energy", "antsim.dataflow", "antsim.sparsity.generators",
                                    "antsim.energy.tables", "antsim.errors", "dataclasses"}),
                         "stages loaded on first use; no cycle needs it (the graph test counts these edges)"),

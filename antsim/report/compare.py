@@ -165,7 +165,12 @@ def compare_results(results: Sequence[NetworkResult], sources: Sequence[str] | N
     names = [r.design for r in results]
     if baseline not in names:
         raise AntsimError(f"--baseline: unknown design {baseline!r}; designs: {', '.join(names)}")
-    base = results[names.index(baseline)]
+    # the baseline leads every table and figure, however the inputs were ordered (a report rebuilt from its
+    # results/*.json reads them in file-name order); the other designs keep their order
+    first = names.index(baseline)
+    order = [first, *[i for i in range(len(results)) if i != first]]
+    results, sources = [results[i] for i in order], tuple(sources[i] for i in order)
+    base = results[0]
     keys = base.keys()
     layers = tuple(dict.fromkeys(k[0] for k in keys))
     phases = tuple(p for p in PHASES if any(k[1] == p for k in keys))

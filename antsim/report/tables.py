@@ -11,9 +11,12 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+from antsim.energy.areas import area
+from antsim.energy.tables import load_table
 from antsim.errors import AntsimError
 from antsim.report.compare import Comparison, fmt_energy, fmt_ratio, fmt_time
 from antsim.results import NetworkResult
+from antsim.spec.arch import arch_from_dict
 
 Rows = list[list[Any]]
 
@@ -22,9 +25,6 @@ def area_by_component(result: NetworkResult) -> dict[str, float] | None:
     """mm² per component of an accelerator result, from its echoed arch spec (None when not rebuildable)."""
     if result.backend != "accelerator" or not result.spec:
         return None
-    from antsim.energy.areas import area
-    from antsim.spec.arch import arch_from_dict
-
     try:
         return area(arch_from_dict(dict(result.spec), source=f"{result.design} spec echo"))
     except AntsimError:  # a spec an older antsim accepted and this one refuses: no table row, not a crash
@@ -102,8 +102,6 @@ def _dram_line(spec: Mapping[str, Any]) -> str:
     tech, bw = dram.get("technology"), dram.get("bandwidth_gbps")
     pj = "?"
     try:
-        from antsim.energy.tables import load_table
-
         pj = f"{load_table((spec.get('technology') or {}).get('energy_table', 'default_16nm')).dram_pj(tech):g}"
     except (AntsimError, TypeError):
         pass

@@ -98,3 +98,14 @@ def test_the_report_ships_the_tables(comparison, tmp_path: Path) -> None:
         assert title in html and f"## {title}" in md
     assert "ANT&#x27;s multipliers are busy 50.0% of the cycles" in html  # escaped apostrophe
     assert "SCNN's multipliers are busy 25.0% of the cycles" in md
+
+
+def test_the_baseline_leads_whatever_the_input_order(tmp_path: Path) -> None:
+    # a report rebuilt from its results/*.json reads them in file-name order: ant, scnn, v100
+    results = [accelerator_result("ant", 2, 0.9), gpu_result("v100", 4), accelerator_result("scnn", 1, 0.0)]
+    c = compare_results(results, ["ant.json", "v100.json", "scnn.json"], baseline="scnn")
+    assert [s.design for s in c.designs] == ["scnn", "ant", "v100"]
+    assert c.sources == ("scnn.json", "ant.json", "v100.json")
+    assert [r.design for r in c.results] == ["scnn", "ant", "v100"]
+    scnn_time = sum(r.time_s for r in results[2].records)
+    assert c.designs[1].speedup == pytest.approx(scnn_time / sum(r.time_s for r in results[0].records))
