@@ -24,6 +24,7 @@ from antsim.dse.objective import arch_dict
 from antsim.dse.pareto import pareto_trials
 from antsim.dse.progress import trial_outcomes
 from antsim.dse.spec import SweepSpec
+from antsim.dse.workload import resolve_workload
 from antsim.errors import AntsimError
 from antsim.results import write_text_atomic
 
@@ -164,7 +165,11 @@ def _export_into(spec: SweepSpec, study: optuna.Study, trials: list[FrozenTrial]
     write_text_atomic(folder / "pareto.json", json.dumps(doc, indent=1, sort_keys=True) + "\n")
     counts = st.count_trials(study)
     outcomes = trial_outcomes(trials)
+    workload = resolve_workload(spec)
     summary = {"study": study_name, "storage": url, "trials": len(trials), "finished": counts.finished,
+               # what the trials ran on: `antsim report --sweep` refuses an export of another workload
+               "workload": {"name": workload.name, "phases": list(workload.phases),
+                            "layers": [layer.to_dict() for layer in workload.layers]},
                "complete": counts.complete, "pruned": counts.pruned, "failed": counts.errors,
                "abandoned": counts.abandoned, "running": counts.running, "pareto_size": len(points),
                "feasible": outcomes.feasible, "infeasible": outcomes.infeasible, "screened": outcomes.screened,

@@ -34,7 +34,7 @@ from antsim.report import figures as f
 from antsim.report import tables as tb
 from antsim.report.compare import Comparison, fmt_ratio
 from antsim.report.document import render_html, render_markdown
-from antsim.report.sweep import SweepInfo, _get_sweep_info, sweep_rows
+from antsim.report.sweep import SweepInfo, _get_sweep_info, check_sweep_workload, sweep_rows
 
 
 class RenderedFigure(NamedTuple):
@@ -76,6 +76,9 @@ def build_report(comparison: Comparison, out: str | Path, sweep_dir: str | Path 
     """
     out = Path(out)
     check_report_target(out)
+    if sweep_dir is not None:
+        # the joined results share their layers (compare checked it): the baseline's echo names them
+        check_sweep_workload(sweep_dir, {**comparison.workload, "layers": comparison.results[0].workload.get("layers")})
     sweep = _get_sweep_info(sweep_dir) if sweep_dir is not None else None
     note = progress or (lambda _message: None)
     figures = []

@@ -12,10 +12,11 @@ itself, all objectives minimised).
 from __future__ import annotations
 
 import csv
+import json
 import math
 from itertools import combinations
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -139,3 +140,36 @@ def sweep_rows(info: SweepInfo) -> list[list[object]]:
     for t, number in enumerate(info.numbers):
         rows.append([int(number), *info.values[t], bool(info.feasible[t]), bool(info.pareto[t])])
     return rows
+
+
+def _shape(layer: Any) -> tuple:
+    return tuple(layer.get(k) for k in ("name", "N", "C", "K", "H", "W", "R", "S", "stride", "pad")) \
+        if isinstance(layer, dict) else (layer,)
+
+
+def check_sweep_workload(folder: str | Path, workload: dict[str, Any]) -> None:
+    """Refuse a sweep export whose trials ran another workload than the report's (layers with their batch,
+    or phases), as its ``summary.json`` records it; an export without the record is accepted as is.
+
+    Raises:
+        AntsimError: one line naming the folder and both workloads.
+    """
+    path = Path(folder) / "summary.json"
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8")).get("workload")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return
+    if not isinstance(recorded, dict) or not isinstance(workload.get("layers"), list):
+        return
+    mine = [_shape(layer) for layer in workload["layers"]]
+    theirs = [_shape(layer) for layer in recorded.get("layers") or []]
+    phases_differ = recorded.get("phases") is not None and workload.get("phases") is not None \
+        and list(recorded["phases"]) != list(workload["phases"])
+    if mine != theirs or phases_differ:
+        def describe(name: Any, layers: list[tuple], phases: Any) -> str:
+            batch = sorted({layer[1] for layer in layers if len(layer) > 1})
+            return f"{name} ({len(layers)} layers, batch {'/'.join(map(str, batch)) or '?'}, phases {phases})"
+
+        ran = describe(recorded.get("name"), theirs, recorded.get("phases"))
+        raise AntsimError(f"--sweep {folder}: its trials ran {ran}, not the report's"
+                          f" {describe(workload.get('network'), mine, workload.get('phases'))}")

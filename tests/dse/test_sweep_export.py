@@ -167,3 +167,11 @@ def test_objective_names_are_set_on_the_study(tmp_path: Path) -> None:
     assert main(["sweep", str(spec), "--no-figures"]) == 0
     study = optuna.load_study(study_name="names", storage=f"sqlite:///{tmp_path / 'results' / 'names.db'}")
     assert study.metric_names == ["time_s", "power_w"]
+
+
+def test_summary_records_the_workload_the_trials_ran(exported: tuple[Path, Path]) -> None:
+    spec_path, out = exported
+    workload = resolve_workload(load_sweep(spec_path))
+    recorded = json.loads((out / "summary.json").read_text())["workload"]
+    assert recorded["layers"] == [layer.to_dict() for layer in workload.layers]
+    assert recorded["phases"] == list(workload.phases)

@@ -109,3 +109,26 @@ def test_the_baseline_leads_whatever_the_input_order(tmp_path: Path) -> None:
     assert [r.design for r in c.results] == ["scnn", "ant", "v100"]
     scnn_time = sum(r.time_s for r in results[2].records)
     assert c.designs[1].speedup == pytest.approx(scnn_time / sum(r.time_s for r in results[0].records))
+
+
+def test_a_sweep_of_another_workload_is_refused(tmp_path: Path) -> None:
+    import json
+
+    from antsim.errors import AntsimError
+    from antsim.report.sweep import check_sweep_workload
+
+    c = compare_results([accelerator_result("scnn", 1, 0.0), accelerator_result("ant", 2, 0.9)])
+    folder = tmp_path / "sweep"
+    folder.mkdir()
+    mine = {**c.workload, "layers": c.results[0].workload["layers"]}
+    same = {"name": "tiny-cifar", "phases": list(c.workload["phases"]), "layers": mine["layers"]}
+    (folder / "summary.json").write_text(json.dumps({"workload": same}))
+    check_sweep_workload(folder, mine)
+    other = {**same, "layers": [{**layer, "N": 8} for layer in same["layers"]]}
+    (folder / "summary.json").write_text(json.dumps({"workload": other}))
+    with pytest.raises(AntsimError, match=r"its trials ran tiny-cifar \(3 layers, batch 8, .*report's tiny-cifar"
+                                          r" \(3 layers, batch 1"):
+        check_sweep_workload(folder, mine)
+    with pytest.raises(AntsimError, match="--sweep"):
+        build_report(c, tmp_path / "r", sweep_dir=folder)
+    assert not (tmp_path / "r").exists()
