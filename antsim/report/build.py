@@ -156,9 +156,9 @@ def _energy_figure(comparison: Comparison) -> RenderedFigure | None:
     shares = info.energy_j / np.maximum(info.energy_j.sum(axis=1, keepdims=True), 1e-300)
     top = [f"{design}: {info.components[int(np.argmax(shares[i]))]} {100 * shares[i].max():.0f}%"
            for i, design in enumerate(info.designs)]
-    caption = ("Energy of one training step (all layers, all phases) by hardware component, for the"
-               " accelerator designs (GPUs are left out: their energy is not split into these components; see"
-               " the energy-reduction figure)."
+    caption = ("Energy of one training step (all layers, all phases) by hardware component: for the"
+               " accelerators every priced action and leakage; for the GPU models their static power x time"
+               " (gpu_static), the dynamic core energy of the executed FLOPs (gpu_core_dynamic) and DRAM."
                " Left: joules; right: shares. Largest component — " + "; ".join(top) + ".")
     return _rendered("energy_breakdown", "Energy breakdown by component", caption,
                      f.render_energy_breakdown(info), d.energy_rows(info))
@@ -173,10 +173,14 @@ def _product_figure(comparison: Comparison) -> RenderedFigure | None:
         rcp = int((info.rcp_skipped[i] + info.rcp_issued[i]).sum())
         total = max(int(info.total[i].sum()), 1)
         skipped = 100 * int(info.rcp_skipped[i].sum()) / max(rcp, 1)
-        facts.append(f"{design}: RCPs {100 * rcp / total:.0f}% of products, {skipped:.0f}% of them skipped")
+        if info.dense and info.dense[i]:
+            facts.append(f"{design} (dense): {100 * rcp / total:.0f}% of its products have a zero operand")
+        else:
+            facts.append(f"{design}: RCPs {100 * rcp / total:.0f}% of products, {skipped:.0f}% of them skipped")
     caption = ("Cartesian products per phase (summed over layers): valid products, redundant Cartesian"
                " products (RCPs) the anticipation unit skipped before issue, and RCPs issued to the multipliers"
-               " anyway. Left: counts; right: shares. " + "; ".join(facts) + ".")
+               " anyway; a dense design's other products are products with a zero operand, multiplied anyway."
+               " Left: counts (log scale); right: shares. " + "; ".join(facts) + ".")
     return _rendered("products", "Product composition per phase", caption, f.render_products(info),
                      d.product_rows(info))
 

@@ -20,6 +20,8 @@ ENERGY_COMPONENTS: tuple[str, ...] = (*ACTIONS, "leakage")
 CYCLE_CATEGORIES: tuple[str, ...] = ("busy", "bank_conflict", "anticipation", "barrier_wait", "halo",
                                      "reduction", "memory_stall")
 UNATTRIBUTED = "unattributed"
+# A GPU model's energy split (antsim.gpu: static W x time, executed FLOPs x dynamic energy, DRAM bytes x pJ/bit).
+GPU_COMPONENTS: dict[str, str] = {"static": "gpu_static", "core": "gpu_core_dynamic", "dram": "dram"}
 
 
 class RatioInfo(NamedTuple):
@@ -53,7 +55,9 @@ class EnergyBreakdownInfo(NamedTuple):
 class ProductInfo(NamedTuple):
     """Cartesian products per design and phase, summed over layers (products).
 
-    ``valid + rcp_skipped + rcp_issued == total``; ``rcp_skipped`` never reached a multiplier.
+    ``valid + rcp_skipped + rcp_issued == total``; ``rcp_skipped`` never reached a multiplier. For a dense
+    design (``dense[d]``, its spec's ``sparsity_support: false``) the non-valid products are the products
+    with a zero operand it multiplies anyway, not RCPs.
     """
 
     designs: tuple[str, ...]
@@ -62,6 +66,7 @@ class ProductInfo(NamedTuple):
     rcp_skipped: np.ndarray
     rcp_issued: np.ndarray
     total: np.ndarray
+    dense: tuple[bool, ...] = ()
 
 
 class CycleInfo(NamedTuple):
@@ -98,17 +103,25 @@ def _get_ratio_info(comparison: Comparison, metric: str) -> RatioInfo:
     )
 
 
+def _component_name(result: NetworkResult, component: str) -> str:
+    """A GPU's ``static`` / ``core`` parts are named as what they are; DRAM is DRAM on every backend."""
+    if result.backend == "gpu":
+        return GPU_COMPONENTS.get(component, f"gpu_{component}")
+    return component
+
+
 def _get_energy_breakdown_info(comparison: Comparison) -> EnergyBreakdownInfo:
-    """Energy breakdown of every accelerator design that reports one."""
-    results = [r for r in comparison.results if r.backend == "accelerator"
+    """Energy breakdown of every accelerator design and GPU model that reports one."""
+    results = [r for r in comparison.results if r.backend in ("accelerator", "gpu")
                and any(rec.energy_breakdown_j for rec in r.records)]
-    seen = {c for r in results for rec in r.records for c in rec.energy_breakdown_j}
-    components = tuple(c for c in ENERGY_COMPONENTS if c in seen) + tuple(sorted(seen - set(ENERGY_COMPONENTS)))
+    seen = {_component_name(r, c) for r in results for rec in r.records for c in rec.energy_breakdown_j}
+    order = tuple(dict.fromkeys((*ENERGY_COMPONENTS, *GPU_COMPONENTS.values())))
+    components = tuple(c for c in order if c in seen) + tuple(sorted(seen - set(order)))
     energy = np.zeros((len(results), len(components)))
     for d, result in enumerate(results):
         for rec in result.records:
             for component, joules in rec.energy_breakdown_j.items():
-                energy[d, components.index(component)] += joules
+                energy[d, components.index(_component_name(result, component))] += joules
     totals = np.array([_nan(r.totals["energy_j"]) for r in results])
     return EnergyBreakdownInfo(tuple(r.design for r in results), components, energy, totals)
 
@@ -127,8 +140,9 @@ def _get_product_info(comparison: Comparison) -> ProductInfo:
             valid[d, p] += rec.products.valid
             skipped[d, p] += rec.products.skipped
             total[d, p] += rec.products.total
+    dense = tuple(isinstance(r.spec, dict) and r.spec.get("sparsity_support") is False for r in results)
     return ProductInfo(tuple(r.design for r in results), phases, valid, skipped,
-                       total - valid - skipped, total)
+                       total - valid - skipped, total, dense)
 
 
 def _get_cycle_info(comparison: Comparison) -> CycleInfo:

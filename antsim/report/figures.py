@@ -110,6 +110,11 @@ def render_energy_breakdown(info: EnergyBreakdownInfo) -> Figure:
             bottom += values[:, k]
         ax.set_xticks(x, info.designs)
         ax.set_xlabel("design")
+    totals = info.energy_j.sum(axis=1)
+    spread = totals.max() / totals[totals > 0].min() if np.any(totals > 0) else 1.0
+    if spread > 30:  # GPUs beside accelerators span decades: the small designs stay visible on a log axis
+        ax_abs.set_yscale("log")
+        unit += ", log scale"
     ax_abs.set_ylabel(f"energy per training step ({unit})")
     ax_share.set_ylabel("share of design energy (%)")
     ax_abs.set_title("Energy by component")
@@ -148,12 +153,18 @@ def render_products(info: ProductInfo) -> Figure:
     fig, (ax_abs, ax_share) = _figure(width=11.0, height=4.8, ncols=2)
     scale, unit = _scale(info.total.astype(float), "products")
     safe_total = np.where(info.total > 0, info.total, 1).astype(float)
-    parts = (("valid", info.valid, "#009E73", None), ("RCP skipped (anticipated)", info.rcp_skipped, "#BBBBBB", "//"),
-             ("RCP issued", info.rcp_issued, "#D55E00", None))
+    dense = np.array(info.dense or (False,) * len(info.designs), bool)[:, None]
+    parts = [("valid", info.valid, "#009E73", None), ("RCP skipped (anticipated)", info.rcp_skipped, "#BBBBBB", "//"),
+             ("RCP issued", np.where(dense, 0, info.rcp_issued), "#D55E00", None)]
+    if dense.any():  # a dense design multiplies every zero: its extra products are not RCPs
+        parts.append(("zero-operand products (dense design)", np.where(dense, info.rcp_issued, 0), "#CC79A7", ".."))
+    parts = [p for p in parts if p[1].any() or p[0] == "valid"]
     _stacked_groups(ax_abs, [(n, v / scale, c, h) for n, v, c, h in parts], info.designs, info.phases)
     _stacked_groups(ax_share, [(n, v / safe_total * 100, c, h) for n, v, c, h in parts], info.designs, info.phases)
+    # designs differ by orders of magnitude (a dense design forms every product): counts on a log axis
+    ax_abs.set_yscale("log")
     _label_absolute_and_share(ax_abs, ax_share,
-                              (f"Cartesian products per step ({unit})", "share of products formed (%)"),
+                              (f"Cartesian products per step ({unit}, log scale)", "share of products formed (%)"),
                               ("Products per phase", "Product composition per phase"))
     return fig
 

@@ -132,3 +132,30 @@ def test_a_sweep_of_another_workload_is_refused(tmp_path: Path) -> None:
     with pytest.raises(AntsimError, match="--sweep"):
         build_report(c, tmp_path / "r", sweep_dir=folder)
     assert not (tmp_path / "r").exists()
+
+
+def test_gpu_energy_split_and_dense_products_reach_the_figures(tmp_path: Path) -> None:
+    import numpy as np
+
+    from antsim.report.data import _get_energy_breakdown_info, _get_product_info
+
+    gpu = gpu_result("v100", 4)
+    split = {"static": 3e-4, "core": 1e-5, "dram": 2e-6}
+    gpu = dataclasses.replace(gpu, records=tuple(dataclasses.replace(r, energy_j=sum(split.values()),
+                                                                     energy_breakdown_j=split) for r in gpu.records))
+    dense = _with_real_spec("dense", 3, 0.0, 1.0)
+    c = compare_results([_with_real_spec("scnn", 1, 0.0, 0.25), dense, gpu], baseline="scnn")
+    info = _get_energy_breakdown_info(c)
+    assert info.designs == ("scnn", "dense", "v100")
+    row = info.energy_j[2]
+    n = len(gpu.records)
+    assert row[info.components.index("gpu_static")] == pytest.approx(n * 3e-4)
+    assert row[info.components.index("gpu_core_dynamic")] == pytest.approx(n * 1e-5)
+    assert row[info.components.index("dram")] == pytest.approx(n * 2e-6)
+    np.testing.assert_allclose(info.energy_j.sum(axis=1), info.totals_j, rtol=1e-12)
+    products = _get_product_info(c)
+    assert products.dense == (False, True)
+    out = build_report(c, tmp_path / "r")
+    md = (out / "report.md").read_text()
+    assert "dense (dense): " in md and "have a zero operand" in md and "gpu_static" in md
+    assert (out / "figures" / "products.png").read_bytes()[:4] == b"\x89PNG"
