@@ -56,8 +56,9 @@ class ProductInfo(NamedTuple):
     """Cartesian products per design and phase, summed over layers (products).
 
     ``valid + rcp_skipped + rcp_issued == total``; ``rcp_skipped`` never reached a multiplier. For a dense
-    design (``dense[d]``, its spec's ``sparsity_support: false``) the non-valid products are the products
-    with a zero operand it multiplies anyway, not RCPs.
+    design (``dense[d]``, its spec's ``sparsity_support: false``) ``valid`` is the non-zero x non-zero
+    products (a sparse design's valid count on the same operands, when one is compared) and ``rcp_issued``
+    the products with a zero operand it multiplies anyway, not RCPs.
     """
 
     designs: tuple[str, ...]
@@ -141,6 +142,13 @@ def _get_product_info(comparison: Comparison) -> ProductInfo:
             skipped[d, p] += rec.products.skipped
             total[d, p] += rec.products.total
     dense = tuple(isinstance(r.spec, dict) and r.spec.get("sparsity_support") is False for r in results)
+    sparse = [d for d, r in enumerate(results) if r.backend == "accelerator" and not dense[d]]
+    if sparse:
+        # A dense design counts every product on a valid output as valid, zeros included. On the same operands
+        # (compare checked seed, generator and tensors) a sparse design's valid products are exactly the
+        # non-zero x non-zero ones, so the rest of the dense design's products had a zero operand.
+        for d in (d for d, is_dense in enumerate(dense) if is_dense):
+            valid[d] = np.minimum(valid[sparse[0]], total[d] - skipped[d])
     return ProductInfo(tuple(r.design for r in results), phases, valid, skipped,
                        total - valid - skipped, total, dense)
 

@@ -76,7 +76,7 @@ def efficiency_rows(comparison: Comparison) -> Rows:
     """Throughput and energy per image and per mm², multiplier utilisation and stall shares of each design."""
     batch = comparison.workload.get("batch")
     images = float(batch) if isinstance(batch, (int, float)) and batch > 0 else math.nan
-    rows: Rows = [["design", "images/s", "images/s per mm²", "energy / image", "energy per mm² (J/mm² per step)",
+    rows: Rows = [["design", "images/s", "images/s per mm²", "energy / image", "energy per step per mm²",
                    "multiplier utilisation", "cycle shares"]]
     for result, s in zip(comparison.results, comparison.designs, strict=True):
         rate = images / s.time_s if s.time_s else math.nan
@@ -86,7 +86,7 @@ def efficiency_rows(comparison: Comparison) -> Rows:
             f"{k} {100 * v:.0f}%" for k, v in sorted(used[1].items(), key=lambda kv: -kv[1]) if v >= 0.005)
         rows.append([s.design, _num(rate), _num(rate / area) if area else "n/a",
                      fmt_energy(s.energy_j / images) if s.energy_j is not None and images == images else "n/a",
-                     _num(s.energy_j / area, "J") if area and s.energy_j is not None else "n/a",
+                     f"{fmt_energy(s.energy_j / area)}/mm²" if area and s.energy_j is not None else "n/a",
                      "n/a" if used is None else f"{100 * used[0]:.1f}%", shares])
     return rows
 

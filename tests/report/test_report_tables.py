@@ -155,6 +155,12 @@ def test_gpu_energy_split_and_dense_products_reach_the_figures(tmp_path: Path) -
     np.testing.assert_allclose(info.energy_j.sum(axis=1), info.totals_j, rtol=1e-12)
     products = _get_product_info(c)
     assert products.dense == (False, True)
+    scnn_valid = sum(r.products.valid for r in c.results[0].records if r.phase == "fprop")
+    fprop = products.phases.index("fprop")
+    dense_total = sum(r.products.total for r in dense.records if r.phase == "fprop")
+    # the dense design's non-zero products are the sparse design's valid ones; the rest had a zero operand
+    assert products.valid[1, fprop] == min(scnn_valid, dense_total)
+    assert products.rcp_issued[1, fprop] == dense_total - min(scnn_valid, dense_total)
     out = build_report(c, tmp_path / "r")
     md = (out / "report.md").read_text()
     assert "dense (dense): " in md and "have a zero operand" in md and "gpu_static" in md
