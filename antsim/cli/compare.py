@@ -143,6 +143,12 @@ def gather_results(args: argparse.Namespace) -> tuple[list[NetworkResult], list[
     if archs or gpus:
         for result, source in zip(results, sources, strict=True):
             check_layers(workload()[0], layers_of(result, source), "the workload arguments", source)
+    if args.sweep is not None and (archs or gpus):  # a sweep of another workload fails before any simulation
+        from antsim.report.build import check_sweep_workload
+
+        layers, echo = workload()
+        check_sweep_workload(args.sweep, {"network": echo.get("network"), "phases": echo.get("phases"),
+                                          "layers": [layer.to_dict() for layer in layers]})
     if archs:
         results += _simulate_all(archs, args, *workload())
         sources += [f"--arch {path}" for path, _arch in archs]

@@ -165,3 +165,25 @@ def test_gpu_energy_split_and_dense_products_reach_the_figures(tmp_path: Path) -
     md = (out / "report.md").read_text()
     assert "dense (dense): " in md and "have a zero operand" in md and "gpu_static" in md
     assert (out / "figures" / "products.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_compare_refuses_a_sweep_of_another_workload_before_simulating(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture) -> None:
+    import json
+
+    from antsim.cli import main
+    from antsim.workloads.layers import write_layers_csv
+
+    layers = tmp_path / "l.csv"
+    write_layers_csv(LAYERS[:1], layers)
+    sweep = tmp_path / "sweep"
+    sweep.mkdir()
+    other = [LAYERS[1].to_dict()]
+    (sweep / "summary.json").write_text(json.dumps({"workload": {"name": "x", "phases": ["fprop"], "layers": other}}))
+    (sweep / "trials.csv").write_text("number,objective.time_s,objective.area_mm2\n0,1,2\n")
+    capsys.readouterr()
+    status = main(["compare", "--arch", str(REPO / "arch_configs/scnn.yaml"), "--layers-csv", str(layers),
+                   "--report-out", str(tmp_path / "r"), "--sweep", str(sweep), "--no-progress"])
+    err = capsys.readouterr().err
+    assert status == 2 and "its trials ran x (1 layers" in err and "simulating" not in err
+    assert not (tmp_path / "r").exists()
