@@ -100,9 +100,11 @@ def build_report(comparison: Comparison, out: str | Path, sweep_dir: str | Path 
         files[f"data/{fig.name}.csv"] = fig.csv_text.encode()
     files["data/records.csv"] = _csv(d.network_result_rows(comparison.results)).encode()
     files["data/headline.csv"] = _csv(d.headline_rows(content.headline)).encode()
-    for name, make in (("area", tb.area_rows), ("layers", tb.layer_rows), ("efficiency", tb.efficiency_rows),
-                       ("assumptions", tb.assumption_rows)):
-        rows = make(comparison)
+    table_rows: tuple[tuple[str, Callable[[Comparison], list[list[Any]]]], ...] = (
+        ("area", tb.area_rows), ("layers", tb.layer_rows), ("efficiency", tb.efficiency_rows),
+        ("assumptions", tb.assumption_rows))
+    for name, make_rows in table_rows:
+        rows = make_rows(comparison)
         if rows:
             files[f"data/{name}.csv"] = _csv(rows).encode()
     for result in comparison.results:

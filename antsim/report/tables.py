@@ -64,7 +64,8 @@ def utilisation(result: NetworkResult) -> tuple[float, dict[str, float]] | None:
     total = sum(r.cycles for r in records)  # type: ignore[misc]
     if not records or not total:
         return None
-    util = sum(float(r.details.get("multiplier_utilization", math.nan)) * r.cycles for r in records) / total
+    util = math.fsum(float(r.details.get("multiplier_utilization", math.nan)) * (r.cycles or 0)
+                     for r in records) / total
     shares: dict[str, float] = {}
     for r in records:
         for name, cycles in r.stalls.items():
@@ -102,7 +103,9 @@ def _dram_line(spec: Mapping[str, Any]) -> str:
     tech, bw = dram.get("technology"), dram.get("bandwidth_gbps")
     pj = "?"
     try:
-        pj = f"{load_table((spec.get('technology') or {}).get('energy_table', 'default_16nm')).dram_pj(tech):g}"
+        if isinstance(tech, str):
+            table = load_table((spec.get("technology") or {}).get("energy_table", "default_16nm"))
+            pj = f"{table.dram_pj(tech):g}"
     except (AntsimError, TypeError):
         pass
     return f"{tech}, {bw} GB/s, {pj} pJ/bit"

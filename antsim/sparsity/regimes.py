@@ -5,11 +5,16 @@ forward activations A, the copy of A saved for wgrad, and the output gradient dY
 that lays the non-zeros out. They replace ad-hoc density triples, so a study says which training
 method its numbers stand for.
 
-| regime | W | A (fprop) | saved A (wgrad) | dY | generator | what it stands for |
-|---|---|---|---|---|---|---|
-| ``swat`` | 0.1 | 0.5 | 0.1 | 1.0 | swat | SWAT at 90 % sparsity: top-k W in fprop and dgrad, top-k A saved for wgrad; the forward A is the ReLU output (about half zeros); dY reaching a conv after BatchNorm is dense |
-| ``swat-gs`` | 0.1 | 0.5 | 0.1 | 0.1 | swat | SWAT plus top-k gradient sparsification of dY at 90 % (the ANT paper's sparse-dY setting) |
-| ``uniform`` | 0.1 | 0.1 | 0.1 | 0.1 | uniform | every operand a Bernoulli mask at 10 %: the unstructured stress case (no clustering) |
+| regime | W | A (fprop) | saved A (wgrad) | dY | generator |
+|---|---|---|---|---|---|
+| ``swat`` | 0.1 | 0.5 | 0.1 | 1.0 | swat |
+| ``swat-gs`` | 0.1 | 0.5 | 0.1 | 0.1 | swat |
+| ``uniform`` | 0.1 | 0.1 | 0.1 | 0.1 | uniform |
+
+* ``swat``: SWAT at 90 % sparsity — top-k W in fprop and dgrad, top-k A saved for wgrad; the forward A
+  is the ReLU output (about half zeros); dY reaching a conv after BatchNorm is dense.
+* ``swat-gs``: SWAT plus top-k gradient sparsification of dY at 90 % (the ANT paper's sparse-dY setting).
+* ``uniform``: every operand a Bernoulli mask at 10 %: the unstructured stress case (no clustering).
 
 Sources: SWAT — Raihan & Aamodt, "Sparse Weight Activation Training", NeurIPS 2020 (top-k of W in the
 forward pass, top-k of the activations kept for the weight gradient, at 90 % sparsity in its main
