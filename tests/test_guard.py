@@ -153,7 +153,7 @@ def test_available_memory_reads_memavailable(tmp_path: Path) -> None:
 
 
 _MEASURE = """
-import resource, sys
+import sys
 import antsim
 from antsim.simulate import simulate_layer
 from antsim.sparsity.generators import make_tensors
@@ -162,7 +162,9 @@ layer = antsim.Layer(name="m", N=2, C=128, K=128, H=16, W=16, R=3, S=3, stride=1
 t = make_tensors(layer, 0.1, 0.1, 0.1, model="swat", seed=0)
 for phase in ("fprop", "dgrad", "wgrad"):
     simulate_layer(arch, layer, phase, t, fidelity="fast")
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024)
+# VmHWM is this process's own peak: ru_maxrss would start from the forking parent's RSS (a large pytest).
+hwm = next(line for line in open("/proc/self/status") if line.startswith("VmHWM:"))
+print(int(hwm.split()[1]) * 1024)
 """
 
 
