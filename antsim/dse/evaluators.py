@@ -19,6 +19,7 @@ from typing import Any
 
 from antsim.dse.workload import Workload
 from antsim.errors import MappingError, SpecError
+from antsim.guard import MAX_PASSES, phase_steps
 from antsim.results import NetworkResult
 from antsim.simulate import check_densities, layer_seed, simulate_network
 from antsim.sparsity.generators import make_tensors
@@ -74,8 +75,26 @@ def _generated(workload: Workload, seed: int) -> dict[str, Any]:
     return out
 
 
+def check_passes(arch: ArchSpec, workload: Workload) -> None:
+    """Refuse a sampled design whose input buffer would tile some (layer, phase) into more than
+    ``antsim.guard.MAX_PASSES`` passes (a tiny ``buffers.input_kb``: minutes to hours of timing for one
+    trial, see ``antsim.guard``) — the trial is recorded infeasible with the reason.
+
+    Raises:
+        MappingError: naming the layer, phase and pass count.
+    """
+    for layer in workload.layers:
+        for phase in workload.phases:
+            _, passes = phase_steps(arch, layer, phase, workload.densities)
+            if passes > MAX_PASSES:
+                raise MappingError(f"buffers.input_kb {arch.buffers.input_kb}: {layer.name}/{phase} needs about"
+                                   f" {passes} stationary passes (limit {MAX_PASSES})")
+
+
 def simulator(arch: ArchSpec, workload: Workload, fidelity: str = "fast", seed: int = 0) -> dict[str, float]:
-    """Evaluate with ``antsim.simulate.simulate_network`` (the real discrete-event model)."""
+    """Evaluate with ``antsim.simulate.simulate_network`` (the real discrete-event model); designs past
+    the pass limit are refused first (``check_passes``)."""
+    check_passes(arch, workload)
     if workload.tensors_path:
         tensors = _tensors(workload.tensors_path)
     else:
