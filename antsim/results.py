@@ -12,6 +12,7 @@ import csv
 import io
 import json
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -241,6 +242,22 @@ def flatten_record(record: LayerResult) -> dict[str, Any]:
     row.update({f"energy_{k}_j": v for k, v in record.energy_breakdown_j.items()})
     row.update({k: v for k, v in _jsonable(record.details).items() if not isinstance(v, (dict, list))})
     return row
+
+
+def check_writable_folder(path: str | Path, flag: str) -> None:
+    """Raise unless the folder ``path`` goes into (or its nearest existing ancestor) is a writable folder.
+
+    Raises:
+        AntsimError: naming ``flag`` (the option or key that gave the path), the path and the folder.
+    """
+    path = Path(path)
+    existing = path.parent if str(path.parent) else Path(".")
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise AntsimError(f"{flag} {path}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise AntsimError(f"{flag} {path}: folder {existing} is not writable")
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:

@@ -32,7 +32,7 @@ _CLI_WHY = "each command loads the stages it runs when it runs, so `--help` and 
 ALLOWED_FUNCTION_IMPORTS: dict[str, tuple[frozenset[str], str]] = {
     "antsim.cli": (frozenset({"antsim"}), _CLI_WHY),
     "antsim.cli._common": (frozenset({"antsim.sparsity.tensors", "antsim.workloads.zoo", "antsim.measure.external",
-                                      "os", "antsim.simulate", "antsim.sparsity.regimes",
+                                      "antsim.simulate", "antsim.sparsity.regimes",
                                       "antsim.sparsity.generators"}), _CLI_WHY),
     "antsim.cli.capture": (frozenset({"antsim.capture", "antsim.capture.run", "antsim.sparsity.tensors",
                                       "antsim.capture.report", "antsim.results"}), _CLI_WHY),

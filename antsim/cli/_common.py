@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from antsim.errors import AntsimError, WorkloadError
 from antsim.progress import tqdm_bar
+from antsim.results import check_writable_folder
 from antsim.workloads.layers import PHASES, Layer, read_layers_csv
 
 T = TypeVar("T")
@@ -186,20 +187,6 @@ def check_out_path(path: Path, suffixes: tuple[str, ...], flag: str = "--out") -
         raise AntsimError(f"{flag} {path}: exists and is not a regular file")
     check_writable_folder(path, flag)
     return path
-
-
-def check_writable_folder(path: Path, flag: str) -> None:
-    """Raise unless the folder ``path`` goes into (or the nearest existing ancestor) is a writable folder."""
-    import os
-
-    parent = path.parent if str(path.parent) else Path(".")
-    existing = parent
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        raise AntsimError(f"{flag} {path}: {existing} is not a folder")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise AntsimError(f"{flag} {path}: folder {existing} is not writable")
 
 
 def seed_value(text: str) -> int:

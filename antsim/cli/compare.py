@@ -28,6 +28,7 @@ from antsim.cli._common import (
     resolve_workload,
 )
 from antsim.errors import AntsimError
+from antsim.gpu.menus import DEFAULT_LIBRARY, DEFAULT_SELECTION, LIBRARIES, SELECTIONS
 from antsim.results import NetworkResult
 
 HELP = "compare designs on one workload (result files, --arch, --gpu): speedups and energy reductions"
@@ -49,10 +50,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="model each GPU's whole training step: the convolutions plus BatchNorm, ReLU, residual"
                              " add, pooling and the SGD-momentum update (designs named GPU[-PRECISION]-step;"
                              " default: convolutions only)")
-    parser.add_argument("--gpu-selection", default="timed", choices=("timed", "heuristic"),
+    parser.add_argument("--gpu-selection", default=DEFAULT_SELECTION, choices=SELECTIONS,
                         help="GPU kernel selection: timed = fastest plan of the library's menu (cudnn.benchmark; "
                              "default) | heuristic = the library's algorithm family")
-    parser.add_argument("--gpu-library", default="cudnn8", choices=("cudnn5", "cudnn6", "cudnn7", "cudnn8"),
+    parser.add_argument("--gpu-library", default=DEFAULT_LIBRARY, choices=LIBRARIES,
                         help="library generation whose kernel menu the GPUs run (default cudnn8)")
     parser.add_argument("--baseline", default=None,
                         help="design the ratios are over (default: scnn if present, else the first design)")

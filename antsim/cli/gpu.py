@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from antsim.cli._common import add_workload_arguments, check_out_path, parse_phases, progress, resolve_workload
+from antsim.gpu.menus import DEFAULT_LIBRARY, DEFAULT_SELECTION, LIBRARIES, SELECTIONS
 
 if TYPE_CHECKING:
     from antsim.gpu.check import CheckRow
@@ -41,10 +42,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a whole training step: each conv record also holds its layer's memory-bound kernels "
                              "(BatchNorm, ReLU, residual add, pooling, SGD-momentum update) and their launch "
                              "overheads; the design is named GPU[-PRECISION]-step (default: convolutions only)")
-    parser.add_argument("--selection", default="timed", choices=("timed", "heuristic"),
+    parser.add_argument("--selection", default=DEFAULT_SELECTION, choices=SELECTIONS,
                         help="how the library picks a kernel: timed = the fastest plan of the menu (cudnn.benchmark; "
                              "default) | heuristic = the library's algorithm family (DeepBench), fastest within it")
-    parser.add_argument("--library", default="cudnn8", choices=("cudnn5", "cudnn6", "cudnn7", "cudnn8"),
+    parser.add_argument("--library", default=DEFAULT_LIBRARY, choices=LIBRARIES,
                         help="library generation whose kernel menu the GPU runs (default cudnn8)")
     parser.add_argument("--host-overhead-us", type=float, default=0.0, metavar="US",
                         help="with --check: per-call host time of the measurement harness inside each timed "

@@ -35,6 +35,7 @@ from antsim.report import tables as tb
 from antsim.report.compare import Comparison, fmt_ratio
 from antsim.report.document import render_html, render_markdown
 from antsim.report.sweep import SweepInfo, _get_sweep_info, check_sweep_workload, sweep_rows
+from antsim.results import check_writable_folder
 
 
 class RenderedFigure(NamedTuple):
@@ -283,14 +284,7 @@ def check_report_target(out: Path, flag: str = "--out") -> None:
             if rel != MANIFEST and not path.is_dir() and rel not in listed:
                 raise AntsimError(f"{flag} {out}: holds {rel}, which the report did not write; refusing to"
                                   " replace the folder (move the file out first)")
-    parent = out.parent if str(out.parent) else Path(".")
-    existing = parent
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        raise AntsimError(f"{flag} {out}: {existing} is not a folder")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise AntsimError(f"{flag} {out}: folder {existing} is not writable")
+    check_writable_folder(out, flag)
 
 
 def write_folder_atomic(out: Path, files: Mapping[str, bytes]) -> None:
