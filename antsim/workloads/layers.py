@@ -10,6 +10,7 @@ from typing import Any
 
 from antsim.errors import WorkloadError
 from antsim.results import write_text_atomic
+from antsim.workloads.gemm import GEMM_CSV_COLUMNS, GEMM_CSV_OPTIONAL, KINDS, Gemm, gemm_csv_cells, gemm_from_row
 
 PHASES: tuple[str, ...] = ("fprop", "dgrad", "wgrad")
 
@@ -95,8 +96,11 @@ _CSV_REQUIRED = ("name", "N", "C", "K", "H", "W", "R", "S", "stride", "pad")
 _CSV_OPTIONAL = ("stride_h", "stride_w", "pad_h", "pad_w")
 
 
-def read_layers_csv(path: str | Path) -> list[Layer]:
+def read_layers_csv(path: str | Path) -> list[Any]:
     """Read a layers CSV: header ``name,N,C,K,H,W,R,S,stride,pad`` (optional ``stride_h,stride_w,pad_h,pad_w``).
+
+    With a ``kind`` column, each row is a ``conv`` (empty = conv) ``Layer`` or a ``gemm`` ``Gemm``
+    (columns in ``antsim.workloads.gemm``); without one every row is a conv ``Layer``.
 
     Raises:
         WorkloadError: missing file, missing column, non-integer value or an invalid layer; the message
@@ -110,6 +114,8 @@ def read_layers_csv(path: str | Path) -> list[Layer]:
             reader = csv.DictReader(handle)
             header = [h.strip() for h in (reader.fieldnames or [])]
             check_unique_header(path, header)
+            if "kind" in header:
+                return _named_once(path, _read_kinds(path, header, reader))
             missing = [c for c in _CSV_REQUIRED if c not in header]
             unknown = [c for c in header if c not in _CSV_REQUIRED + _CSV_OPTIONAL]
             if missing or unknown:
@@ -122,12 +128,46 @@ def read_layers_csv(path: str | Path) -> list[Layer]:
         raise WorkloadError(f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x})") from None
     except csv.Error as exc:
         raise WorkloadError(f"{path}: not a readable CSV ({exc})") from None
+    return _named_once(path, layers)
+
+
+def _named_once(path: Path, layers: list[Any]) -> list[Any]:
     if not layers:
         raise WorkloadError(f"{path}: no layers")
     names = [layer.name for layer in layers]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise WorkloadError(f"{path}: duplicate layer names {dup}")
+    return layers
+
+
+_KIND_COLUMNS = ("name", "kind", *_CSV_REQUIRED[1:], *_CSV_OPTIONAL,
+                 *(c for c in GEMM_CSV_COLUMNS + GEMM_CSV_OPTIONAL if c not in _CSV_REQUIRED))
+
+
+def _read_kinds(path: Path, header: list[str], reader: csv.DictReader) -> list[Any]:
+    """Rows of a CSV with a ``kind`` column: each a conv ``Layer`` or a ``Gemm`` by its kind cell."""
+    unknown = [c for c in header if c not in _KIND_COLUMNS]
+    if unknown:
+        raise WorkloadError(f"{path}: unknown columns {unknown}; a CSV with a kind column takes"
+                            f" {','.join(_KIND_COLUMNS)}")
+    layers: list[Any] = []
+    for line, raw in enumerate(reader, start=2):
+        if None in raw:
+            raise WorkloadError(f"{path}: line {line}: more cells than header columns")
+        row = {k.strip(): (v or "").strip() for k, v in raw.items()}
+        kind = row.get("kind") or "conv"
+        if kind not in KINDS:
+            raise WorkloadError(f"{path}: line {line}: column kind must be one of {', '.join(KINDS)}; got {kind!r}")
+        if not row.get("name"):
+            raise WorkloadError(f"{path}: line {line}: column name is empty")
+        if kind == "gemm":
+            layers.append(gemm_from_row(f"{path}: line {line}", row))
+            continue
+        missing = [c for c in _CSV_REQUIRED if c not in header]
+        if missing:
+            raise WorkloadError(f"{path}: line {line}: a conv row needs columns {missing}")
+        layers.append(_layer_from_row(path, line, {k: v for k, v in row.items() if k in _CSV_REQUIRED + _CSV_OPTIONAL}))
     return layers
 
 
@@ -164,12 +204,30 @@ def _layer_from_row(path: Path, line: int, row: dict[str, str]) -> Layer:
         raise WorkloadError(f"{path}: line {line}: {exc}") from None
 
 
-def write_layers_csv(layers: list[Layer], path: str | Path) -> None:
-    """Write layers in the CSV format ``read_layers_csv`` reads (always with the h/w columns), atomically."""
+def write_layers_csv(layers: list[Any], path: str | Path) -> None:
+    """Write layers in the CSV format ``read_layers_csv`` reads (always with the h/w columns), atomically;
+    with a ``kind`` column when any layer is a ``Gemm``."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
+    if any(isinstance(layer, Gemm) for layer in layers):
+        _write_kinds(writer, layers)
+        write_text_atomic(path, buffer.getvalue())
+        return
     writer.writerow(_CSV_REQUIRED + _CSV_OPTIONAL)
     for l in layers:
         writer.writerow([l.name, l.N, l.C, l.K, l.H, l.W, l.R, l.S, l.stride_h, l.pad_h,
                          l.stride_h, l.stride_w, l.pad_h, l.pad_w])
     write_text_atomic(path, buffer.getvalue())
+
+
+def _write_kinds(writer: Any, layers: list[Any]) -> None:
+    writer.writerow(_KIND_COLUMNS)
+    for layer in layers:
+        if isinstance(layer, Gemm):
+            cells = {"name": layer.name, "kind": "gemm", **gemm_csv_cells(layer)}
+        else:
+            l = layer
+            cells = {"name": l.name, "kind": "conv", **{k: str(v) for k, v in zip(
+                _CSV_REQUIRED[1:] + _CSV_OPTIONAL, [l.N, l.C, l.K, l.H, l.W, l.R, l.S, l.stride_h, l.pad_h,
+                                                     l.stride_h, l.stride_w, l.pad_h, l.pad_w], strict=True)}}
+        writer.writerow([cells.get(column, "") for column in _KIND_COLUMNS])
