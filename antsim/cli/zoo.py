@@ -1,4 +1,4 @@
-"""``antsim zoo``: list the networks, or one network's conv layers with their MACs."""
+"""``antsim zoo``: list the networks, or one network's (or an ONNX model's) layers with their MACs."""
 
 from __future__ import annotations
 
@@ -6,36 +6,47 @@ import argparse
 import sys
 from pathlib import Path
 
-from antsim.cli._common import check_out_path
-from antsim.workloads.layers import write_layers_csv
+from antsim.cli._common import check_out_path, note
+from antsim.workloads.layers import Layer, write_layers_csv
+from antsim.workloads.onnx_import import SkippedNode, read_onnx
 
-HELP = "list the network zoo, or the conv layers and MACs of one network"
+HELP = "list the network zoo, or the conv layers and MACs of one network or of an ONNX model (--onnx)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", nargs="?", help="network name; omit to list all networks")
-    parser.add_argument("--batch", type=int, default=1, help="batch size for the MAC counts (default 1)")
-    parser.add_argument("--csv", type=Path, default=None, help="also write the layers as a layers CSV")
+    parser.add_argument("--onnx", type=Path, default=None, metavar="MODEL",
+                        help="read the Conv/Gemm/MatMul nodes of an ONNX model instead (needs antsim[onnx])")
+    parser.add_argument("--batch", type=int, default=None,
+                        help="batch size (default: 1 for zoo networks, the model's batch for --onnx)")
+    parser.add_argument("--csv", "--out", type=Path, default=None, help="also write the layers as a layers CSV")
 
 
 def run(args: argparse.Namespace) -> int:
     from antsim.errors import AntsimError
     from antsim.workloads.zoo import network, networks
 
-    if args.batch < 1:
+    if args.batch is not None and args.batch < 1:
         raise AntsimError(f"--batch must be >= 1; got {args.batch}")
+    if args.onnx is not None and args.name is not None:
+        raise AntsimError(f"give either a network NAME ({args.name}) or --onnx {args.onnx}, not both")
     if args.csv is not None:
-        if args.name is None:
-            raise AntsimError(f"--csv {args.csv}: give a network NAME to write its layers")
+        if args.name is None and args.onnx is None:
+            raise AntsimError(f"--csv {args.csv}: give a network NAME or --onnx MODEL to write its layers")
         check_out_path(args.csv, (".csv",), flag="--csv")
     out = sys.stdout
-    if args.name is None:
-        out.write(f"{'network':<22}{'convs':>6}{'fwd GMACs':>12}   (batch {args.batch})\n")
+    skipped: tuple[SkippedNode, ...] = ()
+    if args.onnx is not None:
+        layers, skipped = _onnx_layers(args)
+    elif args.name is None:
+        batch = args.batch or 1
+        out.write(f"{'network':<22}{'convs':>6}{'fwd GMACs':>12}   (batch {batch})\n")
         for name in networks():
             layers = network(name)
-            out.write(f"{name:<22}{len(layers):>6}{sum(l.macs for l in layers) * args.batch / 1e9:>12.3f}\n")
+            out.write(f"{name:<22}{len(layers):>6}{sum(l.macs for l in layers) * batch / 1e9:>12.3f}\n")
         return 0
-    layers = [layer.with_batch(args.batch) for layer in network(args.name)]
+    else:
+        layers = [layer.with_batch(args.batch or 1) for layer in network(args.name)]
     width = max(22, *(len(l.name) + 1 for l in layers))  # GoogLeNet's module paths run to 26 chars
     out.write(f"{'layer':<{width}}{'N':>4}{'C':>6}{'K':>6}{'H':>5}{'W':>5}{'R':>3}{'S':>3}"
               f"{'str':>5}{'pad':>5}{'P':>5}{'Q':>5}{'MMACs':>10}\n")
@@ -47,6 +58,29 @@ def run(args: argparse.Namespace) -> int:
     total = sum(l.macs for l in layers)
     out.write(f"{len(layers)} conv layers, {total / 1e9:.3f} GMACs per phase, "
               f"{3 * total / 1e9:.3f} GMACs per training step (fprop + dgrad + wgrad)\n")
+    if skipped:
+        _write_skipped(skipped)
     if args.csv:
         write_layers_csv(layers, args.csv)
     return 0
+
+
+def _onnx_layers(args: argparse.Namespace) -> tuple[list[Layer], tuple[SkippedNode, ...]]:
+    """The model's layers at its batch (or ``--batch``), and the nodes not imported."""
+    model = read_onnx(args.onnx)
+    layers = list(model.layers)
+    if args.batch is not None:
+        if model.batch_fixed and layers[0].N != args.batch:
+            note("zoo", f"--batch {args.batch} replaces batch {layers[0].N} of {args.onnx}")
+        layers = [layer.with_batch(args.batch) for layer in layers]
+    elif not model.batch_fixed:
+        note("zoo", f"{args.onnx}: batch dimension is symbolic; layers at batch 1 (give --batch N)")
+    return layers, model.skipped
+
+
+def _write_skipped(skipped: tuple[SkippedNode, ...]) -> None:
+    """Every node the import left out, with the reason: nothing is dropped silently."""
+    width = max(22, *(len(s.name) + 1 for s in skipped))
+    sys.stdout.write(f"{len(skipped)} ONNX node(s) not imported:\n{'node':<{width}}{'op':<20}reason\n")
+    for node in skipped:
+        sys.stdout.write(f"{node.name:<{width}}{node.op_type:<20}{node.reason}\n")
