@@ -81,6 +81,7 @@ class StreamFetcher:
         self.released = released
         self.staging = simpy.Container(env, capacity=staging_chunks, init=staging_chunks)
         self.ready = [env.event() for _ in range(schedule.n_steps)]
+        self.ready_at = np.zeros(schedule.n_steps)
         env.process(self.prefetch_chunks())
 
     def prefetch_chunks(self) -> Proc:
@@ -97,6 +98,7 @@ class StreamFetcher:
             if self.schedule.fetches[step]:
                 yield self.staging.get(1)
             yield from self.dram.transfer(self.schedule.streamed_bits[step])
+            self.ready_at[step] = self.env.now
             self.ready[step].succeed()
 
     def free_slot(self, step: int) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import simpy
 
 from antsim.dataflow.work import PhaseWork
+from antsim.sim.array import PEArray
 from antsim.sim.blocks import AccumulatorDrain, ChunkBarrier, DramChannel, RcpAnticipator, StreamFetcher
 from antsim.sim.counts import action_counts
 from antsim.sim.params import SimParams
@@ -43,19 +44,32 @@ def dram_bits_per_cycle(arch: ArchSpec) -> float:
     return arch.dram.bandwidth_gbps * 8.0 / arch.technology.clock_ghz
 
 
-class _Array:
-    """All blocks of one simulation, wired together (state for one run only)."""
+class _Blocks:
+    """All blocks of one simulation, wired together (state for one run only).
 
-    def __init__(self, arch: ArchSpec, schedule: Schedule, params: SimParams) -> None:
+    The PE array is one vectorised process (``PEArray``); ``per_pe=True`` wires one ``PE`` process (and
+    one ``RcpAnticipator``) per PE instead — the reference the array is tested against.
+    """
+
+    def __init__(self, arch: ArchSpec, schedule: Schedule, params: SimParams, per_pe: bool = False) -> None:
         self.env = simpy.Environment()
         env = self.env
+        self.n_pes = schedule.n_pes
         self.dram = DramChannel(env, dram_bits_per_cycle(arch))
         self.drain = AccumulatorDrain(env, self.dram, schedule)
-        self.barrier = ChunkBarrier(env, schedule.n_pes, schedule.n_steps, self._release)
-        self.fetcher = StreamFetcher(env, self.dram, schedule, params.staging_chunks, self.barrier.released)
+        screening = arch.sparsity_support and arch.anticipation.policy != "none"
         self.pes: list[PE] = []
         self.anticipators: list[RcpAnticipator] = []
-        screening = arch.sparsity_support and arch.anticipation.policy != "none"
+        if not per_pe:
+            released: list[simpy.Event] = []
+            self.fetcher = StreamFetcher(env, self.dram, schedule, params.staging_chunks, released)
+            self.array: PEArray | None = PEArray(env, schedule, self.fetcher, self.drain, self._release,
+                                                 screening, params.anticipation_lookahead)
+            released.extend(self.array.released)
+            return
+        self.array = None
+        self.barrier = ChunkBarrier(env, schedule.n_pes, schedule.n_steps, self._release)
+        self.fetcher = StreamFetcher(env, self.dram, schedule, params.staging_chunks, self.barrier.released)
         for index in range(schedule.n_pes):
             pe = PE(env, index, schedule, self.fetcher, self.drain, self.barrier)
             if screening:
@@ -73,13 +87,29 @@ class _Array:
     def run(self) -> float:
         self.env.run()
         end = float(self.env.now)
+        if self.array is not None:
+            self.array.account_tail(end)
         for pe in self.pes:
             pe.account_tail(end)
         return end
 
+    def mean_stalls(self) -> dict[str, float]:
+        """Stall category → cycles averaged over PEs."""
+        if self.array is not None:
+            return self.array.mean_stalls()
+        n = max(1, len(self.pes))
+        return {key: math.fsum(pe.stalls[key] for pe in self.pes) / n for key in STALL_KEYS}
+
+    def anticipation_busy_cycles(self) -> float:
+        """Cycles an anticipation unit screens, averaged over PEs."""
+        n = max(1, self.n_pes)
+        if self.array is not None:
+            return self.array.screen_busy_cycles / n
+        return math.fsum(u.busy_cycles for u in self.anticipators) / n
+
 
 def simulate_phase(arch: ArchSpec, work: PhaseWork, densities: Densities,
-                   params: SimParams | None = None) -> PhaseTiming:
+                   params: SimParams | None = None, per_pe: bool = False) -> PhaseTiming:
     """Time one (layer, phase) on ``arch`` from the dataflow's ``work``.
 
     Args:
@@ -87,24 +117,24 @@ def simulate_phase(arch: ArchSpec, work: PhaseWork, densities: Densities,
         work: Per-chunk, per-PE work from ``antsim.dataflow.map_phase``.
         densities: Densities of the stationary, streamed and output streams (compressed sizes).
         params: Link widths, staging depth and anticipation lookahead (default ``SimParams()``).
+        per_pe: Run one simpy process per PE (the reference model; slower, same timing).
 
     Returns:
         Cycles, per-category stall cycles averaged over PEs, action counts and details.
     """
     params = params or SimParams()
     schedule = build_schedule(arch, work, densities, params)
-    array = _Array(arch, schedule, params)
-    end = array.run()
-    n = max(1, len(array.pes))
-    stalls = {key: math.fsum(pe.stalls[key] for pe in array.pes) / n for key in STALL_KEYS}
-    actions = action_counts(arch, work, array.dram.read_bits, array.dram.write_bits)
+    blocks = _Blocks(arch, schedule, params, per_pe)
+    end = blocks.run()
+    stalls = blocks.mean_stalls()
+    actions = action_counts(arch, work, blocks.dram.read_bits, blocks.dram.write_bits)
     busy = stalls["busy"]
     details = {
         "passes": schedule.passes,
         "accumulator_restreams": int(schedule.restream_factor.sum() - len(schedule.restream_factor)),
         "steps": schedule.n_steps,
-        "dram_busy_cycles": float(array.dram.busy_cycles),
-        "anticipation_busy_cycles": math.fsum(u.busy_cycles for u in array.anticipators) / n,
+        "dram_busy_cycles": float(blocks.dram.busy_cycles),
+        "anticipation_busy_cycles": blocks.anticipation_busy_cycles(),
         "multiplier_utilization": busy / end if end > 0 else 0.0,
     }
     return PhaseTiming(cycles=math.ceil(end - 1e-9), end_cycle=end, stalls=stalls, actions=actions,

@@ -1,0 +1,130 @@
+"""The PE array as one simpy process: every PE between two barriers, vectorised over PEs.
+
+The array-wide barrier at the end of every step (SCNN's output-channel-group boundary) means no PE can
+start step ``s`` before all have finished step ``s − 1``; the streamed chunk and the accumulator half a
+step waits for are shared by all PEs too. So all PEs start a step at the same instant, and what differs
+between them inside a step — multiplier cycles, bank conflicts, the lock-step wait of the weight FIFO,
+their anticipation units' screening — is a closed form per PE. ``PEArray`` therefore runs one process
+that waits for the shared events and advances to the barrier release, and computes the per-PE part with
+numpy: the same timing and the same stall ledger as one ``antsim.sim.pe.PE`` process (plus one
+``RcpAnticipator``) per PE, with a few events per step instead of a few per PE and step.
+``tests/sim/test_sim_array.py`` checks the two against each other on random schedules.
+
+Per PE ``p`` and step ``s`` (``start`` is when the array starts the step, ``L`` the lookahead):
+
+* anticipation: ``screened[s, p] = max(ready[s], start[s − L], screened[s − 1, p]) + screen[s, p]`` —
+  the unit screens a step once its chunk is on chip and its PE has started step ``s − L``;
+* multipliers: ``own[s, p] = issued + conflicts + max(0, lockstep[s] − issued − conflicts)``;
+* done: ``max(start + own, screened)``; the barrier releases at the latest PE's done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import simpy
+
+from antsim.sim.blocks import AccumulatorDrain, Proc, StreamFetcher
+from antsim.sim.pe import STALL_KEYS
+from antsim.sim.schedule import Schedule
+
+
+class PEArray:
+    """All PEs of the array with their RCP anticipation units, stepping barrier to barrier.
+
+    Args:
+        env: Simulation environment.
+        schedule: Work per step and PE.
+        fetcher: Provides ``ready`` events per step.
+        drain: Provides ``drained`` events and halo end times per step.
+        on_release: Called with the step index when the barrier releases (frees a staging slot, starts
+            the step's drain).
+        screening: Whether each PE has an anticipation unit in front of it.
+        lookahead: Steps an anticipation unit may screen ahead of its PE.
+    """
+
+    def __init__(self, env: simpy.Environment, schedule: Schedule, fetcher: StreamFetcher,
+                 drain: AccumulatorDrain, on_release: Callable[[int], None], screening: bool,
+                 lookahead: int) -> None:
+        self.env = env
+        self.schedule = schedule
+        self.fetcher = fetcher
+        self.drain = drain
+        self.on_release = on_release
+        self.screening = screening
+        self.lookahead = lookahead
+        n_pes = schedule.n_pes
+        # Multiplier cycles per PE and step, the FIFO's lock-step wait included.
+        pairs = schedule.issued + schedule.conflicts
+        self.lockstep_wait = np.maximum(schedule.lockstep[:, None] - pairs, 0.0)
+        self.own_cycles = pairs + self.lockstep_wait
+        self.released = [env.event() for _ in range(schedule.n_steps)]
+        self.started_at = np.zeros(schedule.n_steps)
+        self.screened_at = np.zeros(n_pes)
+        self.stalls = {key: np.zeros(n_pes) for key in STALL_KEYS}
+        self.shared_stalls = dict.fromkeys(STALL_KEYS, 0.0)  # cycles every PE spends alike
+        self.screen_busy_cycles = float(schedule.screen.sum()) if screening else 0.0
+        self.last_release = 0.0
+        env.process(self.multiply_steps())
+
+    def multiply_steps(self) -> Proc:
+        """Run every step: wait for the chunk and the accumulator half, then multiply up to the barrier."""
+        env, schedule = self.env, self.schedule
+        busy = schedule.issued.sum(axis=0)
+        self.stalls["busy"] += busy
+        self.stalls["bank_conflict"] += schedule.conflicts.sum(axis=0)
+        self.stalls["barrier_wait"] += self.lockstep_wait.sum(axis=0)
+        for step in range(schedule.n_steps):
+            ready = self.fetcher.ready[step]
+            if not ready.processed:
+                t0 = env.now
+                yield ready
+                self.shared_stalls["memory_stall"] += env.now - t0
+            freed_by = int(schedule.half_wait[step])
+            if freed_by >= 0 and not self.drain.drained[freed_by].processed:
+                t0 = env.now
+                yield self.drain.drained[freed_by]
+                self._account_drain_wait(t0, env.now, freed_by)
+            start = env.now
+            self.started_at[step] = start
+            done = start + self.own_cycles[step]
+            if self.screening:
+                done = self._screen(step, start, done)
+            release = float(done.max(initial=start))
+            self.stalls["barrier_wait"] += release - done
+            if release > start:
+                yield env.timeout(release - start)
+            self.released[step].succeed()
+            self.on_release(step)
+        self.last_release = env.now
+
+    def _screen(self, step: int, start: float, multiplied: np.ndarray) -> np.ndarray:
+        """Advance every anticipation unit through ``step``; returns when each PE's step is done."""
+        waits_for = self.fetcher.ready_at[step]
+        if step >= self.lookahead:
+            waits_for = max(waits_for, self.started_at[step - self.lookahead])
+        self.screened_at = np.maximum(self.screened_at, waits_for) + self.schedule.screen[step]
+        self.stalls["anticipation"] += np.maximum(self.screened_at - multiplied, 0.0)
+        return np.maximum(multiplied, self.screened_at)
+
+    def _account_drain_wait(self, start: float, end: float, drained_step: int) -> None:
+        """Split a wait on the drain of ``drained_step`` into its halo and reduction parts."""
+        halo_part = max(0.0, min(end, self.drain.halo_end[drained_step]) - start)
+        self.shared_stalls["halo"] += halo_part
+        self.shared_stalls["reduction"] += (end - start) - halo_part
+
+    def account_tail(self, end: float) -> None:
+        """Cycles after the last barrier until the layer ends: last drains, then the write-back."""
+        last = self.schedule.n_steps - 1
+        if last < 0:
+            self.shared_stalls["memory_stall"] += end
+            return
+        drained_at = self.drain.drained_at[last]
+        self._account_drain_wait(self.last_release, min(end, drained_at), last)
+        self.shared_stalls["memory_stall"] += max(0.0, end - drained_at)
+
+    def mean_stalls(self) -> dict[str, float]:
+        """Stall category → cycles averaged over PEs (each PE's categories sum to the layer's cycles)."""
+        per_pe = {key: float(self.stalls[key].mean()) if len(self.stalls[key]) else 0.0 for key in STALL_KEYS}
+        return {key: per_pe[key] + float(self.shared_stalls[key]) for key in STALL_KEYS}
