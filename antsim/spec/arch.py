@@ -111,6 +111,11 @@ class Mapping(_Section):
                     " accumulates dW over its images before one cross-PE reduction and write-back. 0 (default):"
                     " as many images as buffers.input_kb holds; 1: one image at a time (weights re-read and dW"
                     " reduced per image)")
+    gemm: Literal["auto", "scnn", "cartesian"] = Field(
+        "auto",
+        description="GEMM layers (antsim.dataflow.gemm): scnn (SCNN's FC mapping, a 1x1 conv on an N x 1 plane),"
+                    " cartesian (vectors along the reduction dimension k; mismatched k are RCPs) or auto (scnn"
+                    " on a sparse design with policy none, cartesian otherwise)")
 
 
 class Anticipation(_Section):
@@ -154,7 +159,10 @@ class ArchSpec(_Section):
     dram: Dram = Dram()
 
     def to_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json")
+        data = self.model_dump(mode="json")
+        if data["mapping"]["gemm"] == "auto":  # the default is left out: conv-only results echo the spec as before
+            del data["mapping"]["gemm"]
+        return data
 
 
 _TABLE_KEYS = ("energy_table", "area_table")
