@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from antsim.cli._common import check_out_path, note
+from antsim.workloads.gemm import Gemm
 from antsim.workloads.layers import Layer, write_layers_csv
 from antsim.workloads.onnx_import import SkippedNode, read_onnx
 
@@ -36,28 +37,19 @@ def run(args: argparse.Namespace) -> int:
         check_out_path(args.csv, (".csv",), flag="--csv")
     out = sys.stdout
     skipped: tuple[SkippedNode, ...] = ()
+    layers: list[Layer | Gemm]
     if args.onnx is not None:
         layers, skipped = _onnx_layers(args)
     elif args.name is None:
         batch = args.batch or 1
         out.write(f"{'network':<22}{'convs':>6}{'fwd GMACs':>12}   (batch {batch})\n")
         for name in networks():
-            layers = network(name)
-            out.write(f"{name:<22}{len(layers):>6}{sum(l.macs for l in layers) * batch / 1e9:>12.3f}\n")
+            members = network(name)
+            out.write(f"{name:<22}{len(members):>6}{sum(l.macs for l in members) * batch / 1e9:>12.3f}\n")
         return 0
     else:
         layers = [layer.with_batch(args.batch or 1) for layer in network(args.name)]
-    width = max(22, *(len(l.name) + 1 for l in layers))  # GoogLeNet's module paths run to 26 chars
-    out.write(f"{'layer':<{width}}{'N':>4}{'C':>6}{'K':>6}{'H':>5}{'W':>5}{'R':>3}{'S':>3}"
-              f"{'str':>5}{'pad':>5}{'P':>5}{'Q':>5}{'MMACs':>10}\n")
-    for l in layers:
-        stride = l.stride_h if l.stride_h == l.stride_w else f"{l.stride_h}x{l.stride_w}"
-        pad = l.pad_h if l.pad_h == l.pad_w else f"{l.pad_h}x{l.pad_w}"
-        out.write(f"{l.name:<{width}}{l.N:>4}{l.C:>6}{l.K:>6}{l.H:>5}{l.W:>5}{l.R:>3}{l.S:>3}"
-                  f"{stride!s:>5}{pad!s:>5}{l.P:>5}{l.Q:>5}{l.macs / 1e6:>10.2f}\n")
-    total = sum(l.macs for l in layers)
-    out.write(f"{len(layers)} conv layers, {total / 1e9:.3f} GMACs per phase, "
-              f"{3 * total / 1e9:.3f} GMACs per training step (fprop + dgrad + wgrad)\n")
+    _write_layers(layers)
     if skipped:
         _write_skipped(skipped)
     if args.csv:
@@ -65,17 +57,39 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _onnx_layers(args: argparse.Namespace) -> tuple[list[Layer], tuple[SkippedNode, ...]]:
+def _write_layers(layers: list[Layer | Gemm]) -> None:
+    """The conv layers' table, the GEMM layers' table, and the MAC totals."""
+    out = sys.stdout
+    convs = [l for l in layers if not isinstance(l, Gemm)]
+    gemms = [l for l in layers if isinstance(l, Gemm)]
+    width = max(22, *(len(l.name) + 1 for l in layers))  # GoogLeNet's module paths run to 26 chars
+    if convs:
+        out.write(f"{'layer':<{width}}{'N':>4}{'C':>6}{'K':>6}{'H':>5}{'W':>5}{'R':>3}{'S':>3}"
+                  f"{'str':>5}{'pad':>5}{'P':>5}{'Q':>5}{'MMACs':>10}\n")
+    for l in convs:
+        stride = l.stride_h if l.stride_h == l.stride_w else f"{l.stride_h}x{l.stride_w}"
+        pad = l.pad_h if l.pad_h == l.pad_w else f"{l.pad_h}x{l.pad_w}"
+        out.write(f"{l.name:<{width}}{l.N:>4}{l.C:>6}{l.K:>6}{l.H:>5}{l.W:>5}{l.R:>3}{l.S:>3}"
+                  f"{stride!s:>5}{pad!s:>5}{l.P:>5}{l.Q:>5}{l.macs / 1e6:>10.2f}\n")
+    if gemms:
+        out.write(f"{'gemm layer':<{width}}{'M':>7}{'N':>7}{'K':>7}{'count':>7}{'A':>13}{'batch':>7}"
+                  f"{'MMACs':>10}\n")
+    for g in gemms:
+        out.write(f"{g.name:<{width}}{g.M:>7}{g.N:>7}{g.K:>7}{g.count:>7}{g.a:>13}{g.batch:>7}{g.macs / 1e6:>10.2f}\n")
+    total = sum(l.macs for l in layers)
+    kinds = f"{len(convs)} conv layers" + (f" + {len(gemms)} gemm layers" if gemms else "")
+    out.write(f"{kinds}, {total / 1e9:.3f} GMACs per phase, "
+              f"{3 * total / 1e9:.3f} GMACs per training step (fprop + dgrad + wgrad)\n")
+
+
+def _onnx_layers(args: argparse.Namespace) -> tuple[list[Layer | Gemm], tuple[SkippedNode, ...]]:
     """The model's layers at its batch (or ``--batch``), and the nodes not imported."""
-    model = read_onnx(args.onnx)
-    layers = list(model.layers)
-    if args.batch is not None:
-        if model.batch_fixed and layers[0].N != args.batch:
-            note("zoo", f"--batch {args.batch} replaces batch {layers[0].N} of {args.onnx}")
-        layers = [layer.with_batch(args.batch) for layer in layers]
-    elif not model.batch_fixed:
+    model = read_onnx(args.onnx, batch=args.batch)
+    if model.model_batch is not None and model.model_batch != model.batch:
+        note("zoo", f"--batch {model.batch} replaces batch {model.model_batch} of {args.onnx}")
+    elif model.model_batch is None and args.batch is None:
         note("zoo", f"{args.onnx}: batch dimension is symbolic; layers at batch 1 (give --batch N)")
-    return layers, model.skipped
+    return list(model.layers), model.skipped
 
 
 def _write_skipped(skipped: tuple[SkippedNode, ...]) -> None:

@@ -17,6 +17,7 @@ import pytest
 
 from antsim.cli import main
 from antsim.errors import MissingExtraError, WorkloadError
+from antsim.workloads.gemm import Gemm
 from antsim.workloads.layers import Layer, read_layers_csv
 
 onnx = pytest.importorskip("onnx")
@@ -223,3 +224,146 @@ def test_a_network_not_in_the_zoo_runs_through_simulate_gpu_and_compare(
         assert data["workload"]["batch"] == 2 and data["workload"]["network"] == "mynet"
         assert [l["name"] for l in data["workload"]["layers"]] == ["stem", "reduce", "expand"]
     assert (tmp_path / "cmp.json").is_file()
+
+
+# ---------------------------------------------------------------- Gemm / MatMul
+def _run(path: Path, feeds: dict[str, np.ndarray]) -> np.ndarray:
+    return ReferenceEvaluator(onnx.load(str(path))).run(None, feeds)[0].astype(np.float64)
+
+
+def _init_array(path: Path, name: str) -> np.ndarray:
+    model = onnx.load(str(path))
+    return numpy_helper.to_array(next(i for i in model.graph.initializer if i.name == name)).astype(np.float64)
+
+
+def test_fc_gemm_is_stored_with_the_weight_on_the_left(tmp_path: Path) -> None:
+    """torch's Linear exports as Gemm(X, W, bias, transB=1): Y = X·Wᵀ; antsim's Gemm holds Yᵀ = W·Xᵀ."""
+    nodes = [helper.make_node("Gemm", ["x", "w", "bias"], ["y"], name="fc", transB=1)]
+    path = _model(nodes, [3, 20], [_weight("w", (7, 20)), _weight("bias", (7,))], "y", tmp_path / "m.onnx")
+    (fc,) = read_onnx(path).layers
+    assert fc == Gemm(name="fc", M=7, N=3, K=20, count=1, a="weights", batch=3, batch_dim="N")
+    x = RNG.standard_normal((3, 20)).astype(np.float32)
+    expected = _run(path, {"x": x}) - _init_array(path, "bias")
+    np.testing.assert_allclose(_init_array(path, "w") @ x.T.astype(np.float64), expected.T, rtol=1e-4, atol=1e-4)
+
+
+def test_matmul_over_tokens_flattens_the_leading_dims_into_n(tmp_path: Path) -> None:
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["y"], name="proj")]
+    path = _model(nodes, [2, 5, 12], [_weight("w", (12, 9))], "y", tmp_path / "m.onnx")
+    (proj,) = read_onnx(path).layers
+    assert proj == Gemm(name="proj", M=9, N=10, K=12, count=1, a="weights", batch=2, batch_dim="N")
+    x = RNG.standard_normal((2, 5, 12)).astype(np.float32)
+    expected = _run(path, {"x": x}).reshape(10, 9)          # rows: (batch, token)
+    w = _init_array(path, "w")
+    np.testing.assert_allclose(w.T @ x.reshape(10, 12).T.astype(np.float64), expected.T, rtol=1e-4, atol=1e-4)
+
+
+def test_weight_on_the_left_keeps_its_orientation(tmp_path: Path) -> None:
+    nodes = [helper.make_node("MatMul", ["w", "x"], ["y"], name="mix")]
+    path = _model(nodes, [4, 6, 3], [_weight("w", (8, 6))], "y", tmp_path / "m.onnx")
+    (mix,) = read_onnx(path).layers
+    assert (mix.M, mix.N, mix.K, mix.count, mix.a, mix.batch, mix.batch_dim) == (8, 12, 6, 1, "weights", 4, "N")
+
+
+def test_attention_products_are_activation_products_counted_per_head(tmp_path: Path) -> None:
+    nodes = [helper.make_node("Transpose", ["k"], ["kt"], name="kt", perm=[0, 1, 3, 2]),
+             helper.make_node("MatMul", ["x", "kt"], ["s"], name="scores"),
+             helper.make_node("Softmax", ["s"], ["p"], name="softmax", axis=-1),
+             helper.make_node("MatMul", ["p", "k"], ["y"], name="context")]
+    path = _model(nodes, [2, 3, 5, 4], [], "y", tmp_path / "m.onnx", {"k": [2, 3, 5, 4]})
+    network = read_onnx(path)
+    scores, context = network.layers
+    assert scores == Gemm(name="scores", M=5, N=5, K=4, count=6, a="activations", batch=2, batch_dim="count")
+    assert context == Gemm(name="context", M=5, N=4, K=5, count=6, a="activations", batch=2, batch_dim="count")
+    assert [(s.name, s.op_type) for s in network.skipped] == [("kt", "Transpose"), ("softmax", "Softmax")]
+
+
+def test_a_transposed_constant_is_still_a_weight(tmp_path: Path) -> None:
+    nodes = [helper.make_node("Transpose", ["w"], ["wt"], name="t", perm=[1, 0]),
+             helper.make_node("MatMul", ["x", "wt"], ["y"], name="fc")]
+    path = _model(nodes, [3, 10], [_weight("w", (6, 10))], "y", tmp_path / "m.onnx")
+    assert read_onnx(path).layers == (Gemm(name="fc", M=6, N=3, K=10, a="weights", batch=3),)
+
+
+def test_gemm_trans_a_on_the_activation(tmp_path: Path) -> None:
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], name="t", perm=[1, 0]),   # K×batch
+             helper.make_node("Gemm", ["xt", "w"], ["y"], name="fc", transA=1)]
+    path = _model(nodes, [3, 10], [_weight("w", (10, 6))], "y", tmp_path / "m.onnx")
+    assert read_onnx(path).layers == (Gemm(name="fc", M=6, N=3, K=10, a="weights", batch=3),)
+    x = RNG.standard_normal((3, 10)).astype(np.float32)
+    np.testing.assert_allclose(_init_array(path, "w").T @ x.T.astype(np.float64), _run(path, {"x": x}).T,
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_constant_only_products_and_per_product_weights_are_listed(tmp_path: Path) -> None:
+    nodes = [helper.make_node("MatMul", ["w1", "w2"], ["c"], name="folded"),
+             helper.make_node("MatMul", ["h", "w3"], ["y"], name="per_head"),
+             helper.make_node("MatMul", ["x", "w4"], ["z"], name="ok")]
+    inits = [_weight("w1", (4, 4)), _weight("w2", (4, 4)), _weight("w3", (3, 4, 4)), _weight("w4", (4, 3))]
+    network = read_onnx(_model(nodes, [2, 5, 4], inits, "z", tmp_path / "m.onnx", {"h": [3, 5, 4]}))
+    assert [l.name for l in network.layers] == ["ok"]
+    reasons = {s.name: s.reason for s in network.skipped}
+    assert "both operands are constants" in reasons["folded"]
+    assert "one weight matrix per product" in reasons["per_head"]
+
+
+def _cnn_with_head(path: Path, batch: int | str) -> Path:
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu"),
+             helper.make_node("Flatten", ["r1"], ["f"], name="flatten", axis=1),
+             helper.make_node("Gemm", ["f", "wfc", "bfc"], ["y"], name="fc", transB=1)]
+    inits = [_weight("w1", (4, 3, 3, 3)), _weight("wfc", (10, 4 * 6 * 6)), _weight("bfc", (10,))]
+    return _model(nodes, [batch, 3, 6, 6], inits, "y", path)
+
+
+@pytest.mark.parametrize("batch", [None, 5])
+def test_symbolic_batch_reaches_the_head_through_flatten(tmp_path: Path, batch: int | None) -> None:
+    network = read_onnx(_cnn_with_head(tmp_path / "m.onnx", "n"), batch=batch)
+    b = batch or 1
+    assert network.model_batch is None and network.batch == b
+    conv, fc = network.layers
+    assert conv.N == b and fc == Gemm(name="fc", M=10, N=b, K=144, a="weights", batch=b)
+
+
+def test_fixed_batch_models_reinfer_at_another_batch(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = _cnn_with_head(tmp_path / "m.onnx", 2)
+    assert [l.N for l in read_onnx(path).layers] == [2, 2]
+    out = tmp_path / "m.csv"
+    assert main(["zoo", "--onnx", str(path), "--batch", "8", "--csv", str(out)]) == 0
+    assert "--batch 8 replaces batch 2" in capsys.readouterr().err
+    conv, fc = read_layers_csv(out)
+    assert (conv.N, fc.N, fc.batch, fc.K) == (8, 8, 8, 144)
+
+
+def test_a_fixed_reshape_leaves_the_head_out_and_says_why(tmp_path: Path) -> None:
+    shape = numpy_helper.from_array(np.array([2, 144], dtype=np.int64), "shape")
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Reshape", ["c1", "shape"], ["f"], name="view"),
+             helper.make_node("Gemm", ["f", "wfc"], ["y"], name="fc", transB=1)]
+    path = _model(nodes, [2, 3, 6, 6], [_weight("w1", (4, 3, 3, 3)), _weight("wfc", (10, 144)), shape], "y",
+                  tmp_path / "m.onnx")
+    network = read_onnx(path)
+    assert [l.name for l in network.layers] == ["conv"]
+    assert "no one dimension holds the batch" in {s.name: s.reason for s in network.skipped}["fc"]
+    assert [l.name for l in read_onnx(path, batch=4).layers] == ["conv"]  # a batch the Reshape would break
+
+
+def test_mixed_csv_round_trips(tmp_path: Path) -> None:
+    path = _cnn_with_head(tmp_path / "m.onnx", 3)
+    out = tmp_path / "m.csv"
+    assert main(["zoo", "--onnx", str(path), "--csv", str(out)]) == 0
+    assert tuple(read_layers_csv(out)) == read_onnx(path).layers
+
+
+def test_a_model_that_breaks_at_another_batch_is_refused_at_it(tmp_path: Path) -> None:
+    shape = numpy_helper.from_array(np.array([2, -1], dtype=np.int64), "shape")  # 2 rows, whatever the batch
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c1"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Reshape", ["c1", "shape"], ["f"], name="view"),
+             helper.make_node("Gemm", ["f", "wfc"], ["y"], name="fc", transB=1)]
+    path = _model(nodes, [2, 3, 6, 6], [_weight("w1", (4, 3, 3, 3)), _weight("wfc", (10, 144)), shape], "y",
+                  tmp_path / "m.onnx")
+    network = read_onnx(path)   # at its own batch it infers; at twice it the Gemm's K no longer fits
+    assert [l.name for l in network.layers] == ["conv"]
+    assert "the dimension that scales with the batch is unknown" in network.skipped[-1].reason
+    with pytest.raises(WorkloadError, match="fixes batch 2 and does not infer at batch 4"):
+        read_onnx(path, batch=4)
