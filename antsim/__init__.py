@@ -1,6 +1,6 @@
 """antsim — design-space explorer for sparse-training outer-product accelerators (SCNN-like, ANT).
 
-Public API (DESIGN.md §3.1)::
+Public API (docs/api.md)::
 
     arch = antsim.load_arch("arch_configs/ant.yaml")
     layer = antsim.Layer(name="l", N=2, C=4, K=8, H=9, W=7, R=3, S=3, stride=2, pad=1)

@@ -1,7 +1,7 @@
 """Result snapshots shared by every backend (accelerator simulator, GPU model, measurements).
 
 One ``LayerResult`` per (layer, phase); a ``NetworkResult`` holds them in network order with the
-design and workload echoed, and serialises to the JSON schema ``antsim.result/1`` (DESIGN.md §3.2)
+design and workload echoed, and serialises to the JSON schema ``antsim.result/1`` (docs/formats.md)
 and to a flat CSV. Compare, report and sweep code read only these types, never a backend.
 """
 
@@ -95,7 +95,7 @@ class LayerResult:
     output: Any = field(default=None, compare=False, repr=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready record (DESIGN.md §3.2); ``output`` is not included."""
+        """JSON-ready record (docs/formats.md); ``output`` is not included."""
         return {
             "layer": self.layer,
             "phase": self.phase,

@@ -42,7 +42,7 @@ def output_density(tensors: Tensors, phase: str) -> float:
 
     [assumption] fprop: Y leaves through ReLU / top-k at the density of this layer's own input A (the
     regime's activation density); dgrad: dA leaves at this layer's dY density (gradient sparsification,
-    DESIGN.md §1.2); wgrad: dW is written dense.
+    docs/sources.md §1.2); wgrad: dW is written dense.
     """
     if phase == "fprop":
         return _density(tensors.activations)

@@ -1,6 +1,6 @@
 """ANT vs the SCNN-like baseline on 90%-sparse training, next to the ANT paper's 3.71× / 4.40× geomeans.
 
-Regime (DESIGN.md §1.2): SWAT-style top-k at 90% sparsity — W 0.1, forward A 0.1, saved A 0.1 — with
+Regime (docs/sources.md §1.2): SWAT-style top-k at 90% sparsity — W 0.1, forward A 0.1, saved A 0.1 — with
 dY at 0.1 (gradient sparsification); operands from the ``topk_field`` generator, batch 1, ``fast``
 fidelity. For each network: ANT's speedup (SCNN time / ANT time over the whole training step) and
 energy reduction (SCNN energy / ANT energy), the ANT-oracle bound, per-phase shares, and their
@@ -23,7 +23,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 NETWORKS = ("resnet18-cifar", "vgg16-cifar", "wrn-16-8-cifar")
-PAPER = {"speedup": 3.71, "energy": 4.40}  # Lew et al., ISCA 2022, geomean over 5 networks (DESIGN.md §1.5)
+PAPER = {"speedup": 3.71, "energy": 4.40}  # Lew et al., ISCA 2022, geomean over 5 networks (docs/sources.md §1.5)
 BASE_DENSITIES = {"w": 0.1, "a": 0.1, "a_saved": 0.1, "g": 0.1}
 
 

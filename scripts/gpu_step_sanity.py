@@ -31,7 +31,7 @@ PYTORCH_BATCH = "https://github.com/NVIDIA/DeepLearningExamples/blob/master/PyTo
 TENSORFLOW = ("https://github.com/NVIDIA/DeepLearningExamples/blob/master/TensorFlow/Classification/ConvNets/"
               "resnet50v1.5/README.md")
 PT = f"{PYTORCH} ; batch: {PYTORCH_BATCH}"
-# A100 SXM4 80 GB: 2039 GB/s (gpu_specs.md [C11], thundercompute.com A100 guide).
+# A100 SXM4 80 GB: 2039 GB/s (docs/gpu_specs.md [C11], thundercompute.com A100 guide).
 A100_80GB_SXM_GBS = 2039
 
 

@@ -35,7 +35,7 @@ def weight_fifo_bits(arch: ArchSpec) -> int:
     """Weight-FIFO storage of one PE in bits.
 
     Each entry holds one F-vector of words: SCNN's 50-entry FIFO is 0.5 KB, which is
-    50 × 4 × (16 + 4) b = 4000 b (energy_area_reference.md §2c).
+    50 × 4 × (16 + 4) b = 4000 b (docs/energy_area_reference.md §2c).
     """
     return arch.buffers.weight_fifo_entries * arch.pe_array.F * word_bits(arch)
 

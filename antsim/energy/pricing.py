@@ -4,7 +4,7 @@ The scaling laws (documented per entry in tables/README.md):
 
 - multiplier: quadratic in operand width;
 - crossbar: per routed word, linear in the number of outputs (accumulator banks) and in word width
-  (the Aladdin crossbar rule, energy_area_reference.md §1d);
+  (the Aladdin crossbar rule, docs/energy_area_reference.md §1d);
 - storage (buffers, FIFO, accumulator banks): per bit ∝ (size / reference size)^exponent, × word bits;
 - everything else: per action, per bit where the entry says so.
 

@@ -1,4 +1,4 @@
-"""GPU analytical baseline: dense implicit-GEMM convolutions on NVIDIA GPUs (DESIGN.md §1.6).
+"""GPU analytical baseline: dense implicit-GEMM convolutions on NVIDIA GPUs (docs/sources.md §1.6).
 
 ``load_gpu(name_or_path) -> GpuSpec``; ``estimate_layer(gpu, layer, phase, precision) -> LayerResult``;
 ``estimate_gpu(gpu, layers, phases, precision) -> NetworkResult`` (backend ``"gpu"``).

@@ -4,7 +4,7 @@
 
 * ``static = power.static_w × time`` — leakage, clocks, fans and idle board power while a kernel runs;
 * ``dram = DRAM bytes × 8 × dram.pj_per_bit`` — the sourced per-bit access energy (HBM2 3.9 pJ/bit,
-  GDDR5 14 pJ/bit, … energy_area_reference.md §1e);
+  GDDR5 14 pJ/bit, … docs/energy_area_reference.md §1e);
 * ``core = executed FLOPs × e_flop`` where ``e_flop = (TDP − static_w − P_dram,peak) / peak FLOP/s``
   of the precision's pipe: the SMs, register files, shared memory and L2 together draw what TDP leaves
   once static power and DRAM at full datasheet bandwidth are paid. A kernel running every pipe at peak

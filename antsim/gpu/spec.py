@@ -2,7 +2,7 @@
 
 Builtin specs live in ``antsim/gpu/specs/NAME.yaml`` (shipped with the package) and are mirrored
 in the repository's ``arch_configs/gpus/NAME.yaml`` (a test keeps the two identical). Every number
-in them carries its source (``/work/shared/data/gpu_specs.md`` tags ``[C#]``).
+in them carries its source (``docs/gpu_specs.md`` tags ``[C#]``).
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ class GpuSpec(_Section):
 
     @property
     def fp32_lanes_per_sm(self) -> float:
-        """FP32 FMA lanes per SM, from FP32 peak = 2 × lanes × SMs × clock (gpu_specs.md [I])."""
+        """FP32 FMA lanes per SM, from FP32 peak = 2 × lanes × SMs × clock (docs/gpu_specs.md [I])."""
         return self.peak_tflops.fp32 * 1e12 / (2 * self.sms * self.clock_mhz * 1e6)
 
     @property
@@ -142,7 +142,7 @@ class GpuSpec(_Section):
 
 
 # Achievable fraction of datasheet DRAM bandwidth: Lin et al. measured V100 817/900 = 0.91 and
-# A100 1391/1555 = 0.89 (gpu_specs.md §4.3, DESIGN.md §1.6 "DRAM ≈ 0.9 of spec").
+# A100 1391/1555 = 0.89 (docs/gpu_specs.md §4.3, docs/sources.md §1.6 "DRAM ≈ 0.9 of spec").
 DRAM_EFFICIENCY = 0.9
 
 

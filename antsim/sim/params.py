@@ -21,7 +21,7 @@ class SimParams:
             (wgrad). [assumption] 2, the same link as the halo exchange; the tree is pipelined, so a
             reduction of ``m`` partials per PE takes ``ceil(m / width) + ceil(log2(n_pes))`` cycles.
         staging_chunks: Chunks of the streamed operand staged on chip at once. 2 = double-buffered
-            prefetch: chunk c+1 streams from DRAM while chunk c computes (DESIGN.md §2).
+            prefetch: chunk c+1 streams from DRAM while chunk c computes (docs/model.md §1).
         anticipation_lookahead: Chunks the RCP anticipation unit may screen ahead of the multipliers
             (its pair queue). 1: it screens chunk c+1 while the PE still multiplies chunk c, as a
             pipeline stage in front of the multipliers would; 0 makes screening start with the chunk.

@@ -15,7 +15,7 @@ Models (``make_tensors(..., model=NAME)``):
   neither the per-channel imbalance nor the spatial clustering of real sparse training.
 * ``topk_field`` — whole-tensor top-k of |smooth random field|: a Gaussian random field smoothed
   over the spatial axes, scaled per channel by a log-normal factor; keeping the k largest magnitudes (as
-  SWAT's top-k does) yields uneven per-channel density and spatially clustered non-zeros (DESIGN.md §1.2)
+  SWAT's top-k does) yields uneven per-channel density and spatially clustered non-zeros (docs/sources.md §1.2)
   at exactly the requested density.
 * ``channel`` — channel-structured: whole channels non-zero (structured pruning / dead ReLU channels), the
   rest zero; density is met to the nearest channel.
@@ -48,7 +48,7 @@ class FieldParams:
         spatial_sigma: Gaussian smoothing length over the spatial axes (elements). [assumption: 1.5 gives
             neighbour clustering of the order seen in ReLU feature maps; see BENCHMARKS.md calibration]
         channel_sigma: log-normal sigma of the per-channel scale; larger → more uneven per-channel density.
-            [assumption: 0.5; DESIGN.md §1.2 reports a per-channel CV of 0.2–1.6 in real tensors]
+            [assumption: 0.5; docs/sources.md §1.2 reports a per-channel CV of 0.2–1.6 in real tensors]
     """
 
     spatial_sigma: float = 1.5

@@ -1,6 +1,6 @@
 """Sparse operand tensors of one layer and the ``.npz`` tensors file format.
 
-File format (DESIGN.md §3.2), one ``.npz`` holding, for each layer name ``L`` and each operand
+File format (docs/formats.md), one ``.npz`` holding, for each layer name ``L`` and each operand
 ``X`` in ``weights`` (K,C,R,S), ``activations`` (N,C,H,W), ``grad_output`` (N,K,P,Q) and the
 optional ``saved_activations`` (N,C,H,W, the SWAT top-k copy that wgrad uses):
 

@@ -1,6 +1,6 @@
 """Area: per-component sums against hand arithmetic, SCNN's published 16 nm breakdown, and ANT's added area.
 
-Published references (energy_area_reference.md §2c; DESIGN.md §1.3, §1.5): SCNN PE 0.123 mm², chip 7.9 mm²
+Published references (docs/energy_area_reference.md §2c; docs/sources.md §1.3, §1.5): SCNN PE 0.123 mm², chip 7.9 mm²
 (64 PEs), dense DCNN chip 5.9 mm²; Table 4 rows: IARAM+OARAM 0.031, weight FIFO 0.004, multipliers 0.008,
 scatter crossbar 0.026, accumulators 0.036, other 0.018 mm²; ANT's anticipation unit 0.0017 mm².
 
@@ -117,7 +117,7 @@ def test_shipped_dense_config_if_present(scnn) -> None:
 
 def test_ant_adds_a_small_anticipation_unit(scnn, ant) -> None:
     """ANT reports 0.0017 mm² for its unit; node and scope are unknown (ref §2c). The unit sits in each PE
-    (DESIGN.md §1.5), so we compare the added area per PE: 0.0005–0.005 mm² brackets 0.0017 by ~3× each way."""
+    (docs/sources.md §1.5), so we compare the added area per PE: 0.0005–0.005 mm² brackets 0.0017 by ~3× each way."""
     added_chip = area_total(ant) - area_total(scnn)
     added_pe = added_chip / ant.pe_array.n_pes
     assert 0.0005 < added_pe < 0.005

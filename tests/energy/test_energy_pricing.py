@@ -174,7 +174,7 @@ def test_45nm_table_prices_the_same_actions_higher(scnn) -> None:
 
 def test_16nm_entries_are_45nm_scaled_by_stillmaker_baas() -> None:
     """The two files are derived separately; every logic/SRAM energy entry must agree with the
-    S&B 45→16 nm energy ratio 0.174 (energy_area_reference.md §4); halo/reduction use a V²-only wire law."""
+    S&B 45→16 nm energy ratio 0.174 (docs/energy_area_reference.md §4); halo/reduction use a V²-only wire law."""
     t16, t45 = load_table("default_16nm"), load_table("default_45nm")
     for component, actions in ACTIONS.items():
         if component in ("dram", "halo", "reduction"):
@@ -185,7 +185,7 @@ def test_16nm_entries_are_45nm_scaled_by_stillmaker_baas() -> None:
     assert t16.dram_pj_per_bit == t45.dram_pj_per_bit
 
 
-# CACTI 7 SRAM reads and writes at 45 nm, word width 16–64 b (energy_area_reference.md §1c):
+# CACTI 7 SRAM reads and writes at 45 nm, word width 16–64 b (docs/energy_area_reference.md §1c):
 # (KB, word bits, read pJ, write pJ) per access.
 CACTI_45NM = [
     (0.375, 16, 0.628, 1.530),

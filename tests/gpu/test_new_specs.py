@@ -1,4 +1,4 @@
-"""The builtin GPUs added for issue 13 (gpu_specs.md §4.5): published numbers, sources, peaks from first principles."""
+"""The builtin GPUs added for issue 13 (docs/gpu_specs.md §4.5): published numbers, sources, first-principles peaks."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from antsim.workloads.zoo import network
 REPO = Path(__file__).resolve().parents[2]
 BUILTIN = REPO / "antsim" / "gpu" / "specs"
 
-# gpu_specs.md §4.5, typed in independently of the YAML files: SMs, boost MHz, FP32 TFLOP/s, DRAM type,
+# docs/gpu_specs.md §4.5, typed in independently of the YAML files: SMs, boost MHz, FP32 TFLOP/s, DRAM type,
 # DRAM GB/s, L2 MB, smem/SM KB, TDP W.
 PUBLISHED = {
     "gtx1080ti": (28, 1582, 11.34, "gddr5x", 484, 2.75, 96, 250),
@@ -31,7 +31,7 @@ PUBLISHED = {
 FP32_LANES = {"gtx1080ti": 128, "titanx-maxwell": 128, "m40": 128, "p4": 128, "p100-pcie": 64, "t4": 64,
               "a100-80gb-pcie": 64}
 TENSOR_FMA_PER_SM = {"t4": 8 * 64, "a100-80gb-pcie": 4 * 256}
-# Source tags a number may carry (gpu_specs.md marks and §4.5 tags).
+# Source tags a number may carry (docs/gpu_specs.md marks and §4.5 tags).
 TAG = re.compile(r"\[(C\d*|V|Hb|S|HH|Q|N|I|U|assumption)\b")
 
 

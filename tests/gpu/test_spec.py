@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 BUILTIN = REPO / "antsim" / "gpu" / "specs"
 MIRROR = REPO / "arch_configs" / "gpus"
 
-# Published figures (DESIGN.md §1.6 and gpu_specs.md §4.1), typed in independently of the YAML files:
+# Published figures (docs/sources.md §1.6 and docs/gpu_specs.md §4.1), typed in independently of the YAML files:
 # SMs, FP32 TFLOP/s, DRAM GB/s, L2 MB, TDP W.
 PUBLISHED = {
     "titanxp": (30, 12.1, 547.7, 3, 250),

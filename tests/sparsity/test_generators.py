@@ -50,7 +50,7 @@ def test_topk_field_has_channel_imbalance_and_clustering_uniform_has_neither() -
     shape = (2, 64, 32, 32)
     field = make_operand(shape, 0.1, "topk_field", np.random.default_rng(0))
     uniform = make_operand(shape, 0.1, "uniform", np.random.default_rng(0))
-    # binomial CV of a 2048-element channel at d=0.1 is ~0.07; DESIGN.md §1.2 reports 0.2-1.6 in real tensors
+    # binomial CV of a 2048-element channel at d=0.1 is ~0.07; docs/sources.md §1.2 reports 0.2-1.6 in real tensors
     assert _channel_cv(uniform) < 0.15 < 0.2 < _channel_cv(field) < 1.6
     assert abs(_neighbour_ratio(uniform) - 1) < 0.1 and _neighbour_ratio(field) > 2
 
