@@ -3,7 +3,7 @@
 A *fiber* is the coordinate-sorted list of non-zeros a PE walks for one pairing step; a *vector* is a
 run of at most ``width`` consecutive non-zeros of one fiber (I for the stationary operand, F for the
 streamed one) — what the F×I multiplier array takes per cycle. Every vector carries the bounding box
-of its spatial coordinates, which is all the ANT screen looks at (CSR-like format, DESIGN.md §1.5).
+of its spatial coordinates, which is all the ANT screen looks at (CSR-like format, docs/sources.md §1.5).
 
 Stationary fibers: ``(n, ch, pe, class)`` — the non-zeros of one channel of the PE's tile, ordered
 ``(y, x)``; for wgrad (no channel matching) ``(n, pe, class)`` ordered ``(ch, y, x)``.

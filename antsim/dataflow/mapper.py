@@ -1,6 +1,6 @@
 """``map_phase``: lay one (layer, phase) onto the PE array and account for its work (``PhaseWork``).
 
-Definitions (DESIGN.md §3.1, ``ProductCounts``):
+Definitions (docs/api.md, ``ProductCounts``):
 
 * ``total`` — non-zero × non-zero products the mapping forms *without* the fetch filter: per cell,
   stationary fiber non-zeros × unfiltered streamed fiber non-zeros. The same for ``none``, ``ant``

@@ -46,7 +46,7 @@ class Calibration:
     Attributes:
         simt_efficiency: Fraction of the datasheet SIMT (FP32 / half2) peak an SGEMM main loop
             sustains before index arithmetic. Lin et al.'s FP32 micro-benchmarks reach 0.88 (P100),
-            0.89 (TITAN Xp) and 0.98 (V100) of it (gpu_specs.md §4.2); 0.8 fits DeepBench's large layers.
+            0.89 (TITAN Xp) and 0.98 (V100) of it (docs/gpu_specs.md §4.2); 0.8 fits DeepBench's large layers.
         tensor_efficiency: Fraction of the dense tensor-core peak a large GEMM main loop sustains
             [assumption: cuBLAS/CUTLASS reach ~70–80 % of V100/A100/H100 dense peak on large GEMMs;
             no tensor-core measurement was available to calibrate it].
@@ -96,13 +96,13 @@ class Calibration:
 
 CALIBRATION = Calibration()
 
-# Shared-memory bandwidth per SM: 32 banks × 4 B per clock (gpu_specs.md §4.1 [I] identity).
+# Shared-memory bandwidth per SM: 32 banks × 4 B per clock (docs/gpu_specs.md §4.1 [I] identity).
 SMEM_BYTES_PER_CLOCK = 128
 _ACC_BYTES = 4  # split-K partials and accumulators are fp32 at every precision
 # L2 sector (bytes): the granularity of an L2 access (NVIDIA L2 lines are 128 B in four 32-B sectors).
 _SECTOR_BYTES = 32
 # 2:4 structured sparsity on sparse tensor cores: the MMA skips the zero half of B, so math runs at
-# twice the dense rate (gpu_specs.md: A100 [C3] and H100 [C4] list sparse peaks = 2 × dense).
+# twice the dense rate (docs/gpu_specs.md: A100 [C3] and H100 [C4] list sparse peaks = 2 × dense).
 STRUCTURED_MATH_SPEEDUP = 2.0
 # Compressed 2:4 B: half the values plus a 2-bit position per kept value (NVIDIA's 2:4 metadata format
 # [U: Ampere sparse MMA stores 2-bit indices per non-zero]).

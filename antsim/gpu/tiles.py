@@ -2,10 +2,10 @@
 
 SIMT (FP32 / half2) tiles: cuDNN 7's implicit-precomp fprop/dgrad kernels tile the pixel dimension
 (GEMM M) by 128 — 128×128, 128×64, 128×32 (DeLTA-style models of cuDNN 7 SGEMM-like kernels,
-gpu_specs.md §"Conv → implicit GEMM" [U]); wgrad, whose M and N are both channel dimensions, may
+docs/gpu_specs.md §4.4 [U]); wgrad, whose M and N are both channel dimensions, may
 use either orientation (adds 64×128 and 32×128). fprop/dgrad SIMT threads hold 8×8 accumulators;
 wgrad tiles come with 8×8 and 4×4 per-thread fragments.
-Tensor-core tiles are the typical cuBLAS/CUTLASS set (gpu_specs.md §4.3: 256×128 … 64×64 [U]),
+Tensor-core tiles are the typical cuBLAS/CUTLASS set (docs/gpu_specs.md §4.3: 256×128 … 64×64 [U]),
 with a 32-deep K step.
 """
 
