@@ -146,18 +146,12 @@ def test_deepbench_three_phases_by_shape_and_precision(tmp_path: Path) -> None:
     assert [(l.name, l.C) for l in read_deepbench_layers(path)] == [("Vision-2", 3), ("Vision-3", 8)]
 
 
-def _shared_deepbench() -> Path | None:
-    for root in (Path(__file__).resolve().parents[3] / "shared", Path("/work/shared")):
-        path = root / "data" / "deepbench" / "deepbench_conv_TitanXp.csv"
-        if path.is_file():
-            return path
-    return None
+# The repository's verbatim copy of DeepBench's TITAN Xp sheet (tests/data/deepbench/README.md).
+DEEPBENCH_TITANXP = Path(__file__).resolve().parents[1] / "data" / "deepbench" / "deepbench_conv_TitanXp.csv"
 
 
 def test_real_deepbench_file_loads() -> None:
-    path = _shared_deepbench()
-    if path is None:
-        pytest.skip("shared/data/deepbench not present")
+    path = DEEPBENCH_TITANXP
     layers = read_deepbench_layers(path)
     result = read_results_csv(path, layers)
     with path.open() as handle:
