@@ -5,7 +5,7 @@
 - ``load_results(paths)``: ``antsim.result/1`` JSON and measurement CSV files;
 - ``build_report(comparison, out, sweep_dir=None)``: the report folder (HTML, Markdown, figures, data).
 
-Figures follow STYLE.md habit 10: ``antsim.report.data`` / ``antsim.report.sweep`` compute plot-ready
+Figures follow docs/development.md habit 10: ``antsim.report.data`` / ``antsim.report.sweep`` compute plot-ready
 infos, ``antsim.report.figures`` draws them (matplotlib imported lazily).
 """
 

@@ -1,4 +1,4 @@
-"""Plot-ready data of every report figure: ``_get_<figure>_info(...) -> NamedTuple`` (STYLE.md habit 10).
+"""Plot-ready data of every report figure: ``_get_<figure>_info(...) -> NamedTuple`` (docs/development.md habit 10).
 
 The renderers in ``antsim.report.figures`` only draw these; the tests check them against the records
 they came from. Each info also knows how to flatten itself into the CSV shipped next to the figure.

@@ -1,7 +1,7 @@
 """Hardware blocks of the outer-product accelerator as simpy processes (one event per chunk, not per product).
 
 Blocks hold their ``env``, their simpy resources and their counters; behaviours are generator methods
-named after what the hardware does (STYLE.md habits 4–6). All state lives on the blocks, so several
+named after what the hardware does (docs/development.md habits 4–6). All state lives on the blocks, so several
 simulations can run in one process.
 
 * ``DramChannel`` — one channel shared by all PEs (a capacity-1 ``Resource``): transfers are serialised

@@ -1,4 +1,4 @@
-"""Action counts of one (layer, phase): the boundary between timing and energy (STYLE.md habit 7).
+"""Action counts of one (layer, phase): the boundary between timing and energy (docs/development.md habit 7).
 
 Names follow ``antsim/energy/actions.py``. Assumptions:
 

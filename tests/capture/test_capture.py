@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.torch
 F = torch.nn.functional
 
 from antsim.capture.data import batch_indices, load_images  # noqa: E402

@@ -142,10 +142,13 @@ def _open_together(urls: list[str]) -> None:
         assert [results.get(timeout=5) for _ in workers] == ["ok"] * 4
 
 
+@pytest.mark.slow  # ~40 s: four spawned processes per attempt, four attempts
 def test_workers_opening_a_new_database_together_all_succeed(tmp_path: Path) -> None:
     _open_together([f"sqlite:///{tmp_path / f'new{attempt}.db'}" for attempt in range(4)])
 
 
+@pytest.mark.slow  # ~30 s: as above, on a throw-away PostgreSQL server
+@pytest.mark.postgres
 def test_workers_opening_a_new_postgresql_database_together_all_succeed(postgres_url: str) -> None:
     import sqlalchemy
 

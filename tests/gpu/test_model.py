@@ -19,7 +19,7 @@ from antsim.workloads.zoo import network, networks
 def _zoo_shapes() -> list[Layer]:
     shapes: dict[tuple, Layer] = {}
     for name in networks():
-        for layer in network(name):
+        for layer in (item for item in network(name) if isinstance(item, Layer)):  # convolutions only
             shapes.setdefault((layer.C, layer.K, layer.H, layer.W, layer.R, layer.S, layer.stride, layer.pad), layer)
     return list(shapes.values())
 
@@ -54,6 +54,7 @@ def test_time_scales_linearly_once_the_gpu_is_full() -> None:
         assert t128 / t32 == pytest.approx(4.0, rel=0.1), phase
 
 
+@pytest.mark.slow  # ~20 s each: every zoo layer at batch 1 and 32, every phase and precision, on two GPUs
 @pytest.mark.parametrize(("slow", "fast", "precisions"), [
     ("p100", "v100", ("fp32", "fp16")),
     ("a100", "h100", ("fp32", "tf32", "bf16")),

@@ -24,6 +24,7 @@ def test_measure_without_torch_is_one_line_exit_2(monkeypatch: pytest.MonkeyPatc
     assert not (tmp_path / "m.csv").exists()
 
 
+@pytest.mark.torch
 @pytest.mark.parametrize("layer", [
     Layer(name="s2", N=2, C=3, K=4, H=7, W=6, R=3, S=3, stride=2, pad=1),
     Layer(name="rect", N=1, C=2, K=3, H=5, W=8, R=1, S=3, stride=(1, 2), pad=(0, 1)),
@@ -63,6 +64,7 @@ def _measure(tmp_path: Path, name: str, repeats: int) -> list[dict[str, str]]:
         return list(csv.DictReader(handle))
 
 
+@pytest.mark.torch
 def test_three_phases_timed_separately_and_csv_round_trips(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
     threads = torch.get_num_threads()
@@ -90,6 +92,7 @@ def test_three_phases_timed_separately_and_csv_round_trips(tmp_path: Path) -> No
     assert speedups == pytest.approx([1e-3 / t for t in times])
 
 
+@pytest.mark.torch
 def test_repeated_measurement_agrees_within_reported_spread(tmp_path: Path) -> None:
     pytest.importorskip("torch")
     first, second = _measure(tmp_path, "a", repeats=21), _measure(tmp_path, "b", repeats=21)
@@ -99,6 +102,7 @@ def test_repeated_measurement_agrees_within_reported_spread(tmp_path: Path) -> N
         assert lo1 <= med2 <= hi1 or lo2 <= med1 <= hi2, (one["phase"], (lo1, med1, hi1), (lo2, med2, hi2))
 
 
+@pytest.mark.torch
 def test_measure_user_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("torch")
     import torch
