@@ -85,7 +85,7 @@ def design_area_mm2(arch: ArchSpec) -> float:
 
 
 def simulate_layer(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fidelity: str = "exact",
-                   seed: int = 0, params: SimParams | None = None) -> LayerResult:
+                   seed: int = 0, params: SimParams | None = None, batch_sample: int = 0) -> LayerResult:
     """Simulate one (layer, phase) of a training step on ``arch``.
 
     Args:
@@ -96,6 +96,8 @@ def simulate_layer(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, f
         fidelity: ``exact`` (every product enumerated; functional output) or ``fast`` (vector granularity).
         seed: Echoed in ``details`` (the dataflow itself is deterministic).
         params: Timing parameters not in the arch spec (link widths, staging, lookahead).
+        batch_sample: ``fast`` only: map this many images of the batch and estimate the rest
+            (``antsim.dataflow.sampling``; recorded in ``details["batch_sample"]``); 0 = every image.
 
     Returns:
         The ``LayerResult`` with cycles, time, energy (and breakdown), area, products, stalls, actions.
@@ -108,7 +110,7 @@ def simulate_layer(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, f
     _check_choice("phase", phase, PHASES)
     _check_choice("fidelity", fidelity, FIDELITIES)
     tensors.check_shapes(layer)
-    work = map_phase(arch, layer, phase, tensors, fidelity)
+    work = map_phase(arch, layer, phase, tensors, fidelity, batch_sample=batch_sample)
     timing = simulate_phase(arch, work, stream_densities(arch, work, tensors, phase), params)
     time_s = timing.cycles / (arch.technology.clock_ghz * 1e9)
     energy = _price(arch, timing.actions, time_s)
@@ -117,6 +119,8 @@ def simulate_layer(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, f
         "stationary_operand": work.stationary_operand, "streamed_operand": work.streamed_operand,
         "chunks": work.n_chunks, **timing.details,
     }
+    if "batch_sample" in work.tiling:
+        details["batch_sample"] = work.tiling["batch_sample"]
     return LayerResult(
         layer=layer.name, phase=phase, time_s=time_s, cycles=timing.cycles,
         energy_j=math.fsum(energy.values()), energy_breakdown_j=energy, products=work.products,
@@ -166,7 +170,7 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[s
                      densities: Mapping[str, float] | None = None, sparsity: str = "swat",
                      tensors: Mapping[str, Tensors] | None = None, fidelity: str = "fast", seed: int = 0,
                      progress: Progress | bool = False, params: SimParams | None = None,
-                     workload: Mapping[str, Any] | None = None) -> NetworkResult:
+                     workload: Mapping[str, Any] | None = None, batch_sample: int = 0) -> NetworkResult:
     """Simulate every (layer, phase) of ``layers`` on ``arch``.
 
     Args:
@@ -182,6 +186,8 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[s
             ``(index, layer)`` iterable (``antsim.progress``).
         params: Timing parameters not in the arch spec.
         workload: Extra keys echoed in the result's workload (``network``, ``tensors`` file, ``batch``…).
+        batch_sample: ``fast`` only: per layer, map this many of the batch's images and estimate the
+            others (``antsim.dataflow.sampling``); echoed in the workload when it was used. 0 = all.
 
     Returns:
         A ``NetworkResult`` (backend ``accelerator``), records layer-major then phase.
@@ -192,6 +198,9 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[s
     """
     dens = check_densities(densities)
     _check_choice("fidelity", fidelity, FIDELITIES)
+    from antsim.dataflow.sampling import check_batch_sample
+
+    check_batch_sample(batch_sample, fidelity)
     for phase in phases:
         _check_choice("phase", phase, PHASES)
     if tensors is None:
@@ -208,7 +217,8 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[s
             used.append(t)
         measured = operand_densities(t) if tensors is not None else None
         for phase in ordered:
-            result = simulate_layer(arch, layer, phase, t, fidelity=fidelity, seed=seed, params=params)
+            result = simulate_layer(arch, layer, phase, t, fidelity=fidelity, seed=seed, params=params,
+                                    batch_sample=batch_sample)
             records.append(_without_output(result, measured))
     if tensors is not None:
         # A tensors file's operands carry their own densities: echo those, never the generator defaults.
@@ -219,6 +229,8 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[s
         "sparsity": None if tensors is not None else sparsity, "tensors": None, "seed": int(seed),
         "fidelity": fidelity, **dict(workload or {}),
     }
+    if layers and 0 < batch_sample < max(layer.N for layer in layers):
+        echo["batch_sample"] = int(batch_sample)
     return NetworkResult(design=arch.name, backend="accelerator", records=tuple(records),
                          spec=arch.to_dict(), workload=echo, area_mm2=design_area_mm2(arch),
                          meta={"sim_params": _params_dict(params)})

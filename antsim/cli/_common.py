@@ -206,6 +206,17 @@ _DENSITY_FLAGS = (("w", "density_w", "--density-w"), ("a", "density_a", "--densi
                   ("g", "density_g", "--density-g"), ("a_saved", "density_a_saved", "--density-a-saved"))
 
 
+def batch_sample_value(text: str) -> int:
+    """``--batch-sample``: a non-negative int."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer (0 = every image); got {text!r}")
+    return value
+
+
 def add_sparsity_arguments(parser: argparse.ArgumentParser, title: str = "sparsity and simulation") -> None:
     """Operand densities, generator or tensors file, fidelity, seed — shared by ``simulate`` and ``compare``."""
     group = parser.add_argument_group(title)
@@ -226,6 +237,9 @@ def add_sparsity_arguments(parser: argparse.ArgumentParser, title: str = "sparsi
                         help="tensors .npz file instead of generated ones (its batch and densities are used)")
     group.add_argument("--fidelity", choices=("fast", "exact"), default="fast",
                        help="fast (vector granularity, default) or exact (every product)")
+    group.add_argument("--batch-sample", type=batch_sample_value, default=0, metavar="K",
+                       help="fast fidelity: map K images of each layer's batch and estimate the others from"
+                            " them (antsim.dataflow.sampling; error in BENCHMARKS.md); default 0 = every image")
     group.add_argument("--seed", type=seed_value, default=0, help="seed of the operand generators (default 0)")
     group.add_argument("--no-progress", action="store_true", help="no progress bars on stderr")
 

@@ -228,7 +228,8 @@ def _simulation_options(args: argparse.Namespace, layers: list[Any], echo: dict[
     workload = {**echo, "tensors": str(args.tensors) if args.tensors else None,
                 "sparsity": None if tensors is not None else args.sparsity, "regime": args.regime}
     return {"phases": tuple(echo["phases"]), "densities": densities, "sparsity": args.sparsity,
-            "tensors": tensors, "fidelity": args.fidelity, "seed": args.seed, "workload": workload}
+            "tensors": tensors, "fidelity": args.fidelity, "seed": args.seed, "workload": workload,
+            "batch_sample": args.batch_sample}
 
 
 def _gpu(gpu: Any, precision: str, args: argparse.Namespace, layers: list[Any],

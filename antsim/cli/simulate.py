@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     guard_run([arch], layers, phases, densities, tensors, args.fidelity, force=args.force)
     result = simulate_network(arch, layers, phases=phases, densities=densities, sparsity=args.sparsity,
                               tensors=tensors, fidelity=args.fidelity, seed=args.seed,
-                              progress=not args.no_progress, workload=workload)
+                              progress=not args.no_progress, workload=workload, batch_sample=args.batch_sample)
     if out.suffix.lower() == ".csv":
         result.write_csv(out)
     else:

@@ -112,16 +112,30 @@ def nonzero_mask(array: np.ndarray, dense: bool) -> np.ndarray:
     return np.ones(array.shape, bool) if dense else array != 0
 
 
+def _used_stationary(classes: StrideClasses, S: np.ndarray, dense: bool
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Coordinates ``n, ch, y, x`` and stride class of the stationary non-zeros that pair with something."""
+    n, ch, y, x = np.nonzero(nonzero_mask(S, dense))
+    cls = classes.stationary_class(y, x)
+    used = np.isin(cls, [a for a, _ in classes.groups])
+    return n[used], ch[used], y[used], x[used], cls[used]
+
+
+def stationary_counts(tiling: Tiling, classes: StrideClasses, S: np.ndarray) -> np.ndarray:
+    """(N, n_pes) stationary non-zeros of each image's tile on each PE (what ``stationary_vectors``
+    would hold), without building the vectors."""
+    n, _, y, x, _ = _used_stationary(classes, S, False)
+    keys = n * tiling.n_pes + tiling.pe_of_stationary()[y, x]
+    return np.bincount(keys, minlength=S.shape[0] * tiling.n_pes).astype(np.int64).reshape(S.shape[0], tiling.n_pes)
+
+
 def stationary_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, S: np.ndarray,
                        dense: bool, width: int) -> Vectors:
     """I-vectors of the stationary plane ``S`` (N, Cs, Ys, Xs), fibers as in the module docstring.
 
     Elements in stride classes that pair with nothing are dropped (never loaded).
     """
-    n, ch, y, x = np.nonzero(nonzero_mask(S, dense))
-    cls = classes.stationary_class(y, x)
-    used = np.isin(cls, [a for a, _ in classes.groups])
-    n, ch, y, x, cls = n[used], ch[used], y[used], x[used], cls[used]
+    n, ch, y, x, cls = _used_stationary(classes, S, dense)
     pe = tiling.pe_of_stationary()[y, x]
     Cs = problem.stationary_shape[1] if problem.channel_matched else 1
     ch_key = ch if problem.channel_matched else np.zeros_like(ch)

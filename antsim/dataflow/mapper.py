@@ -28,7 +28,7 @@ sample is runs of 64 consecutive candidate pairs whose valid products are packed
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -36,10 +36,18 @@ from antsim.dataflow.anticipation import POLICIES, PairCounts, count_pairs, orac
 from antsim.dataflow.batching import BatchTiles, batch_tiled, choose_tile_size
 from antsim.dataflow.drift import lockstep_pairs
 from antsim.dataflow.exact import BankMap, run_exact, sampled_conflicts, sampled_oracle_conflicts
-from antsim.dataflow.fibers import StreamedOperand, Vectors, nonzero_mask, stationary_vectors, streamed_vectors
+from antsim.dataflow.fibers import (
+    StreamedOperand,
+    Vectors,
+    nonzero_mask,
+    stationary_counts,
+    stationary_vectors,
+    streamed_vectors,
+)
 from antsim.dataflow.footprint import Footprint, fast_footprint, tap_footprint
 from antsim.dataflow.output_partition import OutputPartition, partition_wgrad
 from antsim.dataflow.pairing import Cells, make_cells
+from antsim.dataflow.sampling import ImageSample, check_batch_sample, expand_images, plan_sample, select_images
 from antsim.dataflow.tiling import StrideClasses, Tiling, make_tiling, stride_classes
 from antsim.dataflow.work import PhaseWork
 from antsim.errors import MappingError
@@ -53,7 +61,8 @@ from antsim.workloads.layers import Layer
 FIDELITIES = ("fast", "exact")
 
 
-def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fidelity: str = "fast") -> PhaseWork:
+def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fidelity: str = "fast",
+              batch_sample: int = 0) -> PhaseWork:
     """Map ``phase`` of ``layer`` onto ``arch`` and count its work per chunk and PE.
 
     Args:
@@ -62,9 +71,11 @@ def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fideli
         tensors: the operands (zeros are sparsity); wgrad uses ``tensors.wgrad_activations``.
         fidelity: ``fast`` (vector-level counts, mask-correlation valid counts, estimated bank
             conflicts) or ``exact`` (every product enumerated; functional output; exact conflicts).
+        batch_sample: ``fast`` only: map this many of the batch's images (evenly spaced) and estimate
+            the others from them (``antsim.dataflow.sampling``); 0 or ≥ the batch maps every image.
 
     Raises:
-        MappingError: unknown fidelity or policy.
+        MappingError: unknown fidelity or policy, or a batch sample at ``exact`` fidelity.
         WorkloadError: unknown phase or tensor shapes that do not match the layer.
     """
     if fidelity not in FIDELITIES:
@@ -72,23 +83,94 @@ def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fideli
     policy = arch.anticipation.policy
     if policy not in POLICIES:
         raise MappingError(f"anticipation.policy must be one of {', '.join(POLICIES)}; got {policy!r}")
+    check_batch_sample(batch_sample, fidelity)
     tensors.check_shapes(layer)
+    if 0 < batch_sample < layer.N and arch.sparsity_support:
+        work, tiles, per_image = _map_sampled(arch, layer, phase, tensors, fidelity, batch_sample)
+    elif 0 < batch_sample < layer.N:  # a dense design counts every element: all images are alike
+        inputs = _MappingInputs.build(arch, layer.with_batch(1), phase, select_images(tensors, np.arange(1)))
+        per_image = np.repeat(inputs.per_image, layer.N, axis=0)
+        tiles = BatchTiles(inputs.tile_size(arch, per_image), layer.N)
+        same = ImageSample(np.arange(1), np.zeros(layer.N, np.int64), np.ones(layer.N), np.ones(layer.N),
+                           float(layer.N))
+        work = _map_images(arch, inputs, fidelity, BatchTiles(1, 1))
+        work = replace(expand_images(work, tiles, same, per_image), layer_name=layer.name)
+    else:
+        inputs = _MappingInputs.build(arch, layer, phase, tensors)
+        per_image = inputs.per_image
+        tiles = BatchTiles(inputs.tile_size(arch, per_image), layer.N)
+        work = _map_images(arch, inputs, fidelity, tiles)
+    streamed_per_image = phase_problem(layer, phase).streamed_shape[0] > 1
+    return batch_tiled(work, tiles, work.tiling["groups"], per_image, streamed_per_image=streamed_per_image)
+
+
+def _map_sampled(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fidelity: str,
+                 batch_sample: int) -> tuple[PhaseWork, BatchTiles, np.ndarray]:
+    """Image-major work of the batch estimated from ``batch_sample`` images (``antsim.dataflow.sampling``),
+    its batch tiles and the exact (N, n_pes) stationary values per image."""
     problem = phase_problem(layer, phase)
     pe = arch.pe_array
     tiling = make_tiling(problem, pe.rows, pe.cols, arch.mapping.output_channel_group)
     classes = stride_classes(problem, arch.mapping.stride_phases)
+    S = problem.stationary(tensors)
+    per_image = stationary_counts(tiling, classes, S)
+    streamed_nnz = None
+    if problem.streamed_shape[0] > 1:
+        streamed_nnz = np.count_nonzero(problem.streamed(tensors).reshape(layer.N, -1), axis=1)
+    sample = plan_sample(per_image.sum(axis=1), streamed_nnz, batch_sample)
+    inputs = _MappingInputs.build(arch, layer.with_batch(len(sample.images)), phase,
+                                  select_images(tensors, sample.images))
+    tiles = BatchTiles(inputs.tile_size(arch, per_image), layer.N)
+    work = _map_images(arch, inputs, fidelity, BatchTiles(min(tiles.size, len(sample.images)), len(sample.images)))
+    return replace(expand_images(work, tiles, sample, per_image), layer_name=layer.name), tiles, per_image
+
+
+@dataclass(frozen=True)
+class _MappingInputs:
+    """What every part of the mapping of one (layer, phase) reads: problem, tiling, stride classes,
+    operands and stationary vectors, the dense-wgrad output partition, and per-image stationary counts."""
+
+    layer: Layer
+    problem: PhaseProblem
+    tiling: Tiling
+    classes: StrideClasses
+    stationary: np.ndarray
+    streamed: np.ndarray
+    stat: Vectors
+    partition: OutputPartition | None
+    per_image: np.ndarray
+
+    @classmethod
+    def build(cls, arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors) -> _MappingInputs:
+        problem = phase_problem(layer, phase)
+        pe = arch.pe_array
+        tiling = make_tiling(problem, pe.rows, pe.cols, arch.mapping.output_channel_group)
+        classes = stride_classes(problem, arch.mapping.stride_phases)
+        dense = not arch.sparsity_support
+        S, T = problem.stationary(tensors), problem.streamed(tensors)
+        stat = stationary_vectors(problem, tiling, classes, S, dense, pe.I)
+        partition = partition_wgrad(layer, tiling, pe.F, pe.I) if _output_partition(arch, phase) else None
+        per_image = _stationary_per_image(tiling, stat) if partition is None else partition.stationary_per_image
+        return cls(layer, problem, tiling, classes, S, T, stat, partition, per_image)
+
+    def tile_size(self, arch: ArchSpec, per_image: np.ndarray) -> int:
+        """Images per batch tile for ``per_image`` (N, n_pes) stationary values (``choose_tile_size``)."""
+        capacity = _input_capacity(arch, self.stationary, not arch.sparsity_support)
+        return choose_tile_size(arch.mapping.batch_tile, per_image, capacity)
+
+
+def _map_images(arch: ArchSpec, inputs: _MappingInputs, fidelity: str, tiles: BatchTiles) -> PhaseWork:
+    """The image-major work (chunk ``n · groups + g``) of ``inputs``; wgrad's partial sums accumulate
+    over ``tiles`` (reported on each tile's last image)."""
+    layer, problem, tiling, classes, stat = inputs.layer, inputs.problem, inputs.tiling, inputs.classes, inputs.stat
+    S, T, partition = inputs.stationary, inputs.streamed, inputs.partition
+    pe, policy = arch.pe_array, arch.anticipation.policy
     dense = not arch.sparsity_support
     # An ideal dense engine forms only the pairs that meet at an output; SCNN's DCNN ("cartesian") pairs
     # every element of its tile with every weight of the group, as SCNN does, zeros included.
     ideal_dense = dense and arch.mapping.dense_packing == "ideal"
     # An ideal dense engine addresses exactly the streamed values its tile needs, as the fetch filter does.
     fetch_filter = ideal_dense or (arch.anticipation.fetch_filter and policy != "none")
-    S, T = problem.stationary(tensors), problem.streamed(tensors)
-    stat = stationary_vectors(problem, tiling, classes, S, dense, pe.I)
-    partition = partition_wgrad(layer, tiling, pe.F, pe.I) if _output_partition(arch, phase) else None
-    per_image = _stationary_per_image(tiling, stat) if partition is None else partition.stationary_per_image
-    tiles = BatchTiles(choose_tile_size(arch.mapping.batch_tile, per_image, _input_capacity(arch, S, dense)),
-                       layer.N)
     streamed = streamed_vectors(problem, tiling, classes, T, dense, pe.F, fetch_filter,
                                 arch.mapping.streamed_order == "channel_inner")
     cells = make_cells(problem, tiling, classes, stat, streamed)
@@ -129,7 +211,7 @@ def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fideli
             " [assumption: DNNsim's DCNN counts none]"))
     if partition is not None:
         work = _output_partitioned(work, partition, tiling, tiles)
-    return batch_tiled(work, tiles, tiling.n_groups, per_image, streamed_per_image=problem.streamed_shape[0] > 1)
+    return work
 
 
 def _output_partition(arch: ArchSpec, phase: str) -> bool:

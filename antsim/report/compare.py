@@ -45,7 +45,8 @@ SCHEMA = "antsim.compare/1"
 SCOPES = ("layer_phase", "layer", "phase", "network")
 DEFAULT_BASELINE = "scnn"
 # Workload keys echoed into the comparison so a reader can rerun it.
-_WORKLOAD_ECHO = ("network", "layers_csv", "batch", "phases", "densities", "sparsity", "tensors", "seed", "fidelity")
+_WORKLOAD_ECHO = ("network", "layers_csv", "batch", "phases", "densities", "sparsity", "tensors", "seed", "fidelity",
+                  "batch_sample")
 
 
 @dataclass(frozen=True)
@@ -185,7 +186,7 @@ def compare_results(results: Sequence[NetworkResult], sources: Sequence[str] | N
 # Echoed keys that change a simulated result while the layers stay the same: the operand generator's seed,
 # the simulation fidelity (fast overestimates some phases; BENCHMARKS.md), the generator model and the
 # tensors file. Results that differ in any of them are not one workload, so their ratios would mislead.
-_SIMULATION_KEYS = ("seed", "fidelity", "sparsity", "tensors")
+_SIMULATION_KEYS = ("seed", "fidelity", "sparsity", "tensors", "batch_sample")
 
 
 def check_same_simulation(results: Sequence[NetworkResult], sources: Sequence[str]) -> None:
