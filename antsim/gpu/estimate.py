@@ -101,7 +101,7 @@ def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer, phase: str, precisio
     check_library(spec, precision, library)
     gemms = _gemms(spec, layer, phase, precision, structured, library)
     if selection == "heuristic":
-        family = heuristic_family(layer, phase, forward_algo)
+        family = heuristic_family(layer, phase, forward_algo, library)
         gemms = [g for g in gemms if FAMILY[g.algorithm] == family] or gemms  # family not on the menu: any
     candidates = [(best_plan(spec, g, precision, calibration), g) for g in gemms]
     plan, gemm = min(candidates, key=lambda pg: pg[0].time_s)

@@ -68,6 +68,9 @@ class Gemm:
         side: Memory-bound kernels the formulation runs besides the GEMM (transforms).
         workspace: Device workspace the formulation needs (elements: transformed tensors).
         algo: The library's name for it (cuDNN ``IMPLICIT_PRECOMP_GEMM``, ``WINOGRAD_NONFUSED``, …).
+        gather_width: Operand elements that share one gather address computation on tensor cores:
+            1 when each element is gathered alone (cuDNN 7's tensor-core kernels on NCHW tensors),
+            8 fp16 / 4 tf32 channels of one 16-byte vector load on cuDNN 8's NHWC kernels.
     """
 
     M: int
@@ -87,6 +90,7 @@ class Gemm:
     side: tuple[SideKernel, ...] = ()
     workspace: float = 0.0
     algo: str = ""
+    gather_width: int = 1
 
     @property
     def gathered(self) -> bool:

@@ -27,7 +27,7 @@ from dataclasses import replace
 from antsim.errors import AntsimError
 from antsim.gpu import fft, winograd
 from antsim.gpu.gemm import Gemm, phase_gemms
-from antsim.gpu.spec import GpuSpec
+from antsim.gpu.spec import PRECISIONS, GpuSpec
 from antsim.workloads.layers import Layer
 
 LIBRARIES = ("cudnn5", "cudnn6", "cudnn7", "cudnn8")
@@ -46,6 +46,14 @@ _GEMM_ALGO = {("fprop", "implicit"): "IMPLICIT_PRECOMP_GEMM", ("dgrad", "implici
 # MMA row), 4 for TF32 (NVIDIA, "Programming Tensor Cores in CUDA 9" and the Deep Learning
 # Performance guide's "Tensor Core Requirements": C and K multiples of 8 for FP16, of 4 for TF32).
 TENSOR_CHANNEL_MULTIPLE = {"fp16": 8, "bf16": 8, "tf32": 4}
+
+
+# cuDNN 8's tensor-core convolution kernels run on NHWC tensors (NCHW input is transposed first) and
+# gather one 16-byte vector of consecutive channels per address (NVIDIA Deep Learning Performance
+# guide, "Convolutional Layers User's Guide": tensor cores need NHWC; CUTLASS implicit-GEMM iterators
+# load 128-bit accesses); cuDNN 7's NCHW tensor-core kernels gather element by element [assumption].
+NHWC_VECTOR_GENERATION = 8
+VECTOR_BYTES = 16
 
 
 def _generation(library: str) -> int:
@@ -94,7 +102,7 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: str, precision: str,
     generation = _generation(library)
     gemms = [g for g in phase_gemms(layer, phase) if g.algorithm != "phased" or generation >= 7]
     gemms = [replace(g, algo=_GEMM_ALGO[phase, g.algorithm]) for g in gemms]
-    if winograd.eligible(layer, fused=True):
+    if winograd.eligible(layer, fused=True) and phase != "wgrad":  # BWD_FILTER_ALGO_WINOGRAD: not supported [U]
         gemms.append(winograd.winograd_gemm(layer, phase, fused=True))
     if winograd.eligible(layer, fused=False) and (layer.R == 3 or generation >= 7):
         gemms.append(winograd.winograd_gemm(layer, phase, fused=False))
@@ -103,7 +111,10 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: str, precision: str,
     if fft.eligible(layer, tiled=True) and (phase != "wgrad" or generation >= 7):
         gemms.append(fft.fft_gemm(layer, phase, tiled=True))
     if not tensor_core_eligible(gpu, layer, precision, library):
-        gemms = [replace(g, simt_only=True) for g in gemms]
+        return [replace(g, simt_only=True) for g in gemms]
+    if generation >= NHWC_VECTOR_GENERATION:
+        width = VECTOR_BYTES // PRECISIONS[precision][0]
+        gemms = [replace(g, gather_width=width) if g.gathered else g for g in gemms]
     return gemms
 
 
@@ -126,20 +137,30 @@ def family_of(algo: str) -> str | None:
 WINOGRAD_MIN_CHANNELS = 32
 
 
-def heuristic_family(layer: Layer, phase: str, forward_algo: str = "") -> str:
+# First library generation whose heuristics run a Winograd-forward layer's weight gradient with
+# WINOGRAD_NONFUSED too [assumption, from DeepBench: on the cuDNN 6–7.6 sheets (GTX 1080 Ti, P100,
+# TITAN Xp, T4) such wgrads run faster than any GEMM plan — T4's 3×3 fp32 wgrads reach 10.5 TFLOP/s of
+# direct-convolution work on an 8.1 TFLOP/s GPU — while on the cuDNN 5 sheets (TITAN X Maxwell, M40)
+# they run at GEMM speed; cuDNN 5.1 introduced the non-fused backward-filter Winograd].
+WINOGRAD_WGRAD_GENERATION = 6
+
+
+def heuristic_family(layer: Layer, phase: str, forward_algo: str = "", library: str = DEFAULT_LIBRARY) -> str:
     """The algorithm family the library's heuristics pick (not timed).
 
     With the recorded forward algorithm (DeepBench's ``fwd_algo``): its family for fprop; dgrad,
     the same stride-1 convolution flipped, follows it when Winograd (DeepBench's Winograd-forward
-    layers have dgrad ≈ fprop times); wgrad and the rest run the GEMM algorithms. Without a record:
-    Winograd for 3×3 stride-1 layers with C, K ≥ ``WINOGRAD_MIN_CHANNELS`` in fprop and dgrad, else GEMM.
+    layers have dgrad ≈ fprop times), and so does wgrad from ``WINOGRAD_WGRAD_GENERATION`` on; the
+    rest run the GEMM algorithms. Without a record: Winograd for 3×3 stride-1 layers with C, K ≥
+    ``WINOGRAD_MIN_CHANNELS`` in fprop and dgrad (and wgrad from that generation), else GEMM.
     """
+    wgrad_follows = _generation(library) >= WINOGRAD_WGRAD_GENERATION
     recorded = family_of(forward_algo) if forward_algo else None
     if recorded is not None:
-        if phase == "fprop" or (phase == "dgrad" and recorded == "winograd"):
+        if phase == "fprop" or (recorded == "winograd" and (phase == "dgrad" or wgrad_follows)):
             return recorded
         return "gemm"
     wide = min(layer.C, layer.K) >= WINOGRAD_MIN_CHANNELS
-    if phase != "wgrad" and wide and winograd.eligible(layer, fused=True):
+    if (phase != "wgrad" or wgrad_follows) and wide and winograd.eligible(layer, fused=True):
         return "winograd"
     return "gemm"

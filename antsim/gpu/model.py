@@ -29,11 +29,14 @@ from dataclasses import dataclass
 from antsim.gpu.gemm import Gemm, SideKernel
 from antsim.gpu.spec import PRECISIONS, GpuSpec
 from antsim.gpu.tiles import (
+    FFT_TILES,
     SIMT_BATCHED_TILES,
     SIMT_PHASED_TILES,
     SIMT_TILES,
     SIMT_WGRAD_TILES,
+    WINOGRAD_FUSED_TILES,
     Tile,
+    architecture,
     ctas_per_sm,
     tensor_tiles,
 )
@@ -198,13 +201,31 @@ def _sm_macs_per_s(gpu: GpuSpec, g: Gemm, precision: str, tile: Tile, together: 
     rate = gpu.peak(precision) / 2 / gpu.sms * (cal.tensor_efficiency if tensor else cal.simt_efficiency)
     if _structured(gpu, g, precision):
         rate *= STRUCTURED_MATH_SPEEDUP
-    schedulers = gpu.fp32_lanes_per_sm / 32  # one warp scheduler per 32 FP32 lanes (Pascal … Hopper)
-    rate *= min(1.0, together * tile.threads / 32 / (cal.warps_per_scheduler * schedulers))
+    rate *= min(1.0, together * tile.threads / 32 / (cal.warps_per_scheduler * warp_schedulers(gpu)))
     if g.algorithm.startswith("winograd"):
         rate *= cal.winograd_efficiency
+    gather = _gather_ops_per_mac(g, tile, cal)
     if not tensor:  # gather arithmetic shares the SIMT issue slots: ops × (m + n)·k per m·n·k MACs
-        rate /= 1 + _gather_ops_per_mac(g, tile, cal)
-    return rate
+        return rate / (1 + gather)
+    # Tensor cores: the MMAs and the gather's integer instructions run on separate pipes and overlap;
+    # the INT32 lanes bound the main loop when a tile gathers more operand addresses than they issue
+    # (per element on cuDNN 7's NCHW kernels: DeepBench's T4 fp16 wgrads run 1.3–3× slower than the
+    # fprop of the same GEMM; per 16-byte vector on cuDNN 8's NHWC kernels, ``Gemm.gather_width``).
+    int_ops_per_s = INT32_LANES_PER_SM * gpu.clock_mhz * 1e6 * g.gather_width
+    return min(rate, int_ops_per_s / gather) if gather > 0 else rate
+
+
+# INT32 lanes per SM on the tensor-core generations: 16 per SM sub-partition, 4 sub-partitions (NVIDIA's
+# Volta V100, Turing TU102, Ampere GA100 and Hopper GH100 architecture whitepapers: "16 INT32 units" per
+# processing block; Volta first split them from the FP32 lanes).
+INT32_LANES_PER_SM = 64
+
+
+def warp_schedulers(gpu: GpuSpec) -> float:
+    """Warp schedulers per SM: 4 on Maxwell, GP10x and every tensor-core generation (Volta … Hopper:
+    four processing blocks of 16 FP32 lanes each, or 32 on Hopper); GP100 has 2 for its 64 FP32 lanes.
+    Below Volta, one per 32 FP32 lanes (NVIDIA's Pascal GP100 whitepaper; Maxwell/GP104 tuning guides)."""
+    return 4.0 if architecture(gpu) in ("volta", "turing", "ampere", "hopper") else gpu.fp32_lanes_per_sm / 32
 
 
 def _gather_ops_per_mac(g: Gemm, tile: Tile, cal: Calibration) -> float:
@@ -277,9 +298,14 @@ def plan_gemm(gpu: GpuSpec, g: Gemm, precision: str, tile: Tile, split: int,
 def split_candidates(g: Gemm, tile: Tile, sms: int, cal: Calibration = CALIBRATION) -> list[int]:
     """Split-K factors worth trying: powers of two while each slice keeps ≥ 4 main-loop steps.
 
-    wgrad (small output, N·P·Q-long reduction) always may split; fprop and dgrad only when their
-    output tiles leave more than half of the SMs idle (a small-M/N problem, e.g. batch 1 on a tiny plane).
+    wgrad (small output, N·P·Q-long reduction) always may split; dgrad only when its output tiles
+    leave more than half of the SMs idle (a small-M/N problem, e.g. batch 1 on a tiny plane); fprop
+    never: cuDNN's forward kernels run one CTA per output tile (grid z = 1 in every forward kernel
+    NeuSight recorded with cuDNN 8.9, public dataset ``trsharm25/NeuSight``; its 5×5-plane rows with
+    C ≈ 900 run at the speed of one unsplit wave on A100, P100 and P4 alike).
     """
+    if g.phase == "fprop":
+        return [1]
     if g.phase != "wgrad" and 2 * math.ceil(g.M / tile.m) * math.ceil(g.N / tile.n) >= sms:
         return [1]
     splits, s = [1], 2
@@ -298,7 +324,11 @@ def candidate_plans(gpu: GpuSpec, g: Gemm, precision: str, cal: Calibration = CA
     gpu.peak(precision)  # one-line error for a precision the GPU lacks
     if gpu.uses_tensor_cores(run_precision(gpu, g, precision)):
         tiles = tensor_tiles(gpu)
-    elif g.batch > 1 and not g.gathered:  # batched explicit GEMMs (Winograd, FFT): small tiles for small M, N
+    elif g.algorithm in ("fft", "fft_tiling"):
+        tiles = FFT_TILES
+    elif g.algorithm == "winograd_fused":
+        tiles = WINOGRAD_FUSED_TILES
+    elif g.batch > 1 and not g.gathered:  # non-fused Winograd's batched SGEMMs
         tiles = SIMT_BATCHED_TILES
     else:
         tiles = SIMT_WGRAD_TILES if g.phase == "wgrad" else SIMT_PHASED_TILES if g.algorithm == "phased" \

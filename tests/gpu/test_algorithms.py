@@ -70,9 +70,9 @@ def test_winograd_eligibility(layer: Layer, fused: bool, ok: bool) -> None:
 
 def test_full_fft_is_a_batched_complex_gemm_per_frequency() -> None:
     g = fft.fft_gemm(L, "fprop", tiled=False)
-    hf = wf = 58  # 56 + 2·1 = 58 = 2·29: not 7-smooth → 60 = 2²·3·5
-    assert fft._smooth(58) == 60 and fft._smooth(64) == 64 and fft._smooth(97) == 98
-    hf = wf = 60
+    # 56 + 2·1 = 58 → cuDNN's next power-of-two transform, 64
+    assert fft._fft_size(58) == 64 and fft._fft_size(64) == 64 and fft._fft_size(13) == 16 and fft._fft_size(1) == 1
+    hf = wf = 64
     freqs = hf * (wf // 2 + 1)
     assert (g.batch, g.M, g.N, g.K) == (freqs, L.N, 2 * L.K, 2 * L.C)
     assert g.macs == 4 * freqs * L.N * L.C * L.K  # one complex MAC = four real ones

@@ -211,7 +211,7 @@ def test_two_four_sparsity_speeds_fprop_and_dgrad_at_most_twofold_and_leaves_wgr
 def test_two_four_plan_halves_compute_and_compresses_the_weights() -> None:
     spec = load_gpu("a100")
     big = Gemm(M=32768, N=2048, K=2048, a_unique=32768 * 2048, b_unique=2048 * 2048, c_unique=32768 * 2048,
-               useful_macs=32768 * 2048 * 2048)
+               useful_macs=32768 * 2048 * 2048, gather_width=8)  # NHWC: 8 fp16 channels per address
     tile = best_plan(spec, big, "fp16").tile
     dense = plan_gemm(spec, big, "fp16", tile, 1)
     sparse = plan_gemm(spec, dataclasses.replace(big, structured=True), "fp16", tile, 1)

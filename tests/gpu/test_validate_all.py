@@ -20,16 +20,16 @@ _spec.loader.exec_module(validate)
 
 # (gpu, precision) -> phase -> bound on the all-rows error, as reached.
 REACHED = {
-    ("p100", "fp32"): {"fprop": 0.20, "dgrad": 0.30, "wgrad": 0.40},
-    ("titanxp", "fp32"): {"fprop": 0.20, "dgrad": 0.30, "wgrad": 0.35},
-    ("gtx1080ti", "fp32"): {"fprop": 0.30, "dgrad": 0.40, "wgrad": 0.40},
+    ("p100", "fp32"): {"fprop": 0.25, "dgrad": 0.30, "wgrad": 0.30},
+    ("titanxp", "fp32"): {"fprop": 0.20, "dgrad": 0.30, "wgrad": 0.25},
+    ("gtx1080ti", "fp32"): {"fprop": 0.30, "dgrad": 0.40, "wgrad": 0.25},
     ("titanx-maxwell", "fp32"): {"fprop": 0.25, "dgrad": 0.35, "wgrad": 0.40},
     ("m40", "fp32"): {"fprop": 0.30, "dgrad": 0.40, "wgrad": 0.45},
-    ("t4", "fp32"): {"fprop": 0.25, "dgrad": 0.35, "wgrad": 0.60},
-    ("t4", "fp16"): {"fprop": 0.45, "dgrad": 0.50, "wgrad": 1.35},
-    ("a100-80gb-pcie", "fp32"): {"fprop": 0.55},
-    ("p100-pcie", "fp32"): {"fprop": 0.40},
-    ("p4", "fp32"): {"fprop": 0.35},
+    ("t4", "fp32"): {"fprop": 0.25, "dgrad": 0.35, "wgrad": 0.45},
+    ("t4", "fp16"): {"fprop": 0.40, "dgrad": 0.50, "wgrad": 0.85},
+    ("a100-80gb-pcie", "fp32"): {"fprop": 0.40},
+    ("p100-pcie", "fp32"): {"fprop": 0.35},
+    ("p4", "fp32"): {"fprop": 0.30},
 }
 RUNS = [run for run in validate.RUNS if (run.gpu, run.precision) in REACHED]
 
