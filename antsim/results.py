@@ -79,6 +79,8 @@ class LayerResult:
         details: Backend-specific extras (GEMM shape and tile for the GPU, tiling for the accelerator).
         area_mm2: Area of the design that produced it (None for GPU/measured).
         output: The phase's functional result (numpy array) when the backend computed it; never serialised.
+        kind: The layer's kind, ``conv`` or ``gemm`` (``antsim.workloads.gemm``); serialised only when not
+            ``conv``, so conv results read and write as before.
     """
 
     layer: str
@@ -93,10 +95,11 @@ class LayerResult:
     details: Mapping[str, Any] = field(default_factory=dict)
     area_mm2: float | None = None
     output: Any = field(default=None, compare=False, repr=False)
+    kind: str = "conv"
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready record (docs/formats.md); ``output`` is not included."""
-        return {
+        """JSON-ready record (docs/formats.md); ``output`` is not included, ``kind`` only when not ``conv``."""
+        return {**({"kind": self.kind} if self.kind != "conv" else {}),
             "layer": self.layer,
             "phase": self.phase,
             "cycles": None if self.cycles is None else int(self.cycles),
@@ -119,7 +122,7 @@ class LayerResult:
             energy_breakdown_j=dict(d.get("energy_breakdown_j") or {}),
             products=None if products is None else ProductCounts.from_dict(products),
             stalls=dict(d.get("stalls") or {}), actions=dict(d.get("actions") or {}),
-            details=dict(d.get("details") or {}), area_mm2=d.get("area_mm2"),
+            details=dict(d.get("details") or {}), area_mm2=d.get("area_mm2"), kind=str(d.get("kind", "conv")),
         )
 
 
@@ -223,6 +226,8 @@ class NetworkResult:
     def write_csv(self, path: str | Path) -> None:
         """One row per record: identity, time, cycles, energy, products and flattened breakdowns."""
         rows = [flatten_record(r) for r in self.records]
+        if any(r.kind != "conv" for r in self.records):  # a kind column only when GEMM layers are present
+            rows = [{"name": row["name"], "kind": r.kind, **row} for row, r in zip(rows, self.records, strict=True)]
         columns: list[str] = []
         for row in rows:
             columns += [c for c in row if c not in columns]

@@ -13,17 +13,20 @@ from typing import Any
 
 import numpy as np
 
+from antsim.dataflow.gemm import gemm_stream_densities, map_gemm_phase
 from antsim.errors import AntsimError, WorkloadError
 from antsim.progress import Progress, track
 from antsim.results import LayerResult, NetworkResult
 from antsim.sim import Densities, SimParams, simulate_phase
+from antsim.sparsity.gemm import make_gemm_tensors
 from antsim.sparsity.tensors import Tensors
 from antsim.spec.arch import ArchSpec
+from antsim.workloads.gemm import Gemm, layer_kind
 from antsim.workloads.layers import PHASES, Layer
 
 FIDELITIES = ("fast", "exact")
 DEFAULT_DENSITIES: Mapping[str, float] = {"w": 0.1, "a": 0.1, "g": 0.1}
-DENSITY_KEYS = ("w", "a", "g", "a_saved")
+DENSITY_KEYS = ("w", "a", "g", "a_saved", "attn")  # attn: attention matrices of GEMM layers (antsim.sparsity.gemm)
 
 
 def operand_array(tensors: Tensors, operand: str, phase: str) -> np.ndarray:
@@ -110,8 +113,13 @@ def simulate_layer(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, f
     _check_choice("phase", phase, PHASES)
     _check_choice("fidelity", fidelity, FIDELITIES)
     tensors.check_shapes(layer)
-    work = map_phase(arch, layer, phase, tensors, fidelity, batch_sample=batch_sample)
-    timing = simulate_phase(arch, work, stream_densities(arch, work, tensors, phase), params)
+    if isinstance(layer, Gemm):  # a GEMM layer: its own mapping onto the same PhaseWork (antsim.dataflow.gemm)
+        work = map_gemm_phase(arch, layer, phase, tensors, fidelity)
+        densities = Densities(*gemm_stream_densities(arch, layer, phase, tensors))
+    else:
+        work = map_phase(arch, layer, phase, tensors, fidelity, batch_sample=batch_sample)
+        densities = stream_densities(arch, work, tensors, phase)
+    timing = simulate_phase(arch, work, densities, params)
     time_s = timing.cycles / (arch.technology.clock_ghz * 1e9)
     energy = _price(arch, timing.actions, time_s)
     details = {
@@ -125,7 +133,7 @@ def simulate_layer(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, f
         layer=layer.name, phase=phase, time_s=time_s, cycles=timing.cycles,
         energy_j=math.fsum(energy.values()), energy_breakdown_j=energy, products=work.products,
         stalls=dict(timing.stalls), actions=timing.actions, details=details,
-        area_mm2=design_area_mm2(arch), output=work.output,
+        area_mm2=design_area_mm2(arch), output=work.output, kind=layer_kind(layer),
     )
 
 
@@ -156,6 +164,8 @@ def _layer_tensors(layer: Layer, index: int, densities: Mapping[str, float], spa
         if layer.name not in tensors:
             raise WorkloadError(f"tensors: no entry for layer {layer.name!r}")
         return tensors[layer.name]
+    if isinstance(layer, Gemm):
+        return make_gemm_tensors(layer, densities, sparsity, layer_seed(seed, index))
     from antsim.sparsity.generators import make_tensors
 
     return make_tensors(layer, densities["w"], densities["a"], densities["g"], model=sparsity,
@@ -225,7 +235,7 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[s
         dens = overall_densities(used)
     echo = {
         "network": None, "layers": [layer.to_dict() for layer in layers],
-        "batch": layers[0].N if layers else None, "phases": ordered, "densities": dens,
+        "batch": _batch_of(layers[0]) if layers else None, "phases": ordered, "densities": dens,
         "sparsity": None if tensors is not None else sparsity, "tensors": None, "seed": int(seed),
         "fidelity": fidelity, **dict(workload or {}),
     }
@@ -234,6 +244,11 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[s
     return NetworkResult(design=arch.name, backend="accelerator", records=tuple(records),
                          spec=arch.to_dict(), workload=echo, area_mm2=design_area_mm2(arch),
                          meta={"sim_params": _params_dict(params)})
+
+
+def _batch_of(layer: Layer | Gemm) -> int:
+    """The training batch a layer holds (a conv's N; a GEMM's ``batch``: its N is a matrix dimension)."""
+    return layer.batch if isinstance(layer, Gemm) else layer.N
 
 
 def check_dram_technology(arch: ArchSpec, source: str | None = None) -> None:

@@ -58,7 +58,9 @@ from antsim.workloads.gemm import Gemm, GemmPhase, gemm_phase
 from antsim.workloads.layers import Layer
 
 GEMM_MAPPINGS = ("scnn", "cartesian")
-_OPERAND_NAMES = {"weights": "weights", "activations": "activations", "grad_output": "grad_output"}
+# PhaseWork names the operands as the conv phases do; an attention matrix is an activation.
+_OPERAND_NAMES = {"weights": "weights", "activations": "activations", "attention": "activations",
+                  "grad_output": "grad_output"}
 
 
 def resolve_mapping(arch: ArchSpec) -> str:
@@ -132,7 +134,23 @@ def _relabel(work: PhaseWork, gemm: Gemm, p: GemmPhase, mapping: str) -> PhaseWo
                    tiling=tiling, notes=(*work.notes, note))
 
 
-_SUMMED_SCALARS = ("stationary_values",)
+def _density(array: np.ndarray) -> float:
+    return float(np.count_nonzero(array)) / array.size if array.size else 1.0
+
+
+def gemm_stream_densities(arch: ArchSpec, gemm: Gemm, phase: str, tensors: GemmTensors
+                          ) -> tuple[float, float, float]:
+    """(stationary, streamed, output) densities that size the compressed streams of ``phase``.
+
+    Stationary: the right operand; streamed: the left one. [assumption] outputs leave as the conv phases'
+    do (``antsim.simulate.output_density``): fprop at the density of B, dgrad at that of dY, wgrad dense. A
+    dense design moves every value (all 1).
+    """
+    if not arch.sparsity_support:
+        return 1.0, 1.0, 1.0
+    p = gemm_phase(gemm, phase)
+    output = {"fprop": _density(tensors.b), "dgrad": _density(tensors.grad_output), "wgrad": 1.0}[phase]
+    return _density(p.right(tensors)), _density(p.left(tensors)), max(output, 1e-6)
 
 
 def concat_works(works: list[PhaseWork]) -> PhaseWork:
@@ -161,4 +179,5 @@ def concat_works(works: list[PhaseWork]) -> PhaseWork:
     return replace(first, **fields, products=products, output=output, tiling=tiling)
 
 
-__all__ = ["GEMM_MAPPINGS", "concat_works", "conv_tensors", "conv_view", "map_gemm_phase", "resolve_mapping"]
+__all__ = ["GEMM_MAPPINGS", "concat_works", "conv_tensors", "conv_view", "gemm_stream_densities", "map_gemm_phase",
+           "resolve_mapping"]

@@ -3,7 +3,8 @@
 A ``Gemm`` is ``count`` independent products ``Y = A·B`` with ``A`` of shape ``(M, K)`` and ``B`` of shape
 ``(K, N)`` (``K`` is the reduction dimension). ``A`` is either a weight matrix shared by the ``count``
 products (a linear layer: ``Y = W·X``, tokens/batch along ``N``) or an activation (attention: ``Q·Kᵀ``
-and ``P·V`` per head and sequence, both operands dynamic). ``B`` is always an activation; a layer written
+and ``P·V`` per head and sequence, both operands dynamic; ``a="attention"`` marks an A that is a softmax
+attention-probability matrix, for the sparsity regimes). ``B`` is always an activation; a layer written
 ``Y = X·W`` is stored transposed (``Yᵀ = Wᵀ·Xᵀ``) so the weight is on the left.
 
 Training phases, each again a GEMM ``C = L·R`` (``L``: left, ``(M', K')``; ``R``: right, ``(K', N')``):
@@ -20,7 +21,7 @@ For an activation × activation product both operand gradients are therefore pha
 
 Layers CSV (``antsim.workloads.layers.read_layers_csv``): a ``kind`` column (``conv`` when absent or
 empty, so conv CSVs keep working) selects the row's columns. ``gemm`` rows fill
-``name,kind,M,N,K,count`` and optionally ``a`` (``weights`` default | ``activations``), ``batch``
+``name,kind,M,N,K,count`` and optionally ``a`` (``weights`` default | ``activations`` | ``attention``), ``batch``
 (default 1: the training batch the shape holds) and ``batch_dim`` (``N`` default | ``count``: which
 dimension scales with the batch); their conv cells stay empty, and conv rows leave the gemm cells empty.
 Example (what ``write_layers_csv`` writes for one conv and one gemm row)::
@@ -45,7 +46,7 @@ from antsim.errors import WorkloadError
 # The training phases, as ``antsim.workloads.layers.PHASES`` (which imports this module for its CSV rows).
 PHASES: tuple[str, ...] = ("fprop", "dgrad", "wgrad")
 KINDS = ("conv", "gemm")
-OPERAND_KINDS = ("weights", "activations")
+OPERAND_KINDS = ("weights", "activations", "attention")
 BATCH_DIMS = ("N", "count")
 
 
@@ -56,7 +57,8 @@ class Gemm:
     Attributes:
         name: layer name. M, N, K: rows of Y, columns of Y, reduction length. count: independent
             products (e.g. heads × batch in attention, time steps of a recurrent layer).
-        a: ``weights`` (A is a parameter shared by the ``count`` products) or ``activations``.
+        a: ``weights`` (A is a parameter shared by the ``count`` products), ``activations`` or ``attention``
+            (an activation that is a softmax attention-probability matrix: only its sparsity regime differs).
         batch: the training batch the shape holds. batch_dim: ``N`` or ``count`` — the dimension that
             is ``batch`` times the per-sample one (``with_batch`` rescales it).
     """

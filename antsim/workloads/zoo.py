@@ -4,23 +4,29 @@ Shapes follow the reference implementations the sparse-training literature train
 ImageNet models (ResNet v1.5 with the stride on the 3×3 conv; DenseNet-BC with growth 32, bottleneck 4·k,
 compression 0.5; GoogLeNet / Inception v1 as torchvision's ``googlenet``, SCNN's study network), and the
 widely used CIFAR variants (3×3 stem, no max-pool: ResNet-18 and DenseNet-121 as in kuangliu/pytorch-cifar,
-VGG-16 with 13 convs, WRN-16-8 of Zagoruyko & Komodakis with 1×1 projection shortcuts). Only convolutions
-are listed (FC layers are not Cartesian conv problems). Layer names follow the PyTorch module names, so
-captured tensors can be matched by name.
+VGG-16 with 13 convs, WRN-16-8 of Zagoruyko & Komodakis with 1×1 projection shortcuts). These CNN entries
+list only their convolutions; ``NAME-full`` adds the CNN's fully-connected layers as ``Gemm`` layers.
+Networks with GEMM layers (``antsim.workloads.transformers``): ``bert-base`` (sequence length 128;
+``bert-base-seqN`` for another length N), ``vit-lite-7-4-cifar`` and ``lstm-lm-medium``. Layer names
+follow the PyTorch module names, so captured tensors can be matched by name.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from typing import Any
 
 from antsim.errors import WorkloadError
+from antsim.workloads import transformers
 from antsim.workloads.layers import Layer
 
-_NETWORKS: dict[str, Callable[[], list[Layer]]] = {}
+_NETWORKS: dict[str, Callable[[], list[Any]]] = {}
+_BERT_SEQ = re.compile(r"bert-base-seq([0-9]+)")
 
 
-def _register(name: str) -> Callable[[Callable[[], list[Layer]]], Callable[[], list[Layer]]]:
-    def wrap(builder: Callable[[], list[Layer]]) -> Callable[[], list[Layer]]:
+def _register(name: str) -> Callable[[Callable[[], list[Any]]], Callable[[], list[Any]]]:
+    def wrap(builder: Callable[[], list[Any]]) -> Callable[[], list[Any]]:
         _NETWORKS[name] = builder
         return builder
 
@@ -32,12 +38,16 @@ def networks() -> list[str]:
     return sorted(_NETWORKS)
 
 
-def network(name: str) -> list[Layer]:
-    """The conv layers of ``name`` in network order, at batch 1.
+def network(name: str) -> list[Any]:
+    """The layers of ``name`` in network order, at batch 1: conv ``Layer``s and, for networks with GEMM
+    layers, ``Gemm``s.
 
     Raises:
         WorkloadError: unknown name (the message lists the known ones).
     """
+    seq = _BERT_SEQ.fullmatch(name)
+    if seq:
+        return list(transformers.bert_base(int(seq.group(1))))
     if name not in _NETWORKS:
         raise WorkloadError(f"unknown network {name!r}; known: {', '.join(networks())}")
     return _NETWORKS[name]()
@@ -208,3 +218,28 @@ def _googlenet_imagenet() -> list[Layer]:
                    _conv(f"{name}.branch3.1.conv", r5, c5, size, _BRANCH3_KERNEL),
                    _conv(f"{name}.branch4.1.conv", cin, proj, size, 1)]  # after a 3x3/1 max-pool
     return layers
+
+
+# --- Networks with GEMM layers (antsim.workloads.transformers) -----------------------------------
+
+@_register("bert-base")
+def _bert_base() -> list[Any]:
+    return list(transformers.bert_base())
+
+
+@_register("vit-lite-7-4-cifar")
+def _vit_lite() -> list[Any]:
+    return list(transformers.vit_lite_7_4())
+
+
+@_register("lstm-lm-medium")
+def _lstm() -> list[Any]:
+    return list(transformers.lstm_lm_medium())
+
+
+def _with_head(cnn: str) -> Callable[[], list[Any]]:
+    return lambda: [*_NETWORKS[cnn](), *transformers.cnn_head(cnn)]
+
+
+for _cnn in sorted(transformers.CNN_HEADS):
+    _NETWORKS[f"{_cnn}-full"] = _with_head(_cnn)
