@@ -91,6 +91,9 @@ def run(args: argparse.Namespace) -> int:
         o = summary.outcomes
         found = (f"; {summary.found_failed} FAIL trial(s) found from an earlier run (redone)"
                  if summary.found_failed else "")
+        if summary.lost_workers:
+            report(f"antsim sweep: {'; '.join(summary.lost_workers)}; the other workers redid its trial and "
+                   "finished the study")
         sys.stdout.write(f"study {opts.study_name} ({opts.storage_url}): {o.finished}/"
                          f"{effective_trials(spec, opts.n_trials)} trials finished ({o.describe()}){found}; "
                          f"{summary.ran} run now in {summary.elapsed_s:.1f} s\n")

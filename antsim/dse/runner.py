@@ -5,6 +5,15 @@ stale trials, checks the quota and creates one trial; it then evaluates the tria
 running (``Study.optimize(n_trials=1)``), so a worker killed mid-trial leaves a trial that the next worker
 or resumed sweep marks ``FAIL`` once its heartbeat is older than the grace period. Re-running the same
 command resumes the study and runs only the trials still missing.
+
+Faults end in one line, never a traceback, and leave the study consistent:
+- a worker killed (SIGKILL) or dying: the others finish the study (its trial is failed as stale and redone);
+  ``SweepSummary.lost_workers`` says what happened, and ``WorkersLost`` is raised only when the study is
+  left short of its trials (rerun the same command to resume);
+- a worker paused (SIGSTOP) past the grace period: the others fail its trial and redo it; when it wakes, its
+  result is dropped (one line on stderr) and it goes on with new trials;
+- the storage unreachable (a PostgreSQL restart): each worker says so once and retries for
+  ``SweepOptions.storage_retry_s``; a trial whose result could not be stored is failed as stale and redone.
 """
 
 from __future__ import annotations
@@ -13,12 +22,15 @@ import contextlib
 import json
 import multiprocessing
 import os
+import signal
 import socket
+import sys
 import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import optuna
 from optuna.trial import TrialState
@@ -47,6 +59,8 @@ class SweepOptions:
         seed: Sampler seed (worker ``i`` of a study with ``m`` trials uses ``seed + 10007·i + m``).
         heartbeat_s: Heartbeat interval (s); a trial is stale after 3 missed beats.
         evaluator: Override of the spec's evaluator (a picklable callable when ``workers > 1``).
+        storage_retry_s: How long a worker retries an unreachable storage before giving up (a database
+            restart takes seconds; 120 s covers a slow one).
     """
 
     storage_url: str
@@ -57,6 +71,7 @@ class SweepOptions:
     seed: int = 0
     heartbeat_s: int = 5
     evaluator: Evaluator | None = None
+    storage_retry_s: float = 120.0
 
 
 @dataclass
@@ -71,6 +86,15 @@ class SweepSummary:
     found_failed: int = 0  # FAIL trials (killed workers, evaluator errors) the run found from earlier runs
     ran: int = 0
     elapsed_s: float = 0.0
+    lost_workers: tuple[str, ...] = ()  # workers that died while the others finished the study
+
+
+class WorkersLost(AntsimError):
+    """Worker processes died (a signal, an unreachable storage) before the study held its trials."""
+
+
+class StorageUnreachable(AntsimError):
+    """The study's storage stayed unreachable for longer than ``SweepOptions.storage_retry_s``."""
 
 
 def make_sampler(spec: SweepSpec, seed: int) -> optuna.samplers.BaseSampler:
@@ -160,9 +184,11 @@ class _Worker:
         self.lock = st.SlotLock(opts.storage_url, opts.study_name)
         self.ran = 0
         self.errors_in_a_row = 0
+        self.current: tuple[int, int] | None = None  # (trial id, number) of the trial being evaluated
 
     def _claimed(self, trial: optuna.Trial) -> tuple[float, ...]:
         # Heartbeat and owner mark first, then let the next worker in: from here the trial cannot be orphaned.
+        self.current = (trial._trial_id, trial.number)
         self.storage.record_heartbeat(trial._trial_id)
         trial.set_user_attr(st.WORKER_ATTR, f"{socket.gethostname()}:{os.getpid()}/{self.index}")
         self.lock.release()
@@ -178,30 +204,89 @@ class _Worker:
         self.errors_in_a_row = 0
         return values
 
-    def run(self, n_trials: int, deadline: float | None) -> int:
-        """Run trials until the study holds ``n_trials`` finished ones or ``deadline`` passes."""
+    def _step(self, n_trials: int) -> str:
+        """Under the slot lock: fail stale trials, then ``done``, ``wait`` (others hold the last trials) or
+        run one trial (``ran``)."""
         grace = 3 * self.opts.heartbeat_s
+        self.lock.acquire()
+        try:
+            optuna.storages.fail_stale_trials(self.study)
+            st.fail_orphans(self.study, grace)
+            counts = st.count_trials(self.study)
+            if counts.finished >= n_trials:
+                return "done"
+            if counts.finished + counts.running >= n_trials:
+                return "wait"
+            self.current = None
+            self.study.optimize(self._claimed, n_trials=1, catch=(Exception,))
+            self.ran += 1
+            return "ran"
+        finally:
+            self.lock.release()
+
+    def run(self, n_trials: int, deadline: float | None) -> int:
+        """Run trials until the study holds ``n_trials`` finished ones or ``deadline`` passes.
+
+        Raises:
+            StorageUnreachable: the storage failed for longer than ``storage_retry_s``.
+            RuntimeError: 5 trials in a row failed in the evaluator.
+        """
+        outage: float | None = None
         while deadline is None or time.time() < deadline:
-            wait = False
-            self.lock.acquire()
             try:
-                optuna.storages.fail_stale_trials(self.study)
-                st.fail_orphans(self.study, grace)
-                counts = st.count_trials(self.study)
-                if counts.finished >= n_trials:
-                    break
-                wait = counts.finished + counts.running >= n_trials
-                if not wait:
-                    self.study.optimize(self._claimed, n_trials=1, catch=(Exception,))
-                    self.ran += 1
-            finally:
-                self.lock.release()
+                step = self._step(n_trials)
+            except Exception as exc:
+                if st.is_connection_error(exc):
+                    outage = self._storage_down(exc, outage)
+                    continue
+                if not self._trial_taken_away():
+                    raise
+                step = "ran"
+            outage = None
+            if step == "done":
+                break
             if self.errors_in_a_row >= 5:
                 raise RuntimeError(f"worker {self.index}: 5 trials in a row failed in the evaluator; "
                                    "see the trials' 'error' attribute")
-            if wait:  # other workers hold the last trials; wait for them to finish or go stale
+            if step == "wait":  # other workers hold the last trials; wait for them to finish or go stale
                 time.sleep(min(1.0, self.opts.heartbeat_s / 2))
         return self.ran
+
+    def _storage_down(self, exc: BaseException, since: float | None) -> float:
+        """Note an outage once, wait a second; raise once it has lasted ``storage_retry_s``."""
+        now = time.time()
+        cause = st.describe_error(exc)
+        if since is None:
+            _say(f"worker {self.index}: storage unreachable ({cause}); retrying for up to "
+                 f"{self.opts.storage_retry_s:.0f} s")
+            since = now
+        elif now - since > self.opts.storage_retry_s:
+            raise StorageUnreachable(f"--storage {self.opts.storage_url}: unreachable for "
+                                     f"{now - since:.0f} s ({cause}); the study is consistent: rerun the same "
+                                     "command to resume once the database is back") from None
+        time.sleep(1.0)
+        return since
+
+    def _trial_taken_away(self) -> bool:
+        """True when this worker's trial was failed by another one (it was paused past the grace period):
+        its result is dropped and the trial redone, so the worker goes on."""
+        if self.current is None:
+            return False
+        trial_id, number = self.current
+        try:
+            state = self.storage.get_trial(trial_id).state
+        except Exception:  # noqa: BLE001 - cannot tell: let the original error through
+            return False
+        if state != TrialState.FAIL:
+            return False
+        _say(f"worker {self.index}: trial {number} was failed while this worker was stopped (no heartbeat for"
+             f" {3 * self.opts.heartbeat_s} s); its result is dropped and the trial redone")
+        return True
+
+
+def _say(line: str) -> None:
+    sys.stderr.write(f"antsim sweep: {line}\n")
+    sys.stderr.flush()
 
 
 @contextlib.contextmanager
@@ -230,10 +315,19 @@ def _orphan_watchdog(parent_pid: int) -> None:
 
 
 def _worker_main(spec_path: str, opts: SweepOptions, index: int, n_trials: int, deadline: float | None,
-                 parent_pid: int) -> None:
+                 parent_pid: int, messages: Any) -> None:
+    """A spawned worker: its error becomes one line for the parent (``messages``) and an exit status."""
     _orphan_watchdog(parent_pid)
-    with _quiet():
-        _Worker(load_sweep(spec_path), opts, index).run(n_trials, deadline)
+    try:
+        with _quiet():
+            _Worker(load_sweep(spec_path), opts, index).run(n_trials, deadline)
+    except AntsimError as exc:
+        messages.put((index, str(exc).replace("\n", " ")))
+        sys.exit(2)
+    except Exception as exc:  # an internal error: one line, the traceback only in the main process (--debug)
+        what = str(exc).splitlines()[0] if str(exc) else ""
+        messages.put((index, f"internal error: {type(exc).__name__}{': ' + what if what else ''}"))
+        sys.exit(1)
 
 
 def run_sweep(spec: SweepSpec, opts: SweepOptions, progress: Progress | None = None) -> SweepSummary:
@@ -248,7 +342,8 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, progress: Progress | None = N
         The final trial counts and how many trials this call ran.
 
     Raises:
-        AntsimError: storage or study mismatch. RuntimeError: a worker process failed.
+        AntsimError: storage or study mismatch; ``WorkersLost`` (workers died and the study is short of its
+            trials); ``StorageUnreachable``. RuntimeError: 5 evaluator failures in a row (one worker).
     """
     with _quiet():
         return _run_sweep(spec, opts, progress)
@@ -266,11 +361,12 @@ def _run_sweep(spec: SweepSpec, opts: SweepOptions, progress: Progress | None) -
     monitor = Monitor(study, spec, n_trials, progress) if progress else None
     if monitor:
         monitor.start()
+    lost: list[str] = []
     try:
         if opts.workers <= 1:
             _Worker(spec, opts, 0).run(n_trials, deadline)
         else:
-            _run_processes(spec, opts, n_trials, deadline)
+            lost = _run_processes(spec, opts, n_trials, deadline)
     finally:
         if monitor:
             monitor.stop()
@@ -282,13 +378,20 @@ def _run_sweep(spec: SweepSpec, opts: SweepOptions, progress: Progress | None) -
     summary.found_failed = sum(1 for t in trials if t.number < numbers_before and t.state == TrialState.FAIL)
     summary.ran = summary.counts.finished - finished_before
     summary.elapsed_s = time.time() - start
+    summary.lost_workers = tuple(lost)
+    if lost and summary.counts.finished < n_trials:
+        raise WorkersLost(f"{'; '.join(lost)}; the study holds {summary.counts.finished}/{n_trials} finished "
+                          "trials and is consistent: rerun the same command to resume")
     return summary
 
 
-def _run_processes(spec: SweepSpec, opts: SweepOptions, n_trials: int, deadline: float | None) -> None:
+def _run_processes(spec: SweepSpec, opts: SweepOptions, n_trials: int, deadline: float | None) -> list[str]:
+    """Run the worker processes; what became of each one that did not exit cleanly."""
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_worker_main, args=(spec.source, opts, i, n_trials, deadline, os.getpid()),
-                         name=f"antsim-sweep-worker-{i}") for i in range(opts.workers)]
+    messages = ctx.SimpleQueue()
+    procs = [ctx.Process(target=_worker_main, args=(spec.source, opts, i, n_trials, deadline, os.getpid(),
+                                                    messages), name=f"antsim-sweep-worker-{i}")
+             for i in range(opts.workers)]
     for p in procs:
         p.start()
     try:
@@ -298,6 +401,19 @@ def _run_processes(spec: SweepSpec, opts: SweepOptions, n_trials: int, deadline:
         for p in procs:
             p.terminate()
         raise
-    bad = [(p.name, p.exitcode) for p in procs if p.exitcode != 0]
-    if bad:
-        raise RuntimeError(f"sweep worker(s) failed: {bad}")
+    said: dict[int, str] = {}
+    while not messages.empty():
+        index, message = messages.get()
+        said[index] = message
+    return [_fate(i, p.exitcode, said.get(i)) for i, p in enumerate(procs) if p.exitcode != 0]
+
+
+def _fate(index: int, exitcode: int | None, message: str | None) -> str:
+    """One phrase for a worker that did not exit cleanly (killed by a signal, or its own error)."""
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return f"worker {index} was killed by {name}"
+    return f"worker {index} stopped: {message}" if message else f"worker {index} exited with status {exitcode}"

@@ -95,6 +95,7 @@ def make_storage(url: str, heartbeat_s: int) -> optuna.storages.RDBStorage:
             from None
     if db is not None:
         _fast_sqlite(storage)
+    storage.record_heartbeat = _TolerantHeartbeat(storage.record_heartbeat)  # type: ignore[method-assign]
     return storage
 
 
@@ -224,13 +225,19 @@ class SlotLock:
             self._handle.execute(sqlalchemy.text("SELECT pg_advisory_lock(:k)"), {"k": key})
 
     def release(self) -> None:
-        """Release the lock (idempotent)."""
+        """Release the lock (idempotent; a PostgreSQL session the server dropped has no lock left to end)."""
         if self._handle is None:
             return
         handle, self._handle = self._handle, None
         if isinstance(handle, io.IOBase):
             fcntl.flock(handle, fcntl.LOCK_UN)
-        handle.close()  # closing the PostgreSQL session also ends its advisory lock
+            handle.close()
+            return
+        try:
+            handle.close()  # closing the PostgreSQL session also ends its advisory lock
+        except Exception as exc:  # the server restarted under us: the session, and its lock, are gone
+            if not is_connection_error(exc):
+                raise
 
     @property
     def held(self) -> bool:
@@ -243,3 +250,48 @@ class SlotLock:
             yield self
         finally:
             self.release()
+
+
+def is_connection_error(exc: BaseException) -> bool:
+    """True for a lost or refused database connection (a server restart), as SQLAlchemy or Optuna raise it.
+
+    Optuna wraps SQLAlchemy errors of a commit in ``StorageInternalError``; the cause tells which it was.
+    """
+    import sqlalchemy.exc
+
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, sqlalchemy.exc.DBAPIError) and (
+                current.connection_invalidated or isinstance(current, (sqlalchemy.exc.OperationalError,
+                                                                      sqlalchemy.exc.InterfaceError))):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
+def describe_error(exc: BaseException) -> str:
+    """``Type: first line`` of the innermost database error (what the user can act on)."""
+    current, seen = exc, {id(exc)}
+    while (current.__cause__ or current.__context__) is not None and id(current.__cause__ or current.__context__) \
+            not in seen:
+        current = current.__cause__ or current.__context__  # type: ignore[assignment]
+        seen.add(id(current))
+    text = str(getattr(current, "orig", None) or current).strip().splitlines()
+    return f"{type(current).__name__}: {text[0] if text else ''}"[:200]
+
+
+class _TolerantHeartbeat:
+    """``record_heartbeat`` that skips a beat while the database is unreachable: Optuna's heartbeat thread
+    would otherwise die with a traceback, and a restarted server leaves the trial beating again."""
+
+    def __init__(self, record: Any) -> None:
+        self._record = record
+
+    def __call__(self, trial_id: int) -> None:
+        try:
+            self._record(trial_id)
+        except Exception as exc:
+            if not is_connection_error(exc):
+                raise

@@ -10,6 +10,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -29,8 +30,28 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@dataclass(frozen=True)
+class PostgresServer:
+    """A running throw-away server: its URL, and a restart (what a database failover looks like to a sweep)."""
+
+    url: str
+    command: tuple[str, ...]  # runuser prefix + pg_ctl
+    data: Path
+    env: dict[str, str]
+
+    def restart(self) -> None:
+        subprocess.run([*self.command, "-D", str(self.data), "-l", str(self.data.parent / "log"), "-m", "fast",
+                        "-w", "-t", "60", "restart"],
+                       check=True, capture_output=True, env=self.env, timeout=90)
+
+
 @pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
+def postgres_url(postgres_server: PostgresServer) -> str:
+    return postgres_server.url
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
     """A PostgreSQL server on a free loopback port (initdb into a temp dir, pg_ctl start); its URL.
 
     As root the server runs as ``nobody`` (PostgreSQL refuses to run as root). Skips only when no server
@@ -58,7 +79,7 @@ def postgres_url() -> Iterator[str]:
         shutil.rmtree(root, ignore_errors=True)
         pytest.skip(f"cannot start a PostgreSQL server: {exc}; {getattr(exc, 'stderr', b'')!r} {log}")
     try:
-        yield f"postgresql://postgres@127.0.0.1:{port}/postgres"
+        yield PostgresServer(f"postgresql://postgres@127.0.0.1:{port}/postgres", (*prefix, pg_ctl), data, env)
     finally:
         subprocess.run(prefix + [pg_ctl, "-D", str(data), "-m", "immediate", "-w", "stop"],
                        capture_output=True, env=env, timeout=60)
