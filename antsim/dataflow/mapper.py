@@ -47,6 +47,7 @@ from antsim.dataflow.fibers import (
 from antsim.dataflow.footprint import Footprint, fast_footprint, tap_footprint
 from antsim.dataflow.output_partition import OutputPartition, partition_wgrad
 from antsim.dataflow.pairing import Cells, make_cells
+from antsim.dataflow.reuse import FOOTPRINTS, array_digest
 from antsim.dataflow.sampling import ImageSample, check_batch_sample, expand_images, plan_sample, select_images
 from antsim.dataflow.tiling import StrideClasses, Tiling, make_tiling, stride_classes
 from antsim.dataflow.work import PhaseWork
@@ -185,7 +186,8 @@ def _map_images(arch: ArchSpec, inputs: _MappingInputs, fidelity: str, tiles: Ba
             held = tap_footprint(problem, tiling, S_mask, T_mask, tiles.tile_of_image)
             footprint = replace(held, valid_products=footprint.valid_products)
     else:
-        footprint = fast_footprint(problem, tiling, S_mask, T_mask, tiles.tile_of_image)
+        key = (problem, tiling, array_digest(S_mask), array_digest(T_mask), array_digest(tiles.tile_of_image))
+        footprint = FOOTPRINTS.get(key, lambda: fast_footprint(problem, tiling, S_mask, T_mask, tiles.tile_of_image))
     counts = count_pairs(policy, problem, cells, stat, streamed.vectors, n_slots)
     if policy == "oracle" or ideal_dense:
         counts = oracle_counts(counts.candidate_pairs, footprint.valid_products, pe.F, pe.I)
