@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from antsim.dataflow.gemm import guard_layer
 from antsim.errors import AntsimError
 from antsim.phases import phase_problem
 from antsim.simulate import overall_densities
@@ -127,7 +128,7 @@ def estimate_run(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[str],
     """Peak memory and the worst (layer, phase) step count of simulating ``layers`` on ``arch``."""
     memory, memory_layer = 0.0, ""
     passes, where, steps, total = 0, "", 0, 0
-    for layer in layers:
+    for layer in (guard_layer(arch, item) for item in layers):  # a GEMM layer as the conv it is mapped as
         m = layer_memory(arch, layer, phases, densities, fidelity)
         if m > memory:
             memory, memory_layer = m, layer.name

@@ -134,6 +134,15 @@ def _relabel(work: PhaseWork, gemm: Gemm, p: GemmPhase, mapping: str) -> PhaseWo
                    tiling=tiling, notes=(*work.notes, note))
 
 
+def guard_layer(arch: ArchSpec, layer: Layer | Gemm) -> Layer:
+    """The conv layer the resource guard (``antsim.guard``) sizes for ``layer``: a conv layer itself; a GEMM
+    as the conv view of its fprop with the ``count`` products as images. Its three conv phases have the
+    GEMM phases' operand sizes (exactly under ``scnn``; up to the reduction layout under ``cartesian``)."""
+    if not isinstance(layer, Gemm):
+        return layer
+    return conv_view(layer.name, gemm_phase(layer, "fprop"), layer.count, resolve_mapping(arch))
+
+
 def _density(array: np.ndarray) -> float:
     return float(np.count_nonzero(array)) / array.size if array.size else 1.0
 
@@ -179,5 +188,5 @@ def concat_works(works: list[PhaseWork]) -> PhaseWork:
     return replace(first, **fields, products=products, output=output, tiling=tiling)
 
 
-__all__ = ["GEMM_MAPPINGS", "concat_works", "conv_tensors", "conv_view", "gemm_stream_densities", "map_gemm_phase",
-           "resolve_mapping"]
+__all__ = ["GEMM_MAPPINGS", "concat_works", "conv_tensors", "conv_view", "gemm_stream_densities", "guard_layer",
+           "map_gemm_phase", "resolve_mapping"]
