@@ -170,6 +170,8 @@ def _export_into(spec: SweepSpec, study: optuna.Study, trials: list[FrozenTrial]
                # what the trials ran on: `antsim report --sweep` refuses an export of another workload
                "workload": {"name": workload.name, "phases": list(workload.phases),
                             "layers": [layer.to_dict() for layer in workload.layers]},
+               # which model priced the trials: the report says so beside its own (simulated) designs
+               "evaluator": {"name": spec.evaluator.name, "fidelity": spec.fidelity},
                "complete": counts.complete, "pruned": counts.pruned, "failed": counts.errors,
                "abandoned": counts.abandoned, "running": counts.running, "pareto_size": len(points),
                "feasible": outcomes.feasible, "infeasible": outcomes.infeasible, "screened": outcomes.screened,

@@ -1,0 +1,117 @@
+"""Sweep figures in units a reader reads: SI prefixes chosen from the data, log axes across decades, the
+importance figure naming its evaluator and warning when the trials are too few to rank parameters."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import optuna
+import pytest
+from sweep_helpers import write_spec
+
+import antsim.dse.figures as figures
+from antsim.cli import main
+from antsim.dse.figures import (
+    IMPORTANCE_MIN_TRIALS,
+    HistoryInfo,
+    ParetoInfo,
+    TradeoffInfo,
+    _get_importance_info,
+    readable_axis,
+)
+from antsim.dse.spec import load_sweep
+from antsim.dse.storage import make_storage
+
+
+@pytest.mark.parametrize(("name", "values", "divisor", "label", "log"), [
+    ("time_s", [1.17e-6, 1.18e-6], 1e-6, "time per step (µs)", False),
+    ("time_s", [2.5e-2, 0.4], 1e-3, "time per step (ms)", False),      # largest value read as 400 ms
+    ("time_s", [1.2e-6, 3.0e-3], 1e-3, "time per step (ms), log scale", True),
+    ("energy_j", [6.6e-7, 6.7e-7], 1e-9, "energy per step (nJ)", False),
+    ("energy_j", [0.002, 0.0031], 1e-3, "energy per step (mJ)", False),
+    ("energy_j", [12.0, 40.0], 1.0, "energy per step (J)", False),
+    ("area_mm2", [3.27, 38.0], 1.0, "area (mm²)", False),
+    ("area_mm2", [0.1, 38.0], 1.0, "area (mm²), log scale", True),
+    ("power_w", [-1.0, 2.0], 1.0, "power_w", False),                    # signed: never a log axis
+])
+def test_readable_axis(name: str, values: list[float], divisor: float, label: str, log: bool) -> None:
+    axis = readable_axis(name, np.array(values + [np.nan]))
+    assert axis.label == label and axis.log is log and axis.divisor == pytest.approx(divisor)
+    top = max(abs(v) for v in values) / axis.divisor
+    assert name in ("area_mm2", "power_w") or 1 <= top < 1000
+
+
+class _Captured:
+    def __init__(self) -> None:
+        self.figures: list[Any] = []
+
+    def __call__(self, fig: Any, path: Path) -> None:
+        self.figures.append(fig)
+
+
+@pytest.fixture
+def captured(monkeypatch: pytest.MonkeyPatch) -> _Captured:
+    sink = _Captured()
+    monkeypatch.setattr(figures, "_finish", sink)
+    return sink
+
+
+def _ticks_have_no_offset(ax: Any) -> bool:
+    ax.figure.canvas.draw()
+    return ax.xaxis.get_offset_text().get_text() == "" and ax.yaxis.get_offset_text().get_text() == ""
+
+
+def test_pareto_axes_in_microseconds_and_nanojoules_without_offsets(tmp_path: Path, captured: _Captured) -> None:
+    values = np.array([[1.171e-6, 6.612e-7, 3.27], [1.181e-6, 6.631e-7, 3.29], [1.175e-6, 6.62e-7, 3.28]])
+    figures._draw_pareto(ParetoInfo(["time_s", "energy_j", "area_mm2"], values, [0, 1, 2],
+                                    np.array([True, False, True])), tmp_path / "p.png")
+    (fig,) = captured.figures
+    labels = [(ax.get_xlabel(), ax.get_ylabel()) for ax in fig.axes]
+    assert labels == [("time per step (µs)", "energy per step (nJ)"), ("time per step (µs)", "area (mm²)"),
+                      ("energy per step (nJ)", "area (mm²)")]
+    assert all(_ticks_have_no_offset(ax) for ax in fig.axes)
+    x_points = fig.axes[0].collections[1].get_offsets()[:, 0]   # the Pareto points, in µs
+    np.testing.assert_allclose(sorted(x_points), [1.171, 1.175])
+
+
+def test_values_across_decades_go_on_log_axes(tmp_path: Path, captured: _Captured) -> None:
+    info = TradeoffInfo(np.array([0.5, 4.0, 300.0]), np.array([1e-6, 1e-4, 2e-3]), np.array([1e-3, 2e-3, 3e-3]),
+                        np.array([True, False, False]))
+    figures._draw_tradeoff(info, tmp_path / "t.png")
+    figures._draw_history(HistoryInfo(["time_s"], np.array([0, 1, 2]), np.array([[1e-6], [1e-3], [5e-3]]),
+                                      np.array([True, True, False])), tmp_path / "h.png")
+    tradeoff, history = captured.figures
+    ax = tradeoff.axes[0]
+    assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
+    assert ax.get_xlabel() == "area (mm²), log scale" and ax.get_ylabel() == "energy per step (mJ), log scale"
+    assert history.axes[0].get_yscale() == "log" and history.axes[0].get_ylabel() == "time per step (ms), log scale"
+
+
+def _study(tmp_path: Path, n_trials: int) -> tuple[Any, optuna.Study]:
+    spec_path = write_spec(tmp_path, "imp", n_trials=n_trials, sampler="random")
+    assert main(["sweep", str(spec_path)]) == 0
+    storage = make_storage(f"sqlite:///{tmp_path / 'results' / 'imp.db'}", 60)
+    return load_sweep(spec_path), optuna.load_study(study_name="imp", storage=storage)
+
+
+@pytest.mark.filterwarnings("ignore:PedAnovaImportanceEvaluator computes")
+def test_importance_names_its_evaluator_and_warns_below_the_trial_count(tmp_path: Path,
+                                                                         captured: _Captured) -> None:
+    spec, study = _study(tmp_path, 24)
+    info = _get_importance_info(spec, study)
+    complete = sum(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
+    assert info.evaluator.startswith("PED-ANOVA") and info.n_trials == complete < IMPORTANCE_MIN_TRIALS
+    assert all(imp and abs(sum(imp.values()) - 1) < 1e-9 for imp in info.importances)
+    assert all(note.startswith(f"warning: {complete} complete trials, under {IMPORTANCE_MIN_TRIALS}")
+               for note in info.notes)
+    # the evaluator named is the one that ran: Optuna's PED-ANOVA at the same quantile gives the same shares
+    direct = optuna.importance.get_param_importances(
+        study, evaluator=optuna.importance.PedAnovaImportanceEvaluator(target_quantile=0.1),
+        target=lambda t: t.values[0])
+    assert info.importances[0] == pytest.approx(dict(direct))
+    figures._draw_importance(info, tmp_path / "i.png")
+    (fig,) = captured.figures
+    assert fig._suptitle.get_text() == f"Parameter importance: PED-ANOVA (top 10 % of trials vs all), {complete}" \
+                                       " complete trials"
