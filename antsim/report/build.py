@@ -103,7 +103,7 @@ def build_report(comparison: Comparison, out: str | Path, sweep_dir: str | Path 
     files["data/headline.csv"] = _csv(d.headline_rows(content.headline)).encode()
     table_rows: tuple[tuple[str, Callable[[Comparison], list[list[Any]]]], ...] = (
         ("area", tb.area_rows), ("layers", tb.layer_rows), ("efficiency", tb.efficiency_rows),
-        ("assumptions", tb.assumption_rows))
+        ("assumptions", tb.assumption_rows), ("kinds", tb.kind_rows))
     for name, make_rows in table_rows:
         rows = make_rows(comparison)
         if rows:

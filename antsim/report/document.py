@@ -223,7 +223,9 @@ _TOP_TABLES = (("Throughput, energy and utilisation", tb.efficiency_rows,
                 " utilisation = multiplier-busy cycles ÷ cycles, cycle shares over all PE cycles."),
                ("Assumptions", tb.assumption_rows, ""))
 _END_TABLES = (("Area by component (mm²)", tb.area_rows, "Rebuilt from each result's echoed arch spec."),
-               ("Per layer", tb.layer_rows, "Time of fprop + dgrad + wgrad; ratios over the baseline."))
+               ("Per layer", tb.layer_rows, "Time of fprop + dgrad + wgrad; ratios over the baseline."),
+               ("Products per layer kind", tb.kind_rows,
+                "Where RCPs arise (conv or GEMM layers, per phase) and how many the anticipation unit removed."))
 
 
 def _tables(content: ReportContent, which: tuple) -> list[tuple[str, list[list[Any]], str]]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from antsim.errors import AntsimError, WorkloadError
 from antsim.results import NetworkResult
-from antsim.workloads.layers import Layer
+from antsim.workloads.layers import Layer, layer_from_dict
 
 # Workload keys that must agree between accelerator results: they change the operands themselves.
 _SPARSITY_KEYS = ("densities", "sparsity", "tensors")
@@ -58,7 +58,7 @@ def layers_of(result: NetworkResult, source: str = "<result>") -> list[Layer] | 
     if not echoed:
         return None
     try:
-        return [Layer.from_dict(dict(d)) for d in echoed]
+        return [layer_from_dict(dict(d)) for d in echoed]  # conv Layers and Gemm layers
     except (TypeError, ValueError, WorkloadError) as exc:
         raise AntsimError(f"{source}: workload.layers: not a list of layers ({exc})") from None
 

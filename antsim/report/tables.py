@@ -58,6 +58,30 @@ def layer_rows(comparison: Comparison) -> Rows:
     return rows
 
 
+def kind_rows(comparison: Comparison) -> Rows:
+    """Per design, layer kind (conv / gemm) and phase: Cartesian products, RCPs and the share the anticipation
+    unit removed; empty unless a record is a GEMM layer (so conv-only reports are unchanged)."""
+    if not any(r.kind != "conv" for result in comparison.results for r in result.records):
+        return []
+    rows: Rows = [["design", "kind", "phase", "products", "valid", "RCPs (% of products)", "skipped (% of RCPs)",
+                   "time"]]
+    for result in comparison.results:
+        groups: dict[tuple[str, str], list[Any]] = {}
+        for r in result.records:
+            if r.products is not None:
+                groups.setdefault((r.kind, r.phase), []).append(r)
+        for (kind, phase), records in groups.items():
+            total = sum(r.products.total for r in records)
+            valid = sum(r.products.valid for r in records)
+            skipped = sum(r.products.skipped for r in records)
+            rcp = total - valid
+            rows.append([result.design, kind, phase, f"{total:,}", f"{valid:,}",
+                         f"{100 * rcp / total:.1f}%" if total else "n/a",
+                         f"{100 * skipped / rcp:.1f}%" if rcp else "n/a",
+                         fmt_time(math.fsum(r.time_s for r in records))])
+    return rows
+
+
 def utilisation(result: NetworkResult) -> tuple[float, dict[str, float]] | None:
     """Cycle-weighted multiplier utilisation and each stall category's share of all cycles, or None."""
     records = [r for r in result.records if r.cycles and r.stalls]

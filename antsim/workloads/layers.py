@@ -92,6 +92,11 @@ class Layer:
         return cls(**kwargs)
 
 
+def layer_from_dict(d: dict) -> Any:
+    """A ``Layer`` or, for ``kind: gemm``, a ``Gemm`` from its ``to_dict`` form (a result's echoed layers)."""
+    return Gemm.from_dict(d) if d.get("kind") == "gemm" else Layer.from_dict(d)
+
+
 _CSV_REQUIRED = ("name", "N", "C", "K", "H", "W", "R", "S", "stride", "pad")
 _CSV_OPTIONAL = ("stride_h", "stride_w", "pad_h", "pad_w")
 

@@ -70,3 +70,23 @@ def test_guard_sizes_a_gemm_as_its_conv_view() -> None:
     assert view.macs == g.macs == guard_layer(ant, g).macs
     estimate = estimate_run(ant, MIXED, ["fprop", "dgrad", "wgrad"], DENSITIES)
     assert estimate.peak_bytes > 0 and estimate.run_pe_steps > 0
+
+
+@pytest.mark.slow  # builds a whole report with figures: ~25 s on the shared 2-core machine
+def test_report_table_per_layer_kind(tmp_path) -> None:
+    from antsim.report.build import build_report
+    from antsim.report.compare import compare_results
+    from antsim.report.tables import kind_rows
+
+    results = [simulate_network(load_arch(f"arch_configs/{d}.yaml"), MIXED, densities=DENSITIES, seed=1)
+               for d in ("scnn", "ant")]
+    rows = kind_rows(compare_results(results))
+    assert rows[0][:3] == ["design", "kind", "phase"] and len(rows) == 1 + 2 * 2 * 3
+    ant_gemm = [r for r in rows[1:] if r[0] == "ant" and r[1] == "gemm"]
+    record = [r for r in results[1].records if r.kind == "gemm" and r.phase == "fprop"]
+    assert ant_gemm[0][3] == f"{sum(r.products.total for r in record):,}"
+    out = build_report(compare_results(results), tmp_path / "rep")
+    assert (out / "data" / "kinds.csv").is_file() and "Products per layer kind" in (out / "report.md").read_text()
+    conv_only = [simulate_network(load_arch(f"arch_configs/{d}.yaml"), MIXED[:1], densities=DENSITIES, seed=1)
+                 for d in ("scnn", "ant")]
+    assert kind_rows(compare_results(conv_only)) == []
