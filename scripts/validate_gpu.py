@@ -8,11 +8,13 @@ each timed interval (``--host-overhead-us``). Printed as Markdown:
 1. per GPU, precision and phase: error = exp(mean |ln(pred/meas)|) − 1 and bias on all rows, on the
    implicit-GEMM rows, per recorded forward-algorithm family (fprop), and the plan-space floor (every
    row predicted by the plan of the menu closest to it: what no selection rule can beat);
-2. with ``--loo``: leave-one-GPU-out — the fitted constants (``FIT_GRID``: the Winograd efficiency and
+2. with ``--gemm``: the GEMM-layer path (``antsim.gpu.gemm_layer``) on DeepBench's 1×1 stride-1
+   rows (a 1×1 stride-1 convolution is a GEMM) beside the conv path on the same rows;
+3. with ``--loo``: leave-one-GPU-out — the fitted constants (``FIT_GRID``: the Winograd efficiency and
    the NeuSight harness overhead) are refitted on all GPUs but one and the held-out GPU is predicted
    with them. ``fit`` is a plain function of the runs it may see, rerun per fold.
 
-    .venv/bin/python scripts/validate_gpu.py [--loo] [--data DIR]
+    .venv/bin/python scripts/validate_gpu.py [--gemm] [--loo] [--data DIR]
 """
 
 from __future__ import annotations
@@ -25,7 +27,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from antsim.gpu import CALIBRATION, load_gpu
-from antsim.gpu.check import CheckRow, bias, check_measured, family_rows, geomean_abs_error, observations, oracle_rows
+from antsim.gpu.check import (
+    CheckRow,
+    bias,
+    check_measured,
+    family_rows,
+    gemm_observations,
+    geomean_abs_error,
+    observations,
+    oracle_rows,
+)
 from antsim.gpu.model import Calibration
 from antsim.measure.deepbench import read_deepbench_csv
 from antsim.workloads.layers import PHASES
@@ -75,6 +86,32 @@ def run_rows(run: Run, cal: Calibration = CALIBRATION, host_us: float = NEUSIGHT
         return oracle_rows(gpu, measured, run.precision, cal, library=run.library, host_overhead_s=host)
     return check_measured(gpu, measured, run.precision, cal, selection=run.selection, library=run.library,
                           host_overhead_s=host)
+
+
+def gemm_path_rows(run: Run, data: Path = DATA) -> tuple[list[CheckRow], list[CheckRow]]:
+    """DeepBench's 1×1 stride-1 rows of one run through the GEMM-layer path, and the same rows through
+    the conv path (``antsim.gpu.check.gemm_observations``)."""
+    gpu = load_gpu(run.gpu)
+    measured = observations(read_deepbench_csv(data / run.file, run.precision))
+    gemms = gemm_observations(measured)
+    keys = {(o.layer.name, o.phase) for o in gemms}
+    convs = [o for o in measured if (o.layer.name, o.phase) in keys]
+    return (check_measured(gpu, gemms, run.precision, selection=run.selection, library=run.library),
+            check_measured(gpu, convs, run.precision, selection=run.selection, library=run.library))
+
+
+def gemm_table(data: Path = DATA) -> None:
+    """Print table 3: the GEMM-layer path on DeepBench's 1×1 stride-1 convolutions beside the conv path."""
+    print("| GPU | precision | phase | 1×1 rows | GEMM-layer path error | bias | conv path error (same rows) |")
+    print("|---|---|---|---|---|---|---|")
+    for run in (r for r in RUNS if r.harness == "deepbench"):
+        gemm, conv = gemm_path_rows(run, data)
+        for phase in PHASES:
+            g = [r.ratio for r in gemm if r.phase == phase]
+            c = [r.ratio for r in conv if r.phase == phase]
+            if g:
+                print(f"| {run.gpu} | {run.precision} | {phase} | {len(g)} | {_pct(geomean_abs_error(g))} "
+                      f"| {bias(g):.2f} | {_pct(geomean_abs_error(c))} |")
 
 
 def phase_errors(rows: Sequence[CheckRow]) -> dict[str, float]:
@@ -154,6 +191,8 @@ def _fmt(errors: dict[str, float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--loo", action="store_true", help="also the leave-one-GPU-out check of the fitted constants")
+    parser.add_argument("--gemm", action="store_true",
+                        help="also the GEMM-layer path on DeepBench's 1x1 stride-1 rows beside the conv path")
     parser.add_argument("--data", type=Path, default=DATA,
                         help="folder holding deepbench/ and neusight/ (default tests/data; the full NeuSight files "
                              "live in the team's shared data folder)")
@@ -162,6 +201,9 @@ def main() -> None:
     print()
     print("calibration:", ", ".join(f"{k}={v}" for k, v in CALIBRATION.to_dict().items()),
           f"; NeuSight host overhead {NEUSIGHT_HOST_US:g} µs")
+    if args.gemm:
+        print()
+        gemm_table(args.data)
     if args.loo:
         print()
         leave_one_gpu_out(args.data)

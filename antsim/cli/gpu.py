@@ -15,7 +15,8 @@ if TYPE_CHECKING:
     from antsim.gpu.check import CheckRow
     from antsim.results import NetworkResult
 
-HELP = "model a network's training convolutions on a GPU (dense implicit GEMM), or --check it against measurements"
+HELP = ("model a network's training convolutions (cuDNN's menu) and GEMM layers (cuBLAS GEMMs) on a GPU, or --check "
+        "it against measurements")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -26,8 +27,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--precision", default="fp32",
                         help="fp32 | tf32 | fp16 | bf16 | fp16_pseudo (fp16 storage, fp32 math); default fp32")
     parser.add_argument("--structured", default=None, metavar="2:4",
-                        help="weights 2:4 structured-sparse (transposable): fprop and dgrad run sparse tensor-core "
-                             "MMA (GPUs with sparse_tensor_cores, tensor-core precisions); wgrad runs dense")
+                        help="weights 2:4 structured-sparse (transposable): fprop and dgrad of convs and weight GEMM "
+                             "layers run sparse tensor-core MMA (GPUs with sparse_tensor_cores, tensor-core "
+                             "precisions); wgrad and activation x activation GEMMs run dense")
     parser.add_argument("--out", type=Path, default=None,
                         help="result file: .json (antsim.result/1) or .csv; with --check: per-layer errors .csv")
     parser.add_argument("--check", type=Path, default=None, metavar="MEASURED.csv",
@@ -40,8 +42,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "better kernel selection alone could reach")
     parser.add_argument("--step", action="store_true",
                         help="a whole training step: each conv record also holds its layer's memory-bound kernels "
-                             "(BatchNorm, ReLU, residual add, pooling, SGD-momentum update) and their launch "
-                             "overheads; the design is named GPU[-PRECISION]-step (default: convolutions only)")
+                             "(BatchNorm, ReLU, residual add, pooling, SGD-momentum update; a weight GEMM layer: "
+                             "its update only) and their launch overheads; the design is named "
+                             "GPU[-PRECISION]-step (default: the conv and GEMM kernels only)")
     parser.add_argument("--selection", default=DEFAULT_SELECTION, choices=SELECTIONS,
                         help="how the library picks a kernel: timed = the fastest plan of the menu (cudnn.benchmark; "
                              "default) | heuristic = the library's algorithm family (DeepBench), fastest within it")

@@ -21,6 +21,7 @@ from antsim.gpu.model import CALIBRATION, Calibration
 from antsim.gpu.spec import GpuSpec
 from antsim.measure.deepbench import MeasuredLayer
 from antsim.results import NetworkResult, write_text_atomic
+from antsim.workloads.gemm import Gemm as GemmLayer
 from antsim.workloads.layers import PHASES, Layer
 
 
@@ -55,9 +56,10 @@ class CheckRow:
 
 @dataclass(frozen=True)
 class Observation:
-    """One measured (layer, phase): the layer (at its batch), seconds, and what ran if known."""
+    """One measured (layer, phase): the layer (a conv ``Layer`` or a GEMM layer, at its batch), seconds,
+    and what ran if known."""
 
-    layer: Layer
+    layer: Layer | GemmLayer
     phase: str
     measured_s: float
     implicit: bool | None = None
@@ -70,7 +72,24 @@ def observations(measured: Sequence[MeasuredLayer]) -> list[Observation]:
             for m in measured for phase in PHASES if phase in m.times_s]
 
 
-def result_observations(measured: NetworkResult, layers: Sequence[Layer]) -> list[Observation]:
+def gemm_observations(measured: Sequence[Observation]) -> list[Observation]:
+    """The 1×1, stride-1, unpadded convolutions of ``measured`` restated as GEMM layers.
+
+    Such a convolution is the product ``Y (K × N·H·W) = W (K × C) · X (C × N·H·W)`` — a linear layer
+    over the batch's pixels (``Gemm(M=K, N=N·H·W, K=C)``), whose three phases are the conv's three
+    phases — so its measured times check the GEMM-layer path (``antsim.gpu.gemm_layer``)."""
+    out = []
+    for o in measured:
+        layer = o.layer
+        if isinstance(layer, GemmLayer) or (layer.R, layer.S, layer.stride_h, layer.stride_w, layer.pad_h,
+                                            layer.pad_w) != (1, 1, 1, 1, 0, 0):
+            continue
+        gemm = GemmLayer(layer.name, M=layer.K, N=layer.N * layer.H * layer.W, K=layer.C, batch=layer.N)
+        out.append(Observation(gemm, o.phase, o.measured_s, o.implicit, o.algo))
+    return out
+
+
+def result_observations(measured: NetworkResult, layers: Sequence[Layer | GemmLayer]) -> list[Observation]:
     """The timed records of a measured ``NetworkResult``, joined by layer name to ``layers``."""
     by_name = {layer.name: layer for layer in layers}
     return [Observation(by_name[rec.layer], rec.phase, rec.time_s, None, str(rec.details.get("algorithm", "")))

@@ -1,7 +1,8 @@
 """The GPU baseline's public entry points: one (layer, phase) → ``LayerResult``; a network → ``NetworkResult``.
 
 A GPU runs every convolution dense (unstructured sparsity gives no speedup), so the estimate
-depends only on the layer shape, the phase and the precision.
+depends only on the layer shape, the phase and the precision. GEMM layers
+(``antsim.workloads.gemm.Gemm``) run as one cuBLAS GEMM per phase (``antsim.gpu.gemm_layer``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from antsim.errors import AntsimError
 from antsim.gpu.energy import energy_breakdown
 from antsim.gpu.gemm import Gemm
+from antsim.gpu.gemm_layer import gemm_formulation, structured_phase
 from antsim.gpu.menus import (
     DEFAULT_LIBRARY,
     DEFAULT_SELECTION,
@@ -26,6 +28,8 @@ from antsim.gpu.menus import (
 from antsim.gpu.model import CALIBRATION, Calibration, Plan, best_plan, candidate_plans
 from antsim.gpu.spec import PRECISIONS, GpuSpec, load_gpu, precision_key
 from antsim.results import LayerResult, NetworkResult
+from antsim.workloads.gemm import Gemm as GemmLayer
+from antsim.workloads.gemm import layer_kind
 from antsim.workloads.layers import PHASES, Layer
 
 MODEL_NAME = ("antsim.gpu tile/wave/traffic model (DeLTA-style) over cuDNN's menu (implicit GEMM, Winograd, FFT), "
@@ -62,7 +66,7 @@ def check_structured(gpu: GpuSpec, precision: str, structured: str | None) -> No
                           "structured sparsity needs a tensor-core precision (tf32, fp16, bf16)")
 
 
-def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer, phase: str, precision: str = "fp32",
+def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer | GemmLayer, phase: str, precision: str = "fp32",
                    calibration: Calibration = CALIBRATION, structured: str | None = None,
                    selection: str = DEFAULT_SELECTION, library: str = DEFAULT_LIBRARY,
                    forward_algo: str = "") -> LayerResult:
@@ -100,7 +104,7 @@ def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer, phase: str, precisio
     check_selection(selection)
     check_library(spec, precision, library)
     gemms = _gemms(spec, layer, phase, precision, structured, library)
-    if selection == "heuristic":
+    if selection == "heuristic" and not isinstance(layer, GemmLayer):
         family = heuristic_family(layer, phase, forward_algo, library)
         gemms = [g for g in gemms if FAMILY[g.algorithm] == family] or gemms  # family not on the menu: any
     candidates = [(best_plan(spec, g, precision, calibration), g) for g in gemms]
@@ -108,10 +112,10 @@ def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer, phase: str, precisio
     energy = energy_breakdown(spec, precision, plan.time_s, 2.0 * plan.executed_macs, plan.dram_bytes)
     details = _details(plan, gemm, precision) | {"selection": selection, "library": library}
     return LayerResult(layer=layer.name, phase=phase, time_s=plan.time_s, energy_j=sum(energy.values()),
-                       energy_breakdown_j=energy, details=details)
+                       energy_breakdown_j=energy, details=details, kind=layer_kind(layer))
 
 
-def layer_plans(gpu: GpuSpec, layer: Layer, phase: str, precision: str = "fp32",
+def layer_plans(gpu: GpuSpec, layer: Layer | GemmLayer, phase: str, precision: str = "fp32",
                 calibration: Calibration = CALIBRATION, structured: str | None = None,
                 library: str = DEFAULT_LIBRARY) -> list[tuple[Plan, Gemm]]:
     """Every plan the model weighs for one (layer, phase): each formulation of the menu × tile × split-K.
@@ -125,8 +129,11 @@ def layer_plans(gpu: GpuSpec, layer: Layer, phase: str, precision: str = "fp32",
             for plan in candidate_plans(gpu, g, precision, calibration)]
 
 
-def _gemms(gpu: GpuSpec, layer: Layer, phase: str, precision: str, structured: str | None,
+def _gemms(gpu: GpuSpec, layer: Layer | GemmLayer, phase: str, precision: str, structured: str | None,
            library: str) -> list[Gemm]:
+    if isinstance(layer, GemmLayer):  # one cuBLAS GEMM; 2:4 only where the weight is its B operand
+        g = gemm_formulation(gpu, layer, phase, precision, library)
+        return [replace(g, structured=structured is not None and structured_phase(layer, phase))]
     gemms = formulations(gpu, layer, phase, precision, library)
     if structured is None or phase not in STRUCTURED_PHASES:
         return gemms
@@ -149,7 +156,7 @@ def _details(plan: Plan, gemm: Any, precision: str) -> dict[str, Any]:
     }
 
 
-def estimate_gpu(gpu: GpuSpec | str | Path, layers: Sequence[Layer], phases: Iterable[str] = PHASES,
+def estimate_gpu(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer], phases: Iterable[str] = PHASES,
                  precision: str = "fp32", workload: Mapping[str, Any] | None = None,
                  calibration: Calibration = CALIBRATION,
                  progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
@@ -181,7 +188,7 @@ def estimate_gpu(gpu: GpuSpec | str | Path, layers: Sequence[Layer], phases: Ite
     check_selection(selection)
     check_library(spec, precision, library)
     phases = tuple(p for p in PHASES if p in tuple(phases))
-    items: Iterable[Layer] = progress(layers) if progress else layers
+    items: Iterable[Layer | GemmLayer] = progress(layers) if progress else layers
     records = [estimate_layer(spec, layer, phase, precision, calibration, structured, selection, library)
                for layer in items for phase in phases]
     return NetworkResult(design=gpu_design_name(spec.name, precision, structured), backend="gpu",
@@ -192,7 +199,7 @@ def estimate_gpu(gpu: GpuSpec | str | Path, layers: Sequence[Layer], phases: Ite
                                "calibration": calibration.to_dict()})
 
 
-def _workload(layers: Sequence[Layer], phases: Sequence[str]) -> dict[str, Any]:
-    batches = {layer.N for layer in layers}
+def _workload(layers: Sequence[Layer | GemmLayer], phases: Sequence[str]) -> dict[str, Any]:
+    batches = {layer.batch if isinstance(layer, GemmLayer) else layer.N for layer in layers}
     return {"network": None, "layers_csv": None, "batch": batches.pop() if len(batches) == 1 else None,
             "phases": list(phases), "layers": [layer.to_dict() for layer in layers]}

@@ -21,7 +21,7 @@ from antsim.errors import WorkloadError
 from antsim.workloads.layers import PHASES, Layer
 
 # Formulations whose GEMM reads dense, already transformed tensors (no per-element address decode).
-EXPLICIT_FORMULATIONS = ("winograd_nonfused", "fft", "fft_tiling")
+EXPLICIT_FORMULATIONS = ("winograd_nonfused", "fft", "fft_tiling", "gemm")  # "gemm": a GEMM layer's cuBLAS GEMM
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ DEFAULT_SELECTION = "timed"
 FAMILIES = ("gemm", "winograd", "fft")
 # Formulation (``Gemm.algorithm``) → algorithm family.
 FAMILY = {"implicit": "gemm", "phased": "gemm", "col2im": "gemm", "winograd_fused": "winograd",
-          "winograd_nonfused": "winograd", "fft": "fft", "fft_tiling": "fft"}
+          "winograd_nonfused": "winograd", "fft": "fft", "fft_tiling": "fft", "gemm": "gemm"}
 # cuDNN's names of the GEMM formulations, per phase.
 _GEMM_ALGO = {("fprop", "implicit"): "IMPLICIT_PRECOMP_GEMM", ("dgrad", "implicit"): "BWD_DATA_ALGO_1",
               ("dgrad", "phased"): "BWD_DATA_ALGO_1", ("dgrad", "col2im"): "BWD_DATA_ALGO_0",

@@ -303,10 +303,14 @@ def split_candidates(g: Gemm, tile: Tile, sms: int, cal: Calibration = CALIBRATI
     never: cuDNN's forward kernels run one CTA per output tile (grid z = 1 in every forward kernel
     NeuSight recorded with cuDNN 8.9, public dataset ``trsharm25/NeuSight``; its 5×5-plane rows with
     C ≈ 900 run at the speed of one unsplit wave on A100, P100 and P4 alike).
+    A GEMM layer's cuBLAS GEMM (``algorithm == "gemm"``, any phase) splits like dgrad, counting the
+    output tiles of all its batched products (cuBLAS picks split-K kernels for small outputs).
     """
-    if g.phase == "fprop":
+    layer_gemm = g.algorithm == "gemm"
+    if g.phase == "fprop" and not layer_gemm:
         return [1]
-    if g.phase != "wgrad" and 2 * math.ceil(g.M / tile.m) * math.ceil(g.N / tile.n) >= sms:
+    output_tiles = math.ceil(g.M / tile.m) * math.ceil(g.N / tile.n) * (g.batch if layer_gemm else 1)
+    if (g.phase != "wgrad" or layer_gemm) and 2 * output_tiles >= sms:
         return [1]
     splits, s = [1], 2
     while s <= cal.max_split_k and g.K / s >= 4 * tile.k:
@@ -328,7 +332,7 @@ def candidate_plans(gpu: GpuSpec, g: Gemm, precision: str, cal: Calibration = CA
         tiles = FFT_TILES
     elif g.algorithm == "winograd_fused":
         tiles = WINOGRAD_FUSED_TILES
-    elif g.batch > 1 and not g.gathered:  # non-fused Winograd's batched SGEMMs
+    elif g.algorithm == "gemm" or (g.batch > 1 and not g.gathered):  # cuBLAS SGEMM (non-fused Winograd, GEMM layers)
         tiles = SIMT_BATCHED_TILES
     else:
         tiles = SIMT_WGRAD_TILES if g.phase == "wgrad" else SIMT_PHASED_TILES if g.algorithm == "phased" \

@@ -54,6 +54,7 @@ from antsim.gpu.energy import energy_breakdown
 from antsim.gpu.estimate import estimate_gpu
 from antsim.gpu.spec import PRECISIONS, GpuSpec, load_gpu
 from antsim.results import LayerResult, NetworkResult
+from antsim.workloads.gemm import Gemm as GemmLayer
 from antsim.workloads.layers import PHASES, Layer
 
 STEP_MODEL = ("antsim.gpu.step: conv model + memory-bound kernels (BatchNorm, ReLU, residual add, pooling, "
@@ -203,6 +204,22 @@ def role_kernels(role: LayerRole, precision: str) -> list[Kernel]:
     return ks
 
 
+def gemm_step_kernels(layer: GemmLayer, precision: str) -> list[Kernel]:
+    """The memory-bound kernels of one GEMM layer's training step: its weight's update (SGD with
+    momentum, AMP's cast and unscale as for a conv) when A is a weight; none for an activation ×
+    activation product. The kernels around a transformer's GEMMs (LayerNorm, GELU, softmax, dropout,
+    residual adds) are not modelled."""
+    if not layer.weight_shared:
+        return []
+    params = layer.parameters
+    ks = [Kernel("sgd_momentum", "wgrad", SGD_PASSES * params * MASTER_BYTES, FLOPS_SGD_MOMENTUM * params)]
+    if PRECISIONS[precision][0] < MASTER_BYTES:
+        ks.append(Kernel("weight_cast", "fprop", CAST_BYTES * params, FLOPS_ELEMENTWISE * params))
+    if precision in ("fp16", "fp16_pseudo"):
+        ks.append(Kernel("grad_unscale", "wgrad", UNSCALE_BYTES * params, FLOPS_ELEMENTWISE * params))
+    return ks
+
+
 def _pool_kernels(pool: Pool, layer: Layer, out: int, e: int) -> list[Kernel]:
     pooled = layer.N * layer.K * pool.out_h * pool.out_w
     index = INDEX_BYTES if pool.kind == "max" else 0
@@ -210,7 +227,7 @@ def _pool_kernels(pool: Pool, layer: Layer, out: int, e: int) -> list[Kernel]:
             Kernel(f"{pool.kind}pool_backward", "dgrad", pooled * (e + index) + out * e, FLOPS_ELEMENTWISE * out)]
 
 
-def estimate_step(gpu: GpuSpec | str | Path, layers: Sequence[Layer], phases: Iterable[str] = PHASES,
+def estimate_step(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer], phases: Iterable[str] = PHASES,
                   precision: str = "fp32", workload: Mapping[str, Any] | None = None, *,
                   network: str | None = None, overhead_s: float = KERNEL_OVERHEAD_S,
                   **conv_options: Any) -> NetworkResult:
@@ -218,7 +235,8 @@ def estimate_step(gpu: GpuSpec | str | Path, layers: Sequence[Layer], phases: It
 
     Args:
         gpu: A ``GpuSpec``, a builtin GPU name or a GPU YAML path.
-        layers: The conv layers (at the batch size to model), in network order.
+        layers: The conv and GEMM layers (at the batch size to model), in network order; GEMM layers
+            get ``gemm_step_kernels`` and are left out of the conv roles.
         phases: Which of ``fprop``, ``dgrad``, ``wgrad``; the step kernels of a phase left out are
             left out too.
         precision: See ``antsim.gpu.estimate.estimate_layer``.
@@ -241,8 +259,10 @@ def estimate_step(gpu: GpuSpec | str | Path, layers: Sequence[Layer], phases: It
     spec = gpu if isinstance(gpu, GpuSpec) else load_gpu(gpu)
     conv = estimate_gpu(spec, layers, phases, precision, workload=workload, **conv_options)
     net = network if network is not None else (workload or {}).get("network")
-    roles = layer_roles(layers, net)
+    convs = [layer for layer in layers if not isinstance(layer, GemmLayer)]
+    roles = layer_roles(convs, net)
     kernels = {role.layer.name: role_kernels(role, precision) for role in roles}
+    kernels |= {g.name: gemm_step_kernels(g, precision) for g in layers if isinstance(g, GemmLayer)}
     records = tuple(_with_kernels(spec, record, [kernel_time(spec, k, overhead_s) for k in kernels[record.layer]
                                                  if k.phase == record.phase])
                     for record in conv.records)
@@ -265,7 +285,7 @@ def _with_kernels(gpu: GpuSpec, record: LayerResult, times: Sequence[KernelTime]
                **{f"step_{t.kernel.name}_s": t.time_s for t in times}}
     return LayerResult(layer=record.layer, phase=record.phase, time_s=record.time_s + extra,
                        energy_j=None if record.energy_j is None else record.energy_j + sum(energy.values()),
-                       energy_breakdown_j=breakdown, details=details)
+                       energy_breakdown_j=breakdown, details=details, kind=record.kind)
 
 
 def result_scope(result: NetworkResult) -> str:
@@ -273,4 +293,4 @@ def result_scope(result: NetworkResult) -> str:
     return str(result.meta.get("scope", "conv"))
 
 
-__all__ = ["LayerRole", "Pool", "estimate_step", "layer_roles", "result_scope", "role_kernels"]
+__all__ = ["LayerRole", "Pool", "estimate_step", "gemm_step_kernels", "layer_roles", "result_scope", "role_kernels"]
