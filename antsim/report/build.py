@@ -34,7 +34,14 @@ from antsim.report import figures as f
 from antsim.report import tables as tb
 from antsim.report.compare import Comparison, fmt_ratio
 from antsim.report.document import render_html, render_markdown
-from antsim.report.sweep import SweepInfo, _get_sweep_info, check_sweep_workload, sweep_rows
+from antsim.report.sweep import (
+    DesignMark,
+    SweepInfo,
+    _get_sweep_info,
+    check_sweep_workload,
+    design_marks,
+    sweep_rows,
+)
 from antsim.results import check_writable_folder
 
 
@@ -128,7 +135,9 @@ def _figure_makers(comparison: Comparison, sweep: SweepInfo | None) -> list[tupl
         ("cycles", lambda: _cycle_figure(comparison)),
     ]
     if sweep is not None:
-        makers += [("pareto", lambda: _pareto_figure(sweep)), ("tradeoffs", lambda: _tradeoff_figure(sweep))]
+        marks = design_marks(sweep, [comparison.summary(r.design) for r in comparison.results])
+        makers += [("pareto", lambda: _pareto_figure(sweep, marks)),
+                   ("tradeoffs", lambda: _tradeoff_figure(sweep, marks))]
     return makers
 
 
@@ -200,21 +209,34 @@ def _cycle_figure(comparison: Comparison) -> RenderedFigure | None:
                      d.cycle_rows(info))
 
 
-def _pareto_figure(sweep: SweepInfo) -> RenderedFigure:
+def _marks_caption(sweep: SweepInfo, marks: tuple[DesignMark, ...]) -> str:
+    """Which of the report's designs are marked, and what priced the trials beside them."""
+    if not marks:
+        return ""
+    priced = (f" The trials were priced by the sweep's {sweep.evaluator} evaluator, the marked designs by this"
+              " report's runs: compare them only where both are the simulator at one fidelity."
+              if sweep.evaluator else " The export does not record its evaluator.")
+    return (f" Black markers: this report's designs ({', '.join(m.design for m in marks)}), where both of a"
+            f" panel's values are known (a GPU has no area).{priced}")
+
+
+def _pareto_figure(sweep: SweepInfo, marks: tuple[DesignMark, ...] = ()) -> RenderedFigure:
     third = (f" Pareto points are filled by their {sweep.objectives[2]} (colour bar)."
              if len(sweep.objectives) > 2 else "")
     caption = (f"Sweep trials ({len(sweep.numbers)}, {int(sweep.feasible.sum())} feasible) on the first two"
                f" objectives; ringed in orange: the {int(sweep.pareto.sum())} Pareto-optimal trials (as exported,"
                f" or computed with every objective minimised); grey crosses: infeasible trials.{third}"
+               f"{_marks_caption(sweep, marks)} Axes on a log scale where the values span more than two decades."
                f" Source: {sweep.source}.")
-    return _rendered("pareto", "Sweep: Pareto front", caption, f.render_pareto(sweep), sweep_rows(sweep))
+    return _rendered("pareto", "Sweep: Pareto front", caption, f.render_pareto(sweep, marks),
+                     sweep_rows(sweep, marks))
 
 
-def _tradeoff_figure(sweep: SweepInfo) -> RenderedFigure:
+def _tradeoff_figure(sweep: SweepInfo, marks: tuple[DesignMark, ...] = ()) -> RenderedFigure:
     caption = ("Every pair of sweep objectives; the Pareto set (of all objectives together) in orange, so some"
-               " Pareto points sit inside a two-objective cloud.")
-    return _rendered("tradeoffs", "Sweep: objective trade-offs", caption, f.render_tradeoffs(sweep),
-                     sweep_rows(sweep))
+               f" Pareto points sit inside a two-objective cloud.{_marks_caption(sweep, marks)}")
+    return _rendered("tradeoffs", "Sweep: objective trade-offs", caption, f.render_tradeoffs(sweep, marks),
+                     sweep_rows(sweep, marks))
 
 
 def _f(value: Any) -> float | None:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from antsim.report.data import CycleInfo, EnergyBreakdownInfo, ProductInfo, RatioInfo
-from antsim.report.sweep import OBJECTIVES, SweepInfo
+from antsim.report.sweep import OBJECTIVES, DesignMark, SweepInfo
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -194,21 +194,32 @@ def _label_absolute_and_share(ax_abs: Any, ax_share: Any, ylabels: tuple[str, st
     ax_share.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
 
 
-def _objective_axis(info: SweepInfo, index: int) -> tuple[float, str]:
-    """Divisor and axis label of one objective (SI prefix for seconds and joules: ``time (µs)``)."""
+_LOG_SPAN = 100.0  # a log axis once the largest positive value is more than 100x the smallest (two decades)
+_MARKERS = ("*", "P", "D", "X", "^", "v", "s", "p")
+
+
+def _objective_axis(info: SweepInfo, index: int, marks: Sequence[DesignMark] = ()) -> tuple[float, str, bool]:
+    """Divisor, axis label and log flag of one objective: SI prefix for seconds and joules
+    (``time (µs)``), a log scale when the trials and the marked designs span more than two decades."""
     name = info.objectives[index]
     label = OBJECTIVES.get(name, name)
+    values = np.concatenate([info.values[:, index], [m.values[index] for m in marks]])
+    finite = values[np.isfinite(values)]
+    log = bool(finite.size >= 2 and np.all(finite > 0) and finite.max() > _LOG_SPAN * finite.min())
     unit = {"time_s": "s", "energy_j": "J"}.get(name)
-    if unit is None:
-        return 1.0, label
-    scale, prefixed = _scale(np.abs(info.values[:, index]), unit)
-    return scale, label.replace(f"({unit})", f"({prefixed})")
+    scale = 1.0
+    if unit is not None:
+        scale, prefixed = _scale(np.abs(finite), unit)
+        label = label.replace(f"({unit})", f"({prefixed})")
+    return scale, label + (", log scale" if log else ""), log
 
 
-def _scatter_pair(ax: Axes, info: SweepInfo, i: int, j: int, front_line: bool, color_third: bool = False) -> Any:
+def _scatter_pair(ax: Axes, info: SweepInfo, i: int, j: int, front_line: bool, color_third: bool = False,
+                  marks: Sequence[DesignMark] = ()) -> Any:
     """Trials on objectives ``i`` (x) and ``j`` (y); the Pareto set joined by a line (``front_line``) or
-    coloured by a third objective (``color_third``; returns that scatter for a colour bar, else None)."""
-    (sx, label_x), (sy, label_y) = _objective_axis(info, i), _objective_axis(info, j)
+    coloured by a third objective (``color_third``; returns that scatter for a colour bar, else None); the
+    report's own designs (``marks``) as labelled black markers where both their values are known."""
+    (sx, label_x, log_x), (sy, label_y, log_y) = _objective_axis(info, i, marks), _objective_axis(info, j, marks)
     x, y = info.values[:, i] / sx, info.values[:, j] / sy
     feasible, pareto = info.feasible & ~info.pareto, info.pareto
     infeasible = ~info.feasible & np.isfinite(x) & np.isfinite(y)
@@ -222,31 +233,46 @@ def _scatter_pair(ax: Axes, info: SweepInfo, i: int, j: int, front_line: bool, c
                             else {"color": "#D55E00"})
     points = ax.scatter(x[pareto], y[pareto], s=30, edgecolors="#D55E00", linewidths=1.2, label="Pareto set",
                         zorder=3, **fill)
+    for k, mark in enumerate(marks):
+        mx, my = mark.values[i] / sx, mark.values[j] / sy
+        if np.isfinite(mx) and np.isfinite(my):
+            ax.scatter([mx], [my], marker=_MARKERS[k % len(_MARKERS)], s=90, color="black", zorder=4,
+                       label=f"report: {mark.design}")
+            ax.annotate(mark.design, (mx, my), xytext=(5, 5), textcoords="offset points", fontsize=8)
     ax.set_xlabel(label_x)
     ax.set_ylabel(label_y)
+    if log_x:
+        ax.set_xscale("log")
+    else:
+        ax.ticklabel_format(axis="x", style="plain", useOffset=False)
+    if log_y:
+        ax.set_yscale("log")
+    else:
+        ax.ticklabel_format(axis="y", style="plain", useOffset=False)
     ax.grid(alpha=0.3)
     return points if third is not None else None
 
 
-def render_pareto(info: SweepInfo) -> Figure:
+def render_pareto(info: SweepInfo, marks: Sequence[DesignMark] = ()) -> Figure:
     """The first two objectives of every trial; the Pareto set is a line for two objectives, else it is
-    coloured by the third objective."""
+    coloured by the third objective; the report's own designs marked."""
     fig, ax = _figure(width=7.5, height=5.0)
     two = len(info.objectives) == 2
-    points = _scatter_pair(ax, info, 0, 1, front_line=two, color_third=not two)
+    points = _scatter_pair(ax, info, 0, 1, front_line=two, color_third=not two, marks=marks)
     if points is not None:
-        fig.colorbar(points, ax=ax, label=f"Pareto points: {_objective_axis(info, 2)[1]}")
+        label = OBJECTIVES.get(info.objectives[2], info.objectives[2])
+        fig.colorbar(points, ax=ax, label=f"Pareto points: {label}")
     ax.set_title(f"Pareto front: {info.objectives[0]} vs {info.objectives[1]}")
     ax.legend(fontsize=8)
     return fig
 
 
-def render_tradeoffs(info: SweepInfo) -> Figure:
-    """Every pair of objectives side by side."""
+def render_tradeoffs(info: SweepInfo, marks: Sequence[DesignMark] = ()) -> Figure:
+    """Every pair of objectives side by side, the report's own designs marked."""
     pairs = info.pairs()
     fig, axes = _figure(width=min(15.0, 5.0 * len(pairs)), height=4.4, ncols=len(pairs), squeeze=False)
     for ax, (i, j) in zip(axes[0], pairs, strict=True):
-        _scatter_pair(ax, info, i, j, front_line=len(info.objectives) == 2)
+        _scatter_pair(ax, info, i, j, front_line=len(info.objectives) == 2, marks=marks)
     axes[0][0].legend(fontsize=8)
     fig.suptitle("Trade-offs between objectives (orange: the Pareto set of all objectives together)")
     return fig

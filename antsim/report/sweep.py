@@ -14,6 +14,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from collections.abc import Sequence
 from itertools import combinations
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -43,6 +44,7 @@ class SweepInfo(NamedTuple):
     values: np.ndarray
     feasible: np.ndarray
     pareto: np.ndarray
+    evaluator: str = ""  # what priced the trials (summary.json's evaluator name and fidelity), '' if unknown
 
     def pairs(self) -> list[tuple[int, int]]:
         """Objective index pairs of the trade-off plots."""
@@ -73,7 +75,40 @@ def _get_sweep_info(folder: str | Path) -> SweepInfo:
     if pareto is None:  # no exported front: compute it, every objective minimised
         pareto = pareto_mask(values, feasible)
     names = tuple(o.removeprefix("objective.") for o in objectives)
-    return SweepInfo(str(folder), names, numbers, values, feasible, pareto & feasible)
+    return SweepInfo(str(folder), names, numbers, values, feasible, pareto & feasible, _evaluator(folder))
+
+
+def _evaluator(folder: Path) -> str:
+    """``simulator, fast fidelity`` from the export's summary.json, '' when it does not record one."""
+    try:
+        recorded = json.loads((folder / "summary.json").read_text(encoding="utf-8")).get("evaluator")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return ""
+    if not isinstance(recorded, dict) or not recorded.get("name"):
+        return ""
+    fidelity = recorded.get("fidelity")
+    return f"{recorded['name']}{f', {fidelity} fidelity' if fidelity else ''}"
+
+
+class DesignMark(NamedTuple):
+    """One of the report's own designs placed among the sweep's trials: its value of each objective."""
+
+    design: str
+    values: tuple[float, ...]  # per SweepInfo.objectives; NaN where the design has no such value (a GPU's area)
+
+
+def design_marks(info: SweepInfo, summaries: Sequence[Any]) -> tuple[DesignMark, ...]:
+    """The report's designs (``DesignSummary``: ``design``, ``time_s``, ``energy_j``, ``area_mm2``) on the
+    sweep's objectives; a design with none of them is left out."""
+    marks = []
+    for summary in summaries:
+        known = {"time_s": summary.time_s, "energy_j": summary.energy_j, "area_mm2": summary.area_mm2}
+        if known["time_s"] is not None and known["energy_j"] is not None:
+            known["edp_js"] = known["time_s"] * known["energy_j"]
+        values = tuple(float(known[o]) if known.get(o) is not None else math.nan for o in info.objectives)
+        if any(math.isfinite(v) for v in values):
+            marks.append(DesignMark(summary.design, values))
+    return tuple(marks)
 
 
 def pareto_mask(values: np.ndarray, feasible: np.ndarray) -> np.ndarray:
@@ -134,11 +169,13 @@ def _float(text: str | None) -> float:
         return math.nan
 
 
-def sweep_rows(info: SweepInfo) -> list[list[object]]:
-    """CSV rows (header first) behind the sweep figures."""
+def sweep_rows(info: SweepInfo, marks: Sequence[DesignMark] = ()) -> list[list[object]]:
+    """CSV rows (header first) behind the sweep figures; the report's own designs last, by name."""
     rows: list[list[object]] = [["number", *info.objectives, "feasible", "pareto"]]
     for t, number in enumerate(info.numbers):
         rows.append([int(number), *info.values[t], bool(info.feasible[t]), bool(info.pareto[t])])
+    for mark in marks:
+        rows.append([mark.design, *mark.values, "", ""])
     return rows
 
 
