@@ -101,7 +101,7 @@ def simulator(arch: ArchSpec, workload: Workload, fidelity: str = "fast", seed: 
         tensors = _generated(workload, seed)
     result = simulate_network(arch, list(workload.layers), phases=workload.phases,
                               densities=dict(workload.densities), sparsity=workload.sparsity,
-                              tensors=tensors, fidelity=fidelity, seed=seed)
+                              tensors=tensors, fidelity=fidelity, seed=seed, batch_sample=workload.batch_sample)
     return network_metrics(result)
 
 

@@ -136,7 +136,8 @@ def spec_signature(spec: SweepSpec) -> str:
             "constraints": {k: v.model_dump(mode="json") for k, v in spec.constraints.items()},
             "base_arch": spec.base_arch_spec.to_dict() if spec.base_arch_spec else None,
             "layers": [layer.to_dict() for layer in workload.layers], "phases": list(workload.phases),
-            "densities": workload.densities, "sparsity": workload.sparsity, "fidelity": spec.fidelity}
+            "densities": workload.densities, "sparsity": workload.sparsity, "fidelity": spec.fidelity,
+            **({"batch_sample": workload.batch_sample} if workload.batch_sample else {})}
     return json.dumps(data, sort_keys=True)
 
 

@@ -70,6 +70,9 @@ class WorkloadSpec(_Model):
     densities: dict[str, float] = Field(default_factory=lambda: {"w": 0.1, "a": 0.1, "g": 0.1})
     sparsity: str = "swat"
     tensors: str | None = None
+    batch_sample: int = Field(0, ge=0, le=4096,
+                              description="fast fidelity: map this many images of each layer's batch and estimate"
+                                          " the others (antsim.dataflow.sampling); 0 = every image")
 
 
 class ConstraintSpec(_Model):

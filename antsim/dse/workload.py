@@ -28,6 +28,7 @@ class Workload:
         tensors_path: Captured tensors file (``.npz``) used instead of the sparsity model, or None.
         name: Network name or layers-file stem (echoed in results).
         indices: Position of each layer in the sweep's full workload (operand seeds derive from it).
+        batch_sample: Images of each batch mapped (the rest estimated, ``antsim.dataflow.sampling``); 0 = all.
     """
 
     layers: tuple[Layer, ...]
@@ -37,6 +38,7 @@ class Workload:
     tensors_path: str | None = None
     name: str = "workload"
     indices: tuple[int, ...] = ()
+    batch_sample: int = 0
 
     def __post_init__(self) -> None:
         if not self.indices:
@@ -46,7 +48,7 @@ class Workload:
         """The same workload restricted to the named layers (and phases)."""
         keep = [(layer, i) for layer, i in zip(self.layers, self.indices, strict=True) if layer.name in names]
         return Workload(tuple(layer for layer, _ in keep), phases or self.phases, self.densities, self.sparsity,
-                        self.tensors_path, f"{self.name}[proxy]", tuple(i for _, i in keep))
+                        self.tensors_path, f"{self.name}[proxy]", tuple(i for _, i in keep), self.batch_sample)
 
 
 def resolve_workload(spec: SweepSpec) -> Workload:
@@ -83,7 +85,11 @@ def resolve_workload(spec: SweepSpec) -> Workload:
                         sorted({layer.N for layer in layers}))
     if tensors is not None:
         _check_tensors(spec, tensors, layers)
-    return Workload(tuple(layers), tuple(w.phases), densities, w.sparsity, w.tensors, name)
+    if w.batch_sample and spec.fidelity != "fast":
+        raise SpecError(spec.source, "workload.batch_sample", "needs fidelity: fast (exact maps every image)",
+                        w.batch_sample)
+    return Workload(tuple(layers), tuple(w.phases), densities, w.sparsity, w.tensors, name,
+                    batch_sample=w.batch_sample)
 
 
 def _load_tensors(spec: SweepSpec) -> dict[str, Any]:
