@@ -367,3 +367,26 @@ def test_a_model_that_breaks_at_another_batch_is_refused_at_it(tmp_path: Path) -
     assert "the dimension that scales with the batch is unknown" in network.skipped[-1].reason
     with pytest.raises(WorkloadError, match="fixes batch 2 and does not infer at batch 4"):
         read_onnx(path, batch=4)
+
+
+def test_a_network_with_a_classifier_head_runs_through_simulate_gpu_and_compare(tmp_path: Path) -> None:
+    """Convs, then the FC head as a GEMM layer (kind column), at the model's symbolic batch set to 4."""
+    model = _cnn_with_head(tmp_path / "headnet.onnx", "n")
+    layers_csv = tmp_path / "headnet.csv"
+    assert main(["zoo", "--onnx", str(model), "--batch", "4", "--csv", str(layers_csv)]) == 0
+    conv, fc = read_layers_csv(layers_csv)
+    assert (conv.N, fc) == (4, Gemm(name="fc", M=10, N=4, K=144, a="weights", batch=4))
+    root = Path(__file__).resolve().parents[2]
+    workload = ["--layers-csv", str(layers_csv), "--no-progress"]
+    for design in ("ant", "scnn"):
+        assert main(["simulate", "--arch", str(root / "arch_configs" / f"{design}.yaml"), *workload,
+                     "--out", str(tmp_path / f"{design}.json")]) == 0
+    assert main(["gpu", "--gpu", "v100", *workload, "--out", str(tmp_path / "v100.json")]) == 0
+    assert main(["compare", *(str(tmp_path / f"{n}.json") for n in ("scnn", "ant", "v100")), "--baseline", "scnn",
+                 "--out", str(tmp_path / "cmp.json")]) == 0
+    for result in ("ant", "scnn", "v100"):
+        data = json.loads((tmp_path / f"{result}.json").read_text())
+        assert data["workload"]["batch"] == 4
+        phases = {(r["layer"], r["phase"]) for r in data["records"]}
+        assert phases == {(layer, phase) for layer in ("conv", "fc") for phase in ("fprop", "dgrad", "wgrad")}
+        assert {r.get("kind") for r in data["records"] if r["layer"] == "fc"} == {"gemm"}
