@@ -95,7 +95,7 @@ def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fideli
         same = ImageSample(np.arange(1), np.zeros(layer.N, np.int64), np.ones(layer.N), np.ones(layer.N),
                            float(layer.N))
         work = _map_images(arch, inputs, fidelity, BatchTiles(1, 1))
-        work = replace(expand_images(work, tiles, same, per_image), layer_name=layer.name)
+        work = replace(expand_images(work, tiles, same, per_image, None), layer_name=layer.name)
     else:
         inputs = _MappingInputs.build(arch, layer, phase, tensors)
         per_image = inputs.per_image
@@ -123,7 +123,24 @@ def _map_sampled(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fid
                                   select_images(tensors, sample.images))
     tiles = BatchTiles(inputs.tile_size(arch, per_image), layer.N)
     work = _map_images(arch, inputs, fidelity, BatchTiles(min(tiles.size, len(sample.images)), len(sample.images)))
-    return replace(expand_images(work, tiles, sample, per_image), layer_name=layer.name), tiles, per_image
+    held = None
+    if problem.needs_reduction:  # a tile's held dW entries are the union over all its images: count them
+        held = _footprint(problem, tiling, nonzero_mask(S, False), nonzero_mask(problem.streamed(tensors), False),
+                          tiles)
+    work = expand_images(work, tiles, sample, per_image, held)
+    if arch.anticipation.policy == "oracle" and held is not None:  # the oracle issues exactly the valid products
+        counts = oracle_counts(work.candidate_pairs.ravel(), work.valid_products.ravel(), pe.F, pe.I)
+        work = replace(work, issued_pairs=_per_slot(tiling, counts.issued_pairs),
+                       issued_products=_per_slot(tiling, counts.issued_products),
+                       stationary_reads=_per_slot(tiling, counts.stationary_reads))
+    return replace(work, layer_name=layer.name), tiles, per_image
+
+
+def _footprint(problem: PhaseProblem, tiling: Tiling, S_mask: np.ndarray, T_mask: np.ndarray,
+               tiles: BatchTiles) -> Footprint:
+    """``fast_footprint`` through the stage cache (it reads only what its key holds)."""
+    key = (problem, tiling, array_digest(S_mask), array_digest(T_mask), array_digest(tiles.tile_of_image))
+    return FOOTPRINTS.get(key, lambda: fast_footprint(problem, tiling, S_mask, T_mask, tiles.tile_of_image))
 
 
 @dataclass(frozen=True)
@@ -186,8 +203,7 @@ def _map_images(arch: ArchSpec, inputs: _MappingInputs, fidelity: str, tiles: Ba
             held = tap_footprint(problem, tiling, S_mask, T_mask, tiles.tile_of_image)
             footprint = replace(held, valid_products=footprint.valid_products)
     else:
-        key = (problem, tiling, array_digest(S_mask), array_digest(T_mask), array_digest(tiles.tile_of_image))
-        footprint = FOOTPRINTS.get(key, lambda: fast_footprint(problem, tiling, S_mask, T_mask, tiles.tile_of_image))
+        footprint = _footprint(problem, tiling, S_mask, T_mask, tiles)
     counts = count_pairs(policy, problem, cells, stat, streamed.vectors, n_slots)
     if policy == "oracle" or ideal_dense:
         counts = oracle_counts(counts.candidate_pairs, footprint.valid_products, pe.F, pe.I)

@@ -13,15 +13,19 @@ With ``batch_sample = k`` the mapping runs on ``k`` images at evenly spaced rank
 image of the batch takes the work of the sample image nearest in proxy, with its pair-proportional
 counts (candidate and issued pairs, conflicts, products, stationary reads, the lock-step floor) scaled
 by the ratio of the two proxies, and wgrad's streamed dY counts by the ratio of their dY non-zeros.
-Held outputs (halo, partial sums, written outputs), which saturate rather than grow, are taken as they
-are. The image-major estimate then goes through the same batch loop (``batch_tiled``) as a full batch,
-with the batch tile chosen from the exact per-image stationary counts: the loop nest, weight reuse,
-wgrad drains and read-backs and the discrete-event timing are the full batch's.
+fprop and dgrad hold one image's outputs per chunk: an image's halo, held and written outputs are taken
+from its sample image as they are (they saturate rather than grow with its non-zeros). The
+image-major estimate then goes through the same batch loop (``batch_tiled``) as a full batch, with
+the batch tile chosen from the exact per-image stationary counts: the loop nest, weight reuse, wgrad
+drains and read-backs and the discrete-event timing are the full batch's.
 
-wgrad accumulates dW over the images of a batch tile and a tile holds the union of its images' dW
-entries: every batch tile takes the held footprint of a tile of the sample (an underestimate when the
-tile holds more images than the sample — small once dW's entries saturate). ``valid`` products are the sum
-of the estimate; ``total`` and ``skipped`` keep the sample's ratios to them.
+wgrad accumulates dW over the images of a batch tile, and a tile holds the union of its images' dW
+entries, which keeps growing with every image a PE sees (a PE's spatial tile meets few non-zero pairs
+per image: at SWAT densities the union over 8 images is ~2× that over 2). So wgrad's footprint —
+valid products, held partial sums, written dW — is counted exactly on the whole batch (mask
+correlations, ``fast_footprint``); only its pair counts are estimated (for ``oracle``, re-packed from
+the exact valid products). ``valid`` products are the sum of the estimate; ``total`` and ``skipped``
+keep the sample's ratios to them.
 
 A dense design treats every element as a non-zero, so all images are alike and the estimate is exact.
 Its error against the full batch on every zoo network is measured by ``scripts/batch_sample_error.py``
@@ -35,6 +39,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from antsim.dataflow.batching import BatchTiles
+from antsim.dataflow.footprint import Footprint
 from antsim.dataflow.work import PER_PE_FIELDS, PhaseWork
 from antsim.errors import MappingError
 from antsim.results import ProductCounts
@@ -140,10 +145,12 @@ def _estimated_products(sampled: ProductCounts, valid: int, proxy_ratio: float) 
     return ProductCounts(total=total, valid=valid, skipped=min(skipped, total - valid))
 
 
-def expand_images(work: PhaseWork, tiles: BatchTiles, sample: ImageSample, per_image: np.ndarray) -> PhaseWork:
+def expand_images(work: PhaseWork, tiles: BatchTiles, sample: ImageSample, per_image: np.ndarray,
+                  held: Footprint | None) -> PhaseWork:
     """The image-major work of the batch estimated from ``work``, the image-major work of ``sample``'s
     images, for batch tiles ``tiles``; ``per_image`` (N, n_pes) is the batch's stationary values per
-    image and PE (exact)."""
+    image and PE (exact); ``held``: the batch's exact footprint (wgrad), which replaces the estimated
+    valid products and held outputs."""
     n_groups, n_images = int(work.tiling["groups"]), tiles.n_images
     k = work.n_chunks // n_groups
     rows = (sample.source[:, None] * n_groups + np.arange(n_groups)).ravel()
@@ -154,7 +161,12 @@ def expand_images(work: PhaseWork, tiles: BatchTiles, sample: ImageSample, per_i
         fields[name] = _scaled(fields[name], pair_scale)
     fields["streamed_delivered"] = _scaled(fields["streamed_delivered"], streamed_scale)
     output_values = work.output_values[rows]
-    if work.phase == "wgrad":  # held partial sums are per batch tile, not per image
+    if held is not None:  # held partial sums are the union over each batch tile's images: counted exactly
+        shape = fields["valid_products"].shape
+        fields.update(valid_products=held.valid_products.reshape(shape), partial_outputs=held.partial_outputs.reshape(
+            shape), halo_outputs=held.halo_outputs.reshape(shape))
+        output_values = np.asarray(held.output_values, dtype=np.int64)
+    elif work.phase == "wgrad":
         full_rows, sample_rows = _accumulated_rows(k, n_groups, n_images, tiles)
         partial = np.zeros_like(fields["partial_outputs"])
         partial[full_rows] = work.partial_outputs[sample_rows]
