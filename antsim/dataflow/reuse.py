@@ -79,7 +79,7 @@ class StageCache:
         if key in self.entries:
             self.entries.move_to_end(key)
             self.hits += 1
-            return self.entries[key][0]  # type: ignore[no-any-return]
+            return self.entries[key][0]
         self.misses += 1
         value = _frozen(compute())
         size = _nbytes(value)
