@@ -5,14 +5,15 @@ Runs a fixed set of antsim commands (the main job at batch 1, ``simulate`` for t
 manifest; compares two manifests file by file. Usage (docs/development.md, "Byte-identical check")::
 
     .venv/bin/python scripts/check_identical.py --baseline HEAD            # HEAD's results vs the working tree
-    .venv/bin/python scripts/check_identical.py --baseline HEAD~3 --current HEAD --keep /tmp/ident
+    .venv/bin/python scripts/check_identical.py --baseline HEAD~3 --current HEAD --keep /tmp/ident  # two revisions
     .venv/bin/python scripts/check_identical.py --write manifest.json      # record the working tree only
     .venv/bin/python scripts/check_identical.py --against manifest.json    # the working tree vs a manifest
 
 A revision is exported with ``git archive`` into a folder under /tmp (no worktree metadata is added to
 the repository, so people committing meanwhile are not disturbed) and run with this checkout's Python
 and dependencies, its own ``antsim`` package first on ``PYTHONPATH``. Exit status 0: every hash matches;
-1: a file differs, is missing or appeared (one line each); 2: a command failed (its log is named).
+1: a file differs, is missing or appeared (one line each); 2: a bad argument or a failed command (one
+line; a failed command's log is named).
 """
 
 from __future__ import annotations
@@ -159,7 +160,7 @@ def main() -> int:
     work = args.keep or Path(tempfile.mkdtemp(prefix="antsim-identical-"))
     work.mkdir(parents=True, exist_ok=True)
     try:
-        base = None
+        base = load_manifest(args.against) if args.against is not None else None  # a bad file fails first
         if args.baseline is not None:
             base = manifest_of(args.baseline, work, "baseline")
         current = manifest_of(args.current, work, "current")
@@ -167,7 +168,7 @@ def main() -> int:
             args.write.write_text(json.dumps(current, indent=1, sort_keys=True) + "\n")
             print(f"check_identical: wrote {len(current['files'])} hashes to {args.write}")  # type: ignore[arg-type]
             return 0
-        base = base or load_manifest(args.against)
+        assert base is not None
         for name, manifest in (("baseline", base), ("current", current)):
             (work / f"{name}.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
         lines = differences(base, current)
@@ -182,4 +183,10 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except SystemExit as stop:  # a one-line refusal or failed command (a str code): exit status 2
+        if isinstance(stop.code, str):
+            print(stop.code, file=sys.stderr)
+            sys.exit(2)
+        raise
