@@ -9,7 +9,7 @@ from pathlib import Path
 from antsim.cli._common import check_out_path, note
 from antsim.workloads.gemm import Gemm
 from antsim.workloads.layers import Layer, write_layers_csv
-from antsim.workloads.onnx_import import SkippedNode, read_onnx
+from antsim.workloads.onnx_import import NOT_MODELLED, SkippedNode, read_onnx
 
 HELP = "list the network zoo, or the conv layers and MACs of one network or of an ONNX model (--onnx)"
 
@@ -93,8 +93,19 @@ def _onnx_layers(args: argparse.Namespace) -> tuple[list[Layer | Gemm], tuple[Sk
 
 
 def _write_skipped(skipped: tuple[SkippedNode, ...]) -> None:
-    """Every node the import left out, with the reason: nothing is dropped silently."""
-    width = max(22, *(len(s.name) + 1 for s in skipped))
-    sys.stdout.write(f"{len(skipped)} ONNX node(s) not imported:\n{'node':<{width}}{'op':<20}reason\n")
+    """Every node the import left out: a refused conv/GEMM one per line with its reason, the nodes with no
+    conv/GEMM work one line per op type with all their names. Nothing is dropped silently."""
+    refused = [node for node in skipped if node.reason != NOT_MODELLED]
+    by_op: dict[str, list[str]] = {}
     for node in skipped:
-        sys.stdout.write(f"{node.name:<{width}}{node.op_type:<20}{node.reason}\n")
+        if node.reason == NOT_MODELLED:
+            by_op.setdefault(node.op_type, []).append(node.name)
+    out = sys.stdout
+    out.write(f"{len(skipped)} ONNX node(s) not imported:\n")
+    if refused:
+        width = max(22, *(len(s.name) + 1 for s in refused))
+        out.write(f"{'node':<{width}}{'op':<12}reason\n")
+        for node in refused:
+            out.write(f"{node.name:<{width}}{node.op_type:<12}{node.reason}\n")
+    for op, names in by_op.items():
+        out.write(f"{op} x{len(names)} ({NOT_MODELLED}): {', '.join(names)}\n")

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import optuna
+import sqlalchemy.exc  # Optuna's RDB storage is built on SQLAlchemy: always installed with it
 from optuna.trial import TrialState
 
 from antsim.errors import AntsimError, MissingExtraError
@@ -257,8 +258,6 @@ def is_connection_error(exc: BaseException) -> bool:
 
     Optuna wraps SQLAlchemy errors of a commit in ``StorageInternalError``; the cause tells which it was.
     """
-    import sqlalchemy.exc
-
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:

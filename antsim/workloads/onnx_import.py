@@ -32,6 +32,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from antsim.errors import MissingExtraError, WorkloadError
 from antsim.workloads.gemm import Gemm
 from antsim.workloads.layers import Layer
@@ -98,10 +100,10 @@ def read_onnx(path: str | Path, batch: int | None = None) -> OnnxNetwork:
         raise WorkloadError(f"{path}: the model fixes batch {fixed_batch} and does not infer at batch {at}"
                             f" ({exc}); export it with a dynamic batch axis") from None
     shapes, probe = _shapes(graph), _probe_shapes(path, model, 2 * at)
-    constants = _constant_tensors(graph)
+    constants = _constant_tensors(model.graph)
     layers: list[Layer | Gemm] = []
     skipped: list[SkippedNode] = []
-    for index, node in enumerate(graph.node):
+    for index, node in enumerate(model.graph.node):  # the original nodes: folding removed shape arithmetic
         name = node.name or (node.output[0] if node.output else f"{node.op_type}_{index}")
         outcome = _import_node(node, name, _Context(shapes, probe, constants, at))
         (skipped if isinstance(outcome, SkippedNode) else layers).append(outcome)  # type: ignore[arg-type]
@@ -136,12 +138,98 @@ def _load(path: Path) -> Any:
 
 
 def _inferred(path: Path, model: Any) -> Any:
+    """``model`` with every shape inferred: ONNX shape inference with data propagation, alternating with
+    folding the shape computations (``_fold_shapes``) that exporters emit for dynamic axes
+    (Shape → Gather → Div → Concat → Reshape), until nothing more folds."""
+    current = model
+    for _ in range(_FOLD_ROUNDS):
+        inferred = _infer_once(path, current)
+        folded = _fold_shapes(inferred)
+        if folded is None:
+            return inferred
+        current = folded
+    return _infer_once(path, current)
+
+
+def _infer_once(path: Path, model: Any) -> Any:
     onnx = _onnx()
     try:
-        return onnx.shape_inference.infer_shapes(model, strict_mode=True)
+        return onnx.shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
     except Exception as exc:  # onnx.shape_inference.InferenceError, onnx.checker errors
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise WorkloadError(f"{path}: ONNX shape inference failed: {first}") from None
+
+
+_FOLD_ROUNDS = 16  # a Reshape target is a few ops deep; each round folds at least one more level
+#: Only tensors this small are evaluated (shape vectors, scalars): folding never computes on weights.
+_FOLD_MAX_ELEMENTS = 4096
+_NOT_FOLDED = frozenset({"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
+                         "Bernoulli", "Dropout"})
+
+
+def _fold_shapes(model: Any) -> Any | None:
+    """A copy of ``model`` whose small all-constant nodes (and ``Shape``/``Size`` of static tensors) are
+    initializers, evaluated with ONNX's reference evaluator; None when there is nothing to fold. Used for
+    shapes only: the layers are read from the original graph."""
+    from onnx import numpy_helper
+
+    graph = model.graph
+    shapes = _shapes(graph)
+    opsets = {o.domain or "": int(o.version) for o in model.opset_import}
+    outputs = {value.name for value in graph.output}
+    values = {init.name: numpy_helper.to_array(init) for init in graph.initializer
+              if _prod([int(d) for d in init.dims]) <= _FOLD_MAX_ELEMENTS}
+    folded: dict[str, Any] = {}
+    kept = []
+    for node in graph.node:
+        result = None if outputs.intersection(node.output) else _fold_node(node, values, shapes, opsets)
+        if result is None:
+            kept.append(node)
+            continue
+        values.update(result)
+        folded.update(result)
+    if not folded:
+        return None
+    copy = type(model)()
+    copy.CopyFrom(model)
+    del copy.graph.node[:]
+    copy.graph.node.extend(kept)
+    copy.graph.initializer.extend(numpy_helper.from_array(np.asarray(v), name) for name, v in folded.items())
+    infos = [v for v in copy.graph.value_info if v.name not in folded]
+    del copy.graph.value_info[:]
+    copy.graph.value_info.extend(infos)
+    return copy
+
+
+def _fold_node(node: Any, values: dict[str, Any], shapes: dict[str, tuple[Dim, ...]],
+               opsets: dict[str, int]) -> dict[str, Any] | None:
+    """The node's outputs when it computes on known small values only (or reads a static shape)."""
+    if node.domain not in ("", "ai.onnx") or node.op_type in _NOT_FOLDED:
+        return None
+    if node.op_type in ("Shape", "Size"):
+        shape = _static(shapes.get(node.input[0], (None,)))
+        if shape is None:
+            return None
+        if node.op_type == "Size":
+            return {node.output[0]: np.array(_prod(shape), dtype=np.int64)}
+        attrs = _attributes(node)
+        start, end = int(attrs.get("start", 0)), attrs.get("end")
+        return {node.output[0]: np.array(shape[start:None if end is None else int(end)], dtype=np.int64)}
+    inputs = [name for name in node.input if name]
+    if (not inputs and node.op_type != "Constant") or not all(name in values for name in inputs) \
+            or len(inputs) != len(node.input):
+        return None
+    if sum(np.asarray(values[name]).size for name in inputs) > _FOLD_MAX_ELEMENTS:
+        return None
+    from onnx.reference import ReferenceEvaluator
+
+    try:
+        results = ReferenceEvaluator(node, opsets=opsets).run(None, {name: values[name] for name in inputs})
+    except Exception:  # noqa: BLE001 - an op the reference cannot run here stays a node
+        return None
+    if any(np.asarray(r).size > _FOLD_MAX_ELEMENTS for r in results):
+        return None
+    return {name: np.asarray(r) for name, r in zip(node.output, results, strict=True)}
 
 
 def _data_inputs(model: Any) -> list[Any]:
