@@ -30,7 +30,6 @@ from antsim.gpu.gemm import Gemm, SideKernel
 from antsim.gpu.spec import PRECISIONS, GpuSpec
 from antsim.gpu.tiles import (
     FFT_TILES,
-    SIMT_BATCHED_TILES,
     SIMT_PHASED_TILES,
     SIMT_TILES,
     SIMT_WGRAD_TILES,
@@ -38,6 +37,7 @@ from antsim.gpu.tiles import (
     Tile,
     architecture,
     ctas_per_sm,
+    sgemm_tiles,
     tensor_tiles,
 )
 
@@ -333,7 +333,7 @@ def candidate_plans(gpu: GpuSpec, g: Gemm, precision: str, cal: Calibration = CA
     elif g.algorithm == "winograd_fused":
         tiles = WINOGRAD_FUSED_TILES
     elif g.algorithm == "gemm" or (g.batch > 1 and not g.gathered):  # cuBLAS SGEMM (non-fused Winograd, GEMM layers)
-        tiles = SIMT_BATCHED_TILES
+        tiles = sgemm_tiles(gpu)
     else:
         tiles = SIMT_WGRAD_TILES if g.phase == "wgrad" else SIMT_PHASED_TILES if g.algorithm == "phased" \
             else SIMT_TILES

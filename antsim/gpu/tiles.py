@@ -81,22 +81,35 @@ SIMT_WGRAD_TILES: tuple[Tile, ...] = tuple(_simt(m, n) for m, n in _WGRAD_SHAPES
 # dgrad runs at the zero-inserted GEMM's speed, while its C ≥ 64 Speaker-ID 5×5 stride-2 layers run
 # ~3× faster than that (BENCHMARKS.md, section gpu).
 SIMT_PHASED_TILES: tuple[Tile, ...] = tuple(t for t in SIMT_TILES if t.n >= 64)
-# Batched explicit GEMMs of non-fused Winograd (its α² transform points): cuDNN calls its SGEMM
-# kernels, whose tiles are 128×128, 128×64, 64×64 (8×8 fragments) and 32×128 (4×4 fragments, 256
-# threads). Kernel names NeuSight recorded with cuDNN 8.9 (public dataset ``trsharm25/NeuSight``,
-# ``scripts/asplos/data/dataset/train/collect/conv/p2.1.0/*.csv``, column ``Kernels``):
-# ``maxwell_sgemm_64x64_nn`` / ``maxwell_sgemm_32x128_nn`` on P100 and P4, ``ampere_sgemm_128x128_nn`` on
-# A100, each after ``winogradforwarddata4x4`` and ``winogradforwardfilter4x4``. No smaller SGEMM tile ran.
+# cuBLAS-style SGEMM kernels (non-fused Winograd's batched α² products, GEMM layers on the SIMT lanes):
+# 128×128, 128×64, 64×64 (8×8 fragments) and 32×128 (4×4 fragments, 256 threads). Which of them the
+# library runs depends on the generation, per the kernel names NeuSight recorded with cuDNN 8.9 (public
+# dataset ``trsharm25/NeuSight``, ``scripts/asplos/data/dataset/train/collect/conv/p2.1.0/*.csv``, column
+# ``Kernels``): every non-fused Winograd row ran ``maxwell_sgemm_64x64_nn`` or ``maxwell_sgemm_32x128_nn``
+# on P100 and P4 (Pascal), ``ampere_sgemm_128x128_nn`` on A100 — never another tile. Volta, Turing and
+# Hopper have no record: they get every tile [assumption].
 SIMT_BATCHED_TILES: tuple[Tile, ...] = (_simt(128, 128), _simt(128, 64), _simt(64, 64),
                                         _simt(32, 128, WGRAD_FRAGMENT))
+SGEMM_TILES_BY_ARCH: dict[str, tuple[Tile, ...]] = {
+    "maxwell": (_simt(64, 64), _simt(32, 128, WGRAD_FRAGMENT)),
+    "pascal": (_simt(64, 64), _simt(32, 128, WGRAD_FRAGMENT)),
+    "ampere": (_simt(128, 128),),
+}
+
+
+def sgemm_tiles(gpu: GpuSpec) -> tuple[Tile, ...]:
+    """The SGEMM tiles the GPU's generation runs (``SGEMM_TILES_BY_ARCH``, else all of them)."""
+    return SGEMM_TILES_BY_ARCH.get(architecture(gpu), SIMT_BATCHED_TILES)
+
+
 # Fused Winograd: one CTA tile, 128 output tiles × 128 output channels (cuDNN's
 # ``scudnn_winograd_128x128_ldg1_ldg4_*`` kernels, the only fused forward Winograd kernels in the same records).
 WINOGRAD_FUSED_TILES: tuple[Tile, ...] = (_simt(128, 128),)
-# FFT: the frequency-domain products run as complex GEMMs, ``gcgemm_64x64`` and ``gcgemm_64x32`` (same
-# records). In the model's real 2×2 embedding (``antsim.gpu.fft``) a 64×64 complex tile is 64 rows × 128
-# real columns; a complex 4×4 register block reads 8 complex operands per 16 complex MACs, as an 8×8
-# real fragment does per 64 real MACs.
-FFT_TILES: tuple[Tile, ...] = (_simt(64, 128), _simt(64, 64))
+# FFT: the frequency-domain products run as complex GEMMs, ``gcgemm_64x64``, ``gcgemm_64x32`` and
+# ``gcgemm_32x32`` (same records). In the model's real 2×2 embedding (``antsim.gpu.fft``) a 64×64 complex
+# tile is 64 rows × 128 real columns; a complex 4×4 register block reads 8 complex operands per 16
+# complex MACs, as an 8×8 real fragment does per 64 real MACs.
+FFT_TILES: tuple[Tile, ...] = (_simt(64, 128), _simt(64, 64), _simt(32, 64, WGRAD_FRAGMENT))
 _MMA_SHAPES = ((256, 128), (128, 256), (128, 128), (256, 64), (64, 256), (128, 64), (64, 128), (64, 64))
 TENSOR_TILES: tuple[Tile, ...] = tuple(_mma(m, n) for m, n in _MMA_SHAPES)
 ARCHITECTURES = ("maxwell", "pascal", "volta", "turing", "ampere", "hopper")
