@@ -152,8 +152,9 @@ def heuristic_family(layer: Layer, phase: str, forward_algo: str = "", library: 
     the same stride-1 convolution flipped, follows it when Winograd or FFT (DeepBench's Winograd-forward
     layers have dgrad ≈ fprop times; its FFT-forward 3×3 dgrads on P100 run at 13–19 TFLOP/s of direct
     work, above the GPU's 10.6 TFLOP/s peak), and wgrad follows a Winograd forward from
-    ``WINOGRAD_WGRAD_GENERATION`` on; the rest run the GEMM algorithms. Without a record: Winograd for 3×3 stride-1 layers with C, K ≥
-    ``WINOGRAD_MIN_CHANNELS`` in fprop and dgrad (and wgrad from that generation), else GEMM.
+    ``WINOGRAD_WGRAD_GENERATION`` on; the rest run the GEMM algorithms. Without a record: Winograd for
+    3×3 stride-1 layers with C, K ≥ ``WINOGRAD_MIN_CHANNELS`` in fprop and dgrad (and wgrad from that
+    generation), else GEMM.
     """
     wgrad_follows = _generation(library) >= WINOGRAD_WGRAD_GENERATION
     recorded = family_of(forward_algo) if forward_algo else None
