@@ -88,14 +88,8 @@ def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fideli
     tensors.check_shapes(layer)
     if 0 < batch_sample < layer.N and arch.sparsity_support:
         work, tiles, per_image = _map_sampled(arch, layer, phase, tensors, fidelity, batch_sample)
-    elif 0 < batch_sample < layer.N:  # a dense design counts every element: all images are alike
-        inputs = _MappingInputs.build(arch, layer.with_batch(1), phase, select_images(tensors, np.arange(1)))
-        per_image = np.repeat(inputs.per_image, layer.N, axis=0)
-        tiles = BatchTiles(inputs.tile_size(arch, per_image), layer.N)
-        same = ImageSample(np.arange(1), np.zeros(layer.N, np.int64), np.ones(layer.N), np.ones(layer.N),
-                           float(layer.N))
-        work = _map_images(arch, inputs, fidelity, BatchTiles(1, 1))
-        work = replace(expand_images(work, tiles, same, per_image, None), layer_name=layer.name)
+    elif not arch.sparsity_support and layer.N > 1 and fidelity == "fast":
+        work, tiles, per_image = _map_dense_batch(arch, layer, phase, tensors)
     else:
         inputs = _MappingInputs.build(arch, layer, phase, tensors)
         per_image = inputs.per_image
@@ -103,6 +97,22 @@ def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fideli
         work = _map_images(arch, inputs, fidelity, tiles)
     streamed_per_image = phase_problem(layer, phase).streamed_shape[0] > 1
     return batch_tiled(work, tiles, work.tiling["groups"], per_image, streamed_per_image=streamed_per_image)
+
+
+def _map_dense_batch(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors
+                     ) -> tuple[PhaseWork, BatchTiles, np.ndarray]:
+    """A dense design's image-major work for the batch: it counts every element as a non-zero, so every
+    image's work is the same — mapped on one image and repeated (exact; tested against the full batch)."""
+    inputs = _MappingInputs.build(arch, layer.with_batch(1), phase, select_images(tensors, np.arange(1)))
+    per_image = np.repeat(inputs.per_image, layer.N, axis=0)
+    tiles = BatchTiles(inputs.tile_size(arch, per_image), layer.N)
+    same = ImageSample(np.arange(1), np.zeros(layer.N, np.int64), np.ones(layer.N), np.ones(layer.N),
+                       float(layer.N))
+    work = expand_images(_map_images(arch, inputs, "fast", BatchTiles(1, 1)), tiles, same, per_image, None)
+    tiling = {k: v for k, v in work.tiling.items() if k not in ("batch_sample", "sampled_images")}
+    notes = (*work.notes[:-1], "dense design: every image's work is the same (every element counts), mapped on"
+             " one image and repeated for the batch")
+    return replace(work, layer_name=layer.name, tiling=tiling, notes=notes), tiles, per_image
 
 
 def _map_sampled(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fidelity: str,
