@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from antsim.errors import AntsimError, WorkloadError
 from antsim.progress import tqdm_bar
 from antsim.results import check_writable_folder
+from antsim.workloads.gemm import Gemm
 from antsim.workloads.layers import PHASES, Layer, read_layers_csv
 
 T = TypeVar("T")
@@ -53,9 +54,12 @@ def data_batch(layers: list[Layer], source: str) -> int:
     Raises:
         WorkloadError: the layers carry different N (``source`` names the file).
     """
-    batches = list(dict.fromkeys(layer.N for layer in layers))
+    def batch_of(layer: Any) -> int:  # a GEMM layer's N counts columns; its batch is its own field
+        return layer.batch if isinstance(layer, Gemm) else layer.N
+
+    batches = list(dict.fromkeys(batch_of(layer) for layer in layers))
     if len(batches) > 1:
-        first = {n: next(l.name for l in layers if l.N == n) for n in batches[:2]}
+        first = {n: next(l.name for l in layers if batch_of(l) == n) for n in batches[:2]}
         raise WorkloadError(f"{source}: column N: layers differ in batch ({batches[0]} at {first[batches[0]]!r},"
                             f" {batches[1]} at {first[batches[1]]!r}); give --batch N to run them at one batch")
     return batches[0]

@@ -17,14 +17,18 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from antsim.dataflow.gemm import guard_layer
 from antsim.dse.workload import Workload
 from antsim.errors import MappingError, SpecError
 from antsim.guard import MAX_PASSES, phase_steps
 from antsim.results import NetworkResult
 from antsim.simulate import check_densities, layer_seed, simulate_network
+from antsim.sparsity.gemm import make_gemm_tensors
 from antsim.sparsity.generators import make_tensors
 from antsim.sparsity.tensors import load_tensors
 from antsim.spec.arch import ArchSpec
+from antsim.workloads.gemm import Gemm
+from antsim.workloads.layers import Layer
 
 Evaluator = Callable[[ArchSpec, Workload, str, int], dict[str, float]]
 
@@ -68,7 +72,9 @@ def _generated(workload: Workload, seed: int) -> dict[str, Any]:
     for layer, index in zip(workload.layers, workload.indices, strict=True):
         key = (tuple(sorted(layer.to_dict().items(), key=str)), tuple(sorted(dens.items())),
                workload.sparsity, seed, index)
-        if key not in _GENERATED:
+        if key not in _GENERATED and isinstance(layer, Gemm):  # as simulate_network makes a GEMM layer's
+            _GENERATED[key] = make_gemm_tensors(layer, dens, workload.sparsity, layer_seed(seed, index))
+        elif key not in _GENERATED:
             _GENERATED[key] = make_tensors(layer, dens["w"], dens["a"], dens["g"], model=workload.sparsity,
                                            seed=layer_seed(seed, index), density_a_saved=dens.get("a_saved"))
         out[layer.name] = _GENERATED[key]
@@ -84,8 +90,8 @@ def check_passes(arch: ArchSpec, workload: Workload) -> None:
         MappingError: naming the layer, phase and pass count.
     """
     for layer in workload.layers:
-        for phase in workload.phases:
-            _, passes = phase_steps(arch, layer, phase, workload.densities)
+        for phase in workload.phases:  # a GEMM layer as the conv view it is mapped as (what the guard sizes)
+            _, passes = phase_steps(arch, guard_layer(arch, layer), phase, workload.densities)
             if passes > MAX_PASSES:
                 raise MappingError(f"buffers.input_kb {arch.buffers.input_kb}: {layer.name}/{phase} needs about"
                                    f" {passes} stationary passes (limit {MAX_PASSES})")
@@ -122,8 +128,7 @@ def analytic(arch: ArchSpec, workload: Workload, fidelity: str = "fast", seed: i
     dens = workload.densities
     macs = sum(layer.macs for layer in workload.layers) * len(workload.phases)
     nz_macs = macs * dens.get("w", 1.0) * max(dens.get("a", 1.0), dens.get("g", 1.0))
-    bytes_moved = sum(layer.N * layer.C * layer.H * layer.W + layer.K * layer.C * layer.R * layer.S
-                      for layer in workload.layers) * 2.0 * len(workload.phases)
+    bytes_moved = sum(_operand_values(layer) for layer in workload.layers) * 2.0 * len(workload.phases)
     # A toy stand-in for anticipation: fewer RCP slots with ant/oracle, an imbalance term for big arrays.
     waste = {"none": 3.0, "ant": 1.4, "oracle": 1.0}[arch.anticipation.policy]
     imbalance = 1.0 + 0.02 * math.sqrt(pe.n_pes) + 0.1 / max(arch.mapping.output_channel_group, 1)
@@ -136,6 +141,13 @@ def analytic(arch: ArchSpec, workload: Workload, fidelity: str = "fast", seed: i
                        + arch.accumulators.banks * 0.0005)
     return {"time_s": t, "energy_j": energy, "area_mm2": area, "cycles": t * arch.technology.clock_ghz * 1e9,
             "stationary_passes": 1.0}
+
+
+def _operand_values(layer: Layer | Gemm) -> int:
+    """Input and weight values of one phase's operands (the analytic toy model's traffic)."""
+    if isinstance(layer, Gemm):
+        return layer.count * layer.K * layer.N + layer.M * layer.K * (1 if layer.weight_shared else layer.count)
+    return layer.N * layer.C * layer.H * layer.W + layer.K * layer.C * layer.R * layer.S
 
 
 _BUILTIN: dict[str, Evaluator] = {"simulator": simulator, "analytic": analytic}

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from antsim.errors import AntsimError, SpecError
 from antsim.simulate import overall_densities
 from antsim.sparsity.tensors import load_tensors
+from antsim.workloads.gemm import Gemm
 from antsim.workloads.layers import PHASES, Layer, read_layers_csv
 from antsim.workloads.zoo import network
 
@@ -80,9 +81,9 @@ def resolve_workload(spec: SweepSpec) -> Workload:
         tensors, batch = None, w.batch
     if batch is not None:  # given (or a tensors file's): it replaces the layers' own N
         layers = [layer.with_batch(batch) for layer in layers]
-    elif len({layer.N for layer in layers}) > 1:
+    elif len({_batch_of(layer) for layer in layers}) > 1:
         raise SpecError(spec.source, "workload", "the layers differ in N; give workload.batch",
-                        sorted({layer.N for layer in layers}))
+                        sorted({_batch_of(layer) for layer in layers}))
     if tensors is not None:
         _check_tensors(spec, tensors, layers)
     if w.batch_sample and spec.fidelity != "fast":
@@ -90,6 +91,11 @@ def resolve_workload(spec: SweepSpec) -> Workload:
                         w.batch_sample)
     return Workload(tuple(layers), tuple(w.phases), densities, w.sparsity, w.tensors, name,
                     batch_sample=w.batch_sample)
+
+
+def _batch_of(layer: Layer | Gemm) -> int:
+    """A layer's training batch: a conv layer's N, a GEMM layer's ``batch`` (its N is columns)."""
+    return layer.batch if isinstance(layer, Gemm) else layer.N
 
 
 def _load_tensors(spec: SweepSpec) -> dict[str, Any]:

@@ -468,3 +468,21 @@ def test_a_torch_export_with_attention_and_a_depthwise_conv(tmp_path: Path) -> N
                      ("/attn/Gemm", 32, tokens, 32, 1),                   # output projection
                      ("/fc/Gemm", 10, 8, 32, 1)]
     assert [s.reason[:8] for s in network.skipped if s.name == "/dw/Conv"] == ["group=32"]
+
+
+def test_an_attention_network_runs_at_its_batch(tmp_path: Path) -> None:
+    """GEMM rows whose N is tokens (30) or whose batch is in count: the CSV's batch is still 3 for every command."""
+    model = _dynamic_attention(tmp_path / "attn.onnx", heads=4, dim=24)
+    layers_csv = tmp_path / "attn.csv"
+    assert main(["zoo", "--onnx", str(model), "--batch", "3", "--csv", str(layers_csv)]) == 0
+    root = Path(__file__).resolve().parents[2]
+    workload = ["--layers-csv", str(layers_csv), "--no-progress"]
+    assert main(["simulate", "--arch", str(root / "arch_configs" / "ant.yaml"), *workload,
+                 "--out", str(tmp_path / "ant.json")]) == 0
+    assert main(["gpu", "--gpu", "a100", *workload, "--out", str(tmp_path / "a100.json")]) == 0
+    assert main(["compare", str(tmp_path / "ant.json"), str(tmp_path / "a100.json"), "--out",
+                 str(tmp_path / "cmp.json")]) == 0
+    for result in ("ant", "a100"):
+        data = json.loads((tmp_path / f"{result}.json").read_text())
+        assert data["workload"]["batch"] == 3 and {r["layer"] for r in data["records"]} == {"q_proj", "scores",
+                                                                                            "context"}
