@@ -211,21 +211,20 @@ def _draw_tradeoff(info: TradeoffInfo, path: Path) -> None:
 
 def _draw_importance(info: ImportanceInfo, path: Path) -> None:
     n = len(info.objectives)
-    fig = _figure(4.5 * n, 3.8)
+    fig = _figure(4.5 * n, 3.9)
     axes = fig.subplots(1, n, squeeze=False)
+    warnings = sorted({note for note in info.notes if note.startswith("warning:")})
     for ax, name, imp, note in zip(axes[0], info.objectives, info.importances, info.notes, strict=True):
         if imp:
             keys = list(imp)[::-1]
             ax.barh(keys, [imp[k] for k in keys], color="C1" if note else "C0")
             ax.set_xlabel("importance (shares sum to 1)")
-            if note:
-                ax.text(0.98, 0.02, note, ha="right", va="bottom", wrap=True, fontsize=7, color="C3",
-                        transform=ax.transAxes)
         else:
             ax.text(0.5, 0.5, note, ha="center", va="center", wrap=True, fontsize=8, transform=ax.transAxes)
             ax.set_axis_off()
         ax.set_title(f"importance for {_UNITS.get(name, ('', name))[1]}", fontsize=10)
-    fig.suptitle(f"Parameter importance: {info.evaluator}, {info.n_trials} complete trials", fontsize=10)
+    title = f"Parameter importance: {info.evaluator}, {info.n_trials} complete trials"
+    fig.suptitle("\n".join([title, *warnings]), fontsize=10, color="C3" if warnings else "black")
     _finish(fig, path)
 
 

@@ -113,5 +113,6 @@ def test_importance_names_its_evaluator_and_warns_below_the_trial_count(tmp_path
     assert info.importances[0] == pytest.approx(dict(direct))
     figures._draw_importance(info, tmp_path / "i.png")
     (fig,) = captured.figures
-    assert fig._suptitle.get_text() == f"Parameter importance: PED-ANOVA (top 10 % of trials vs all), {complete}" \
-                                       " complete trials"
+    title, warning = fig._suptitle.get_text().split("\n")
+    assert title == f"Parameter importance: PED-ANOVA (top 10 % of trials vs all), {complete} complete trials"
+    assert warning == info.notes[0]
