@@ -89,6 +89,12 @@ def citation_problems(text: str, citing: Path) -> list[str]:
     return problems
 
 
+def undefined_table_sections(text: str) -> list[str]:
+    """The "ref §N" citations of an energy/area table that are not sections of docs/energy_area_reference.md."""
+    known = sections(ROOT / "docs" / "energy_area_reference.md")
+    return sorted({s for s in re.findall(r"\bref §(\d+[a-z]?)", text) if s not in known})
+
+
 def undefined_gpu_tags(text: str) -> list[str]:
     defined = (ROOT / "docs" / "gpu_specs.md").read_text(encoding="utf-8")
     tags = {tag.strip() for group in TAG_GROUP.findall(text) for tag in group.split(",")}
@@ -113,6 +119,16 @@ def test_gpu_spec_source_tags_are_defined_in_the_docs(path: Path) -> None:
     assert undefined_gpu_tags(path.read_text(encoding="utf-8")) == []
 
 
+TABLES = sorted((ROOT / "antsim" / "energy" / "tables").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", TABLES, ids=[p.name for p in TABLES])
+def test_energy_table_ref_sections_exist(path: Path) -> None:
+    text = path.read_text(encoding="utf-8")
+    assert "docs/energy_area_reference.md" in text  # the header names the page its "ref §N" means
+    assert text.count("ref §") > 10 and undefined_table_sections(text) == []
+
+
 def test_the_checker_catches_what_it_is_for(tmp_path: Path) -> None:
     citing = ROOT / "antsim" / "x.py"
     assert citation_problems("see ../shared/data/gpu_specs.md", citing)
@@ -130,3 +146,4 @@ def test_the_checker_catches_what_it_is_for(tmp_path: Path) -> None:
     assert citation_problems("[gone](commands/nothing.md)", ROOT / "docs" / "x.md") == [
         "line 1: link commands/nothing.md is not a file of the repository"]
     assert undefined_gpu_tags("# [C3] and [Hb, N] and [C99]") == ["C99"]
+    assert undefined_table_sections("# 0.8 pJ (ref §1a [I]); 3 (ref §7z)") == ["7z"]
