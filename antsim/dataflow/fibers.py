@@ -193,6 +193,17 @@ def reach_tables(problem: PhaseProblem, tiling: Tiling) -> tuple[np.ndarray, np.
     return out[0], out[1]
 
 
+def _reach_patterns(problem: PhaseProblem, tiling: Tiling) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Distinct row and column reach patterns of the PE grid and the fetch set of each PE
+    (set ``a · n_col_patterns + b`` for row pattern a, column pattern b)."""
+    rows, cols = reach_tables(problem, tiling)
+    row_pat, row_cls = np.unique(rows, axis=0, return_inverse=True)
+    col_pat, col_cls = np.unique(cols, axis=0, return_inverse=True)
+    pe = np.arange(tiling.n_pes)
+    set_of_pe = row_cls.ravel()[pe // tiling.cols] * len(col_pat) + col_cls.ravel()[pe % tiling.cols]
+    return row_pat, col_pat, set_of_pe.astype(np.int64)
+
+
 def _fetch_sets(problem: PhaseProblem, tiling: Tiling, u: np.ndarray, v: np.ndarray
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Streamed non-zeros each fetch set receives under the fetch filter.
@@ -203,9 +214,7 @@ def _fetch_sets(problem: PhaseProblem, tiling: Tiling, u: np.ndarray, v: np.ndar
     Returns:
         (set, element) pairs, set-major with elements in order; the set of each PE; the set count.
     """
-    rows, cols = reach_tables(problem, tiling)
-    row_pat, row_cls = np.unique(rows, axis=0, return_inverse=True)
-    col_pat, col_cls = np.unique(cols, axis=0, return_inverse=True)
+    row_pat, col_pat, set_of_pe = _reach_patterns(problem, tiling)
     sets, elems = [], []
     for a in range(len(row_pat)):
         in_row = np.nonzero(row_pat[a, u])[0]
@@ -213,10 +222,8 @@ def _fetch_sets(problem: PhaseProblem, tiling: Tiling, u: np.ndarray, v: np.ndar
             sel = in_row[col_pat[b, v[in_row]]]
             sets.append(np.full(len(sel), a * len(col_pat) + b))
             elems.append(sel)
-    pe = np.arange(tiling.n_pes)
-    set_of_pe = row_cls.ravel()[pe // tiling.cols] * len(col_pat) + col_cls.ravel()[pe % tiling.cols]
-    return (np.concatenate(sets).astype(np.int64), np.concatenate(elems).astype(np.int64),
-            set_of_pe.astype(np.int64), len(row_pat) * len(col_pat))
+    return (np.concatenate(sets).astype(np.int64), np.concatenate(elems).astype(np.int64), set_of_pe,
+            len(row_pat) * len(col_pat))
 
 
 def _fiber_then_uvk_order(fiber: np.ndarray, uvk: np.ndarray, n_uvk: int) -> np.ndarray | None:
@@ -269,3 +276,41 @@ def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClass
     vectors = pack_vectors(fiber, u[picked], v[picked], ko[picked], nt[picked], values[picked], width)
     return StreamedOperand(vectors, layout, unfiltered.reshape(n_blocks, classes.n_streamed),
                            np.rint(fetched).astype(np.int64))
+
+
+def dense_streamed_fibers(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, width: int,
+                          fetch_filter: bool) -> StreamedOperand:
+    """The streamed operand of a dense design at fiber level, without building its elements.
+
+    A dense design counts every element of ``T`` (Nt, Ct, Ko, U, V) as a non-zero, so a fiber
+    (block, class, fetch set) holds every ``(u, v)`` of its class that reaches its set, for every output
+    channel of its group: its size is a count over the ``U × V`` grid times the group's channels, and its
+    F-vectors number ``ceil(size / width)`` (vectors are runs of consecutive elements of one fiber).
+    That is all the fast dense accounting reads (cells, pair counts, deliveries, DRAM reads); the
+    returned vectors hold no elements, vector boxes or values — the ``exact`` path builds them.
+    """
+    Nt, Ct, Ko, U, V = problem.streamed_shape
+    u, v = (a.ravel() for a in np.meshgrid(np.arange(U), np.arange(V), indexing="ij"))
+    cls = classes.streamed_class(u, v)
+    n_cls = classes.n_streamed
+    if fetch_filter:
+        row_pat, col_pat, set_of_pe = _reach_patterns(problem, tiling)
+        member = (row_pat[:, None, u] & col_pat[None, :, v]).reshape(-1, len(u))  # (set, position)
+    else:
+        member, set_of_pe = np.ones((1, len(u)), bool), np.zeros(tiling.n_pes, np.int64)
+    n_sets = len(member)
+    per_set = np.stack([np.bincount(cls[m], minlength=n_cls) for m in member], axis=1)  # (class, set)
+    group_sizes = np.array([len(range(Ko)[tiling.group_slice(g, Ko)]) for g in range(tiling.n_groups)])
+    per_block_group = np.tile(group_sizes, Nt * Ct)  # block = (nt·Ct + ct)·G + g
+    n_blocks = len(per_block_group)
+    nnz = per_block_group[:, None, None] * per_set[None, :, :]  # (block, class, set)
+    keys = np.flatnonzero(nnz.ravel() > 0).astype(np.int64)  # ((block·n_cls + cls)·n_sets + set), ascending
+    fiber_nnz = nnz.ravel()[keys].astype(np.int64)
+    fiber_nvec = -(-fiber_nnz // width)
+    empty = np.zeros(0, np.int64)
+    vectors = Vectors(keys, np.cumsum(fiber_nvec) - fiber_nvec, fiber_nvec, fiber_nnz, empty, empty,
+                      np.zeros((4, 0), np.int64), empty, empty, empty, empty, np.zeros(0))
+    layout = StreamedLayout(n_blocks, n_cls, n_sets, set_of_pe)
+    unfiltered = per_block_group[:, None] * np.bincount(cls, minlength=n_cls)[None, :]
+    fetched = per_block_group * int(member.any(axis=0).sum())
+    return StreamedOperand(vectors, layout, unfiltered.astype(np.int64), fetched.astype(np.int64))

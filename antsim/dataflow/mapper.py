@@ -39,6 +39,7 @@ from antsim.dataflow.exact import BankMap, run_exact, sampled_conflicts, sampled
 from antsim.dataflow.fibers import (
     StreamedOperand,
     Vectors,
+    dense_streamed_fibers,
     nonzero_mask,
     stationary_counts,
     stationary_vectors,
@@ -199,8 +200,11 @@ def _map_images(arch: ArchSpec, inputs: _MappingInputs, fidelity: str, tiles: Ba
     ideal_dense = dense and arch.mapping.dense_packing == "ideal"
     # An ideal dense engine addresses exactly the streamed values its tile needs, as the fetch filter does.
     fetch_filter = ideal_dense or (arch.anticipation.fetch_filter and policy != "none")
-    streamed = streamed_vectors(problem, tiling, classes, T, dense, pe.F, fetch_filter,
-                                arch.mapping.streamed_order == "channel_inner")
+    if dense and fidelity == "fast":  # every element counts: the fibers' sizes are closed forms
+        streamed = dense_streamed_fibers(problem, tiling, classes, pe.F, fetch_filter)
+    else:
+        streamed = streamed_vectors(problem, tiling, classes, T, dense, pe.F, fetch_filter,
+                                    arch.mapping.streamed_order == "channel_inner")
     cells = make_cells(problem, tiling, classes, stat, streamed)
     n_slots = tiling.n_chunks * tiling.n_pes
     output = None
