@@ -28,6 +28,11 @@ SHARED = re.compile(r"(?:\.\./|/work/|/path/to/)shared\b|\bshared/data/|\bDESIGN
 MD_CITE = re.compile(r"(?P<path>(?:[\w.-]+/)*[\w.-]+\.md)(?:\s*\(?\s*§\s*(?P<section>\d+(?:\.\d+)*[a-z]?)(?!\.?\w))?")
 # A relative Markdown link: [text](target.md#anchor).
 MD_LINK = re.compile(r"\]\((?P<target>[^)#\s]+\.md)(?:#[^)]*)?\)")
+# A cited repository file: a path under a top-level folder with a file suffix ("antsim/spec/encoding.py").
+REPO_PATH = re.compile(r"(?<![\w/.-])((?:docs|antsim|arch_configs|sweeps|scripts|tests)/[\w./-]*\w"
+                       r"\.(?:py|yaml|yml|csv|md|sh|json|npz|toml))\b")
+# A line about another project's repository: its paths are that repository's, not ours.
+OTHER_REPO = re.compile(r"GitHub `[\w.-]+/[\w.-]+`|github\.com/")
 # Pages that once lived in the shared folder: a bare mention of one must resolve to the docs/ rewrite.
 FORMERLY_SHARED = ("energy_area_reference.md", "gpu_specs.md")
 # A heading that carries a section number: "## 1.3 Outer-product …", "### 1e. Off-chip DRAM …".
@@ -82,11 +87,17 @@ def citation_problems(text: str, citing: Path) -> list[str]:
                 problems.append(f"line {number}: {cited} is not a file of the repository")
             elif section is not None and section not in sections(doc):
                 problems.append(f"line {number}: {cited} has no section §{section}")
+        if not OTHER_REPO.search(line):
+            for match in REPO_PATH.finditer(line):
+                cited = match.group(1)
+                if not any(ch in cited for ch in "*<>{}") and "NAME" not in cited and not (
+                        (ROOT / cited).exists() or (citing.parent / cited).exists()):
+                    problems.append(f"line {number}: {cited} is not a file of the repository")
         for match in MD_LINK.finditer(line):
             target = match.group("target")
             if "://" not in target and not (citing.parent / target).resolve().is_file():
                 problems.append(f"line {number}: link {target} is not a file of the repository")
-    return problems
+    return list(dict.fromkeys(problems))  # one line per problem even when two rules see it
 
 
 def undefined_table_sections(text: str) -> list[str]:
@@ -138,6 +149,9 @@ def test_the_checker_catches_what_it_is_for(tmp_path: Path) -> None:
         "line 1: docs/no_such_page.md is not a file of the repository"]
     assert citation_problems("tests/data/nothing/README.md and report.md", citing) == [
         "line 1: tests/data/nothing/README.md is not a file of the repository"]
+    assert citation_problems("as in antsim/sim/nothing.py", citing) == [
+        "line 1: antsim/sim/nothing.py is not a file of the repository"]
+    assert citation_problems("GitHub `owner/repo`, `scripts/their_tool.py`; antsim/spec/encoding.py", citing) == []
     assert citation_problems("docs/sources.md §9.9", citing) == ["line 1: docs/sources.md has no section §9.9"]
     good = "docs/sources.md §1.3, docs/energy_area_reference.md §2c, gpu_specs.md (§4.5)"
     assert citation_problems(good, citing) == []
