@@ -44,6 +44,8 @@ from antsim.workloads.layers import PHASES
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
 # NeuSight's harness: CUDA events around a Python torch.nn.Conv2d call, so the dispatch time lands in
 # each interval (neusight/README.md: 0.1–0.3 ms on rows under ~0.3 ms) [fitted per fold with --loo].
+# It cannot exceed the fastest call measured on any of its machines: 38 A100 rows of the full NeuSight
+# file take under 100 µs, the fastest 59 µs (kernels included), so the grid stops at 60 µs.
 NEUSIGHT_HOST_US = 60.0
 
 
@@ -73,7 +75,7 @@ RUNS: tuple[Run, ...] = (
     Run("neusight/neusight_conv_fwd_P4.csv", "p4", "fp32", "cudnn8", "timed", "neusight"),
 )
 # Candidate values of the fitted constants for leave-one-GPU-out (around the defaults).
-FIT_GRID = {"winograd_efficiency": (0.5, 0.6, 0.65, 0.7, 0.8), "host_us": (20.0, 40.0, 60.0, 80.0, 100.0)}
+FIT_GRID = {"winograd_efficiency": (0.5, 0.6, 0.65, 0.7, 0.8), "host_us": (20.0, 40.0, 60.0)}
 
 
 def run_rows(run: Run, cal: Calibration = CALIBRATION, host_us: float = NEUSIGHT_HOST_US,

@@ -35,7 +35,6 @@ from antsim.gpu.tiles import (
     SIMT_WGRAD_TILES,
     WINOGRAD_FUSED_TILES,
     Tile,
-    architecture,
     ctas_per_sm,
     sgemm_tiles,
     tensor_tiles,
@@ -201,7 +200,10 @@ def _sm_macs_per_s(gpu: GpuSpec, g: Gemm, precision: str, tile: Tile, together: 
     rate = gpu.peak(precision) / 2 / gpu.sms * (cal.tensor_efficiency if tensor else cal.simt_efficiency)
     if _structured(gpu, g, precision):
         rate *= STRUCTURED_MATH_SPEEDUP
-    rate *= min(1.0, together * tile.threads / 32 / (cal.warps_per_scheduler * warp_schedulers(gpu)))
+    # Latency hiding scales with the FP32 lanes to keep busy: ``warps_per_scheduler`` warps per 32 lanes
+    # (one Pascal scheduler's worth; a Volta+ scheduler feeds 16 lanes, so an FFMA holds it two cycles
+    # and half as many warps hide the same latency).
+    rate *= min(1.0, together * tile.threads / 32 / (cal.warps_per_scheduler * gpu.fp32_lanes_per_sm / 32))
     if g.algorithm.startswith("winograd"):
         rate *= cal.winograd_efficiency
     gather = _gather_ops_per_mac(g, tile, cal)
@@ -221,11 +223,6 @@ def _sm_macs_per_s(gpu: GpuSpec, g: Gemm, precision: str, tile: Tile, together: 
 INT32_LANES_PER_SM = 64
 
 
-def warp_schedulers(gpu: GpuSpec) -> float:
-    """Warp schedulers per SM: 4 on Maxwell, GP10x and every tensor-core generation (Volta … Hopper:
-    four processing blocks of 16 FP32 lanes each, or 32 on Hopper); GP100 has 2 for its 64 FP32 lanes.
-    Below Volta, one per 32 FP32 lanes (NVIDIA's Pascal GP100 whitepaper; Maxwell/GP104 tuning guides)."""
-    return 4.0 if architecture(gpu) in ("volta", "turing", "ampere", "hopper") else gpu.fp32_lanes_per_sm / 32
 
 
 def _gather_ops_per_mac(g: Gemm, tile: Tile, cal: Calibration) -> float:
