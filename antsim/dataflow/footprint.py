@@ -10,7 +10,7 @@ outputs, halo, outputs per chunk).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -228,3 +228,30 @@ def fast_footprint(problem: PhaseProblem, tiling: Tiling, S_mask: np.ndarray, T_
             return plane_footprint_dense(problem, tiling, S_mask, T_mask)
         return plane_footprint_sparse(problem, tiling, S_mask, T_mask)
     return tap_footprint(problem, tiling, S_mask, T_mask, tile_of_image)
+
+
+def dense_footprint(problem: PhaseProblem, tiling: Tiling, tile_of_image: np.ndarray | None = None) -> Footprint:
+    """``fast_footprint`` of all-ones masks (a dense design), from a one-channel problem.
+
+    With every element a non-zero, a phase's footprint is geometry times channel counts: per slot, the
+    valid pairs are the stationary channels × the group's output channels × the one-channel count of
+    linked positions; the distinct outputs a PE holds (and its halo, and the outputs written) are the
+    group's channels × the one-channel count for fprop/dgrad, and also × the stationary channels for
+    wgrad, whose outputs (dW) are indexed by both. Tested equal to the mask correlation of all-ones masks.
+    """
+    N, Cs, Ys, Xs = problem.stationary_shape
+    Nt, _, Ko, U, V = problem.streamed_shape
+    one = replace(problem, stationary_shape=(N, 1, Ys, Xs), streamed_shape=(Nt, 1, 1, U, V),
+                  output_shape=(problem.output_shape[0] if problem.output_is_plane else 1, 1,
+                                *problem.output_shape[2:]))
+    base = fast_footprint(one, replace(tiling, kc=1, n_groups=1), np.ones(one.stationary_shape, bool),
+                          np.ones(one.streamed_shape, bool), tile_of_image)
+    npe, G = tiling.n_pes, tiling.n_groups
+    per_group = np.array([len(range(Ko)[tiling.group_slice(g, Ko)]) for g in range(G)], dtype=np.int64)
+    held_scale = per_group * (1 if problem.output_is_plane else Cs)
+
+    def per_slot(values: np.ndarray, scale: np.ndarray) -> np.ndarray:
+        return (values.reshape(N, 1, npe) * scale[None, :, None]).ravel()
+
+    return Footprint(per_slot(base.valid_products, per_group * Cs), per_slot(base.partial_outputs, held_scale),
+                     per_slot(base.halo_outputs, held_scale), (base.output_values.reshape(N, 1) * held_scale).ravel())

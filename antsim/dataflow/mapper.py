@@ -45,7 +45,7 @@ from antsim.dataflow.fibers import (
     stationary_vectors,
     streamed_vectors,
 )
-from antsim.dataflow.footprint import Footprint, fast_footprint, tap_footprint
+from antsim.dataflow.footprint import Footprint, dense_footprint, fast_footprint, tap_footprint
 from antsim.dataflow.output_partition import OutputPartition, partition_wgrad
 from antsim.dataflow.pairing import Cells, make_cells
 from antsim.dataflow.reuse import FOOTPRINTS, array_digest
@@ -148,8 +148,12 @@ def _map_sampled(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fid
 
 
 def _footprint(problem: PhaseProblem, tiling: Tiling, S_mask: np.ndarray, T_mask: np.ndarray,
-               tiles: BatchTiles) -> Footprint:
-    """``fast_footprint`` through the stage cache (it reads only what its key holds)."""
+               tiles: BatchTiles, dense: bool = False) -> Footprint:
+    """``fast_footprint`` through the stage cache (it reads only what its key holds); a dense design's
+    (all-ones masks) from the one-channel closed form."""
+    if dense:
+        key: tuple = ("dense", problem, tiling, array_digest(tiles.tile_of_image))
+        return FOOTPRINTS.get(key, lambda: dense_footprint(problem, tiling, tiles.tile_of_image))
     key = (problem, tiling, array_digest(S_mask), array_digest(T_mask), array_digest(tiles.tile_of_image))
     return FOOTPRINTS.get(key, lambda: fast_footprint(problem, tiling, S_mask, T_mask, tiles.tile_of_image))
 
@@ -217,7 +221,7 @@ def _map_images(arch: ArchSpec, inputs: _MappingInputs, fidelity: str, tiles: Ba
             held = tap_footprint(problem, tiling, S_mask, T_mask, tiles.tile_of_image)
             footprint = replace(held, valid_products=footprint.valid_products)
     else:
-        footprint = _footprint(problem, tiling, S_mask, T_mask, tiles)
+        footprint = _footprint(problem, tiling, S_mask, T_mask, tiles, dense)
     counts = count_pairs(policy, problem, cells, stat, streamed.vectors, n_slots)
     if policy == "oracle" or ideal_dense:
         counts = oracle_counts(counts.candidate_pairs, footprint.valid_products, pe.F, pe.I)

@@ -1,4 +1,4 @@
-"""The dense design's fiber-level streamed operand equals the element-level one on its fiber fields."""
+"""A dense design's closed forms (fiber-level streamed operand, footprint) equal the general element-level path."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from antsim.dataflow.fibers import dense_streamed_fibers, streamed_vectors
+from antsim.dataflow.footprint import dense_footprint, fast_footprint
 from antsim.dataflow.tiling import make_tiling, stride_classes
 from antsim.phases import phase_problem
 from antsim.sparsity.generators import make_tensors
@@ -37,3 +38,19 @@ def test_fiber_sizes_match_the_element_level_vectors(layer, phase, fetch_filter,
     np.testing.assert_array_equal(closed.layout.set_of_pe, reference.layout.set_of_pe)
     assert (closed.layout.n_blocks, closed.layout.n_classes, closed.layout.n_sets) == (
         reference.layout.n_blocks, reference.layout.n_classes, reference.layout.n_sets)
+
+
+@pytest.mark.parametrize("layer", LAYERS, ids=lambda layer: layer.name)
+@pytest.mark.parametrize("phase", PHASES)
+@pytest.mark.parametrize("grid,kc,tiles", [((2, 2), 4, None), ((3, 2), 3, [0, 0]), ((1, 4), 16, [0, 1])])
+def test_dense_footprint_equals_the_mask_correlation_of_all_ones(layer, phase, grid, kc, tiles):
+    layer = layer.with_batch(2)
+    problem = phase_problem(layer, phase)
+    tiling = make_tiling(problem, grid[0], grid[1], kc)
+    tile_of_image = None if tiles is None else np.array(tiles)
+    S = np.ones(problem.stationary_shape, bool)
+    T = np.ones(problem.streamed_shape, bool)
+    reference = fast_footprint(problem, tiling, S, T, tile_of_image)
+    closed = dense_footprint(problem, tiling, tile_of_image)
+    for name in ("valid_products", "partial_outputs", "halo_outputs", "output_values"):
+        np.testing.assert_array_equal(getattr(closed, name), getattr(reference, name), err_msg=name)
