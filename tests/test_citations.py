@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 # What ships and cites: the package (code, energy tables, GPU specs), configs, sweeps, scripts, tests, docs.
-SCANNED = ("antsim", "arch_configs", "sweeps", "scripts", "tests", "docs", "README.md")
+SCANNED = ("antsim", "arch_configs", "sweeps", "scripts", "tests", "docs", "README.md", "BENCHMARKS.md")
 # Top-level folders a citation of a repository file starts with (other paths name files of other projects).
 REPO_DIRS = ("docs", "antsim", "arch_configs", "sweeps", "scripts", "tests")
 SUFFIXES = {".py", ".yaml", ".yml", ".md", ".sh", ".toml", ".cfg", ".txt"}
