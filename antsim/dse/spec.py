@@ -32,7 +32,7 @@ METRICS: dict[str, str] = {
     "edp": "energy-delay product (J·s)",
     "power_w": "average power, energy / time (W)",
     "cycles": "accelerator cycles",
-    "rcp_fraction": "redundant Cartesian products / all products formed",
+    "rcp_fraction": "redundant Cartesian products the design multiplies / products it multiplies",
     "stationary_passes": "most passes any (layer, phase) needs for its stationary operand to fit the input "
                          "buffer (buffer feasibility: constrain to max 1)",
     "accumulator_restreams": "most extra streamings any (layer, phase) needs on accumulator overflow",
