@@ -65,6 +65,8 @@ class Gemm:
             (channels not a multiple of the MMA width; fused Winograd).
         transform_ops: FP instructions per staged A element and per staged B element that the
             main loop spends transforming operands on the fly (fused Winograd).
+        output_ops: FP instructions per accumulator the kernel spends after its reduction on the SIMT
+            lanes (fused Winograd's output transform), i.e. ``output_ops / K`` per MAC.
         side: Memory-bound kernels the formulation runs besides the GEMM (transforms).
         workspace: Device workspace the formulation needs (elements: transformed tensors).
         algo: The library's name for it (cuDNN ``IMPLICIT_PRECOMP_GEMM``, ``WINOGRAD_NONFUSED``, …).
@@ -87,6 +89,7 @@ class Gemm:
     batch: int = 1
     simt_only: bool = False
     transform_ops: tuple[float, float] = (0.0, 0.0)
+    output_ops: float = 0.0
     side: tuple[SideKernel, ...] = ()
     workspace: float = 0.0
     algo: str = ""

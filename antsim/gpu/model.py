@@ -232,7 +232,7 @@ def _gather_ops_per_mac(g: Gemm, tile: Tile, cal: Calibration) -> float:
     elements come in groups of ``gather_reuse`` columns (the R·S taps of one input pixel, at most
     the tile's n) that share one address computation.
     """
-    transform = g.transform_ops[0] / tile.n + g.transform_ops[1] / tile.m
+    transform = g.transform_ops[0] / tile.n + g.transform_ops[1] / tile.m + g.output_ops / g.K
     if not g.gathered:  # explicit GEMM on transformed tensors: plain strided loads
         return transform
     if g.phase != "wgrad":

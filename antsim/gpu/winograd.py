@@ -35,6 +35,9 @@ from antsim.workloads.layers import Layer
 # transform, 12 of them per 36 elements = 4 per element.
 FUSED_INPUT_OPS = 2.0
 FUSED_FILTER_OPS = 2.6
+# Its output transform Aᵀ m A (α² = 16 accumulators → 2×2 outputs per tile and output channel): 6
+# one-dimensional 4→2 transforms of 4 adds = 24 ops per 16 accumulators, run in-kernel by the fused form.
+FUSED_OUTPUT_OPS = 1.5
 NONFUSED_TRANSFORM_OPS = 4.0
 FUSED_TILE = 2  # output tile m of the fused kernel: F(2×2, 3×3)
 NONFUSED_ALPHA = 6  # α of the non-fused kernels: F(4×4, 3×3) and F(2×2, 5×5)
@@ -81,7 +84,7 @@ def winograd_gemm(layer: Layer, phase: str, fused: bool) -> Gemm:
         a_raw, b_raw = inputs[0][1], inputs[1][1]
         return Gemm(big_m, big_n, big_k, a_raw, b_raw, output[2], layer.macs, "winograd_fused", phase,
                     batch=alpha2, simt_only=True, transform_ops=(FUSED_INPUT_OPS, FUSED_FILTER_OPS),
-                    algo="WINOGRAD")
+                    output_ops=FUSED_OUTPUT_OPS, algo="WINOGRAD")
     side = tuple(SideKernel(name, read + written, NONFUSED_TRANSFORM_OPS * written) for name, read, written in inputs)
     side += (SideKernel(output[0], output[1] + output[2], NONFUSED_TRANSFORM_OPS * output[1]),)
     return Gemm(big_m, big_n, big_k, inputs[0][2], inputs[1][2], output[1], layer.macs, "winograd_nonfused",
