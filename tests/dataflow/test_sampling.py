@@ -52,10 +52,10 @@ def test_identical_images_are_estimated_exactly(config, phase):
 @pytest.mark.parametrize("phase", PHASES)
 def test_a_dense_design_maps_one_image_for_the_batch_exactly(config, phase):
     arch = load_arch(f"arch_configs/{config}.yaml")
-    tensors = make_tensors(LAYER, 0.2, 0.5, 0.1, seed=4)  # different images: a dense design ignores values
-    every_image = map_phase(arch, LAYER, phase, tensors, fidelity="exact")  # exact maps each image
+    tensors = make_tensors(SMALL, 0.2, 0.5, 0.1, seed=4)  # different images: a dense design ignores values
+    every_image = map_phase(arch, SMALL, phase, tensors, fidelity="exact")  # exact maps each image
     for k in (0, 2):
-        fast = map_phase(arch, LAYER, phase, tensors, batch_sample=k)
+        fast = map_phase(arch, SMALL, phase, tensors, batch_sample=k)
         assert "batch_sample" not in fast.tiling and any("mapped on one image" in n for n in fast.notes)
         for name in (*PER_PE_FIELDS, *PER_CHUNK_FIELDS, "stationary_values", "stationary_resident"):
             np.testing.assert_array_equal(getattr(fast, name), getattr(every_image, name), err_msg=name)
