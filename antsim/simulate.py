@@ -196,8 +196,9 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[s
             ``(index, layer)`` iterable (``antsim.progress``).
         params: Timing parameters not in the arch spec.
         workload: Extra keys echoed in the result's workload (``network``, ``tensors`` file, ``batch``…).
-        batch_sample: ``fast`` only: per layer, map this many of the batch's images and estimate the
-            others (``antsim.dataflow.sampling``); echoed in the workload when it was used. 0 = all.
+        batch_sample: ``fast`` only: per conv layer, map this many of the batch's images and estimate
+            the others (``antsim.dataflow.sampling``; GEMM layers are mapped whole); echoed in the
+            workload when a layer was estimated. 0 = all.
 
     Returns:
         A ``NetworkResult`` (backend ``accelerator``), records layer-major then phase.
@@ -239,7 +240,7 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[s
         "sparsity": None if tensors is not None else sparsity, "tensors": None, "seed": int(seed),
         "fidelity": fidelity, **dict(workload or {}),
     }
-    if layers and 0 < batch_sample < max(layer.N for layer in layers):
+    if any("batch_sample" in record.details for record in records):  # only where a layer was estimated
         echo["batch_sample"] = int(batch_sample)
     return NetworkResult(design=arch.name, backend="accelerator", records=tuple(records),
                          spec=arch.to_dict(), workload=echo, area_mm2=design_area_mm2(arch),

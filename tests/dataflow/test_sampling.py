@@ -118,3 +118,17 @@ def test_every_phasework_field_is_considered():
     carried = {"layer_name", "phase", "n_pes", "stationary_operand", "streamed_operand", "needs_reduction",
                "products", "output", "tiling", "notes", "stationary_values", "stationary_resident"}
     assert {f.name for f in fields(PhaseWork)} == set(PER_PE_FIELDS) | set(PER_CHUNK_FIELDS) | carried
+
+
+def test_the_result_echoes_the_sample_only_where_it_was_used():
+    from antsim.simulate import simulate_network
+
+    arch = load_arch("arch_configs/scnn.yaml")
+    densities = {"w": 0.3, "a": 0.3, "g": 0.3}
+    sampled = simulate_network(arch, [SMALL], densities=densities, batch_sample=2)
+    assert sampled.workload["batch_sample"] == 2
+    assert all(r.details["batch_sample"] == 2 for r in sampled.records)
+    whole = simulate_network(arch, [SMALL], densities=densities, batch_sample=SMALL.N)  # no image left out
+    assert "batch_sample" not in whole.workload and all("batch_sample" not in r.details for r in whole.records)
+    dense = simulate_network(load_arch("arch_configs/dense.yaml"), [SMALL], densities=densities, batch_sample=2)
+    assert "batch_sample" not in dense.workload  # a dense design's batch is exact: nothing was estimated
