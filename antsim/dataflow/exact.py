@@ -2,11 +2,8 @@
 
 Products are expanded with numpy, their output coordinates computed from the operands'
 coordinates (``DimMap.output``), valid ones scatter-added into the phase output, and accumulator
-bank conflicts counted exactly. Bank hash (``accumulators.bank_hash``): a valid product goes to bank
-``bank_of(region_index)``, where ``region_index`` is its linear index in the PE's accumulator
-region — ``(ko − g·Kc, o1 − y0, o2 − x0)`` over the PE's reachable output window (fprop/dgrad) or
-``(ko − g·Kc, ch, r, s)`` (wgrad) — ``mod``: the index mod banks; ``xor``: the XOR of the index's
-log2(banks)-bit slices. Invalid products never reach a bank. A pair takes ``max(1, largest bank
+bank conflicts counted exactly: a valid product goes to the bank its accumulator entry hashes to
+(``antsim.dataflow.banks``); invalid products never reach a bank. A pair takes ``max(1, largest bank
 load)`` cycles, so it adds ``max(1, maxload) − 1`` conflict cycles. Oracle packs each (chunk, PE)'s valid products, in
 enumeration order, into groups of F·I and applies the same rule per group.
 """
@@ -18,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from antsim.dataflow.anticipation import screen
+from antsim.dataflow.banks import BankMap
 from antsim.dataflow.fibers import Vectors
 from antsim.dataflow.footprint import Footprint
 from antsim.dataflow.pairing import Cells, PairBatch, iter_pairs
@@ -44,47 +42,6 @@ class _Products:
     out: np.ndarray
     bank: np.ndarray
     pair: np.ndarray
-
-
-def bank_of(region: np.ndarray, banks: int, bank_hash: str) -> np.ndarray:
-    """Accumulator bank of each region index: ``mod`` (index mod banks) or ``xor`` (XOR of the index's
-    log2(banks)-bit slices; banks a power of two). Within an aligned run of ``banks`` consecutive
-    indices both are bijections; ``xor`` also spreads indices that differ by a multiple of ``banks``."""
-    region = np.asarray(region, dtype=np.int64)
-    if bank_hash == "mod" or banks == 1:
-        return region % banks
-    bits = banks.bit_length() - 1
-    bank = np.zeros_like(region)
-    rest = region.copy()
-    while rest.any():
-        bank ^= rest & (banks - 1)
-        rest >>= bits
-    return bank
-
-
-@dataclass(frozen=True)
-class BankMap:
-    """How a PE's accumulator entries map to its banks (``accumulators.banks`` / ``bank_hash``; ``slices``
-    = F for the ``sliced`` hash)."""
-
-    banks: int
-    hash: str = "mod"
-    slices: int = 1
-
-    def bank(self, k_local: np.ndarray, entry: np.ndarray, per_channel: int) -> np.ndarray:
-        """Bank of the entry ``entry`` of local output channel ``k_local`` (``per_channel`` entries each)."""
-        if self.hash == "sliced":
-            return sliced_bank(k_local, entry, self.banks, self.slices)
-        return bank_of(np.asarray(k_local) * per_channel + entry, self.banks, self.hash)
-
-
-def sliced_bank(k_local: np.ndarray, entry: np.ndarray, banks: int, slices: int) -> np.ndarray:
-    """``sliced`` hash: the banks form ``slices`` (= F) groups, one per output channel mod F, and an
-    entry's position within its channel picks the bank of its group (mod banks/F). The F output
-    channels of a streamed vector then never share a bank, and neither do the I outputs of a
-    stationary vector that lie within banks/F consecutive entries of one channel."""
-    per_slice = banks // slices
-    return (np.asarray(k_local) % slices) * per_slice + np.asarray(entry) % per_slice
 
 
 def _windows(problem: PhaseProblem, tiling: Tiling) -> tuple[np.ndarray, np.ndarray, int, int]:

@@ -33,9 +33,10 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from antsim.dataflow.anticipation import POLICIES, PairCounts, count_pairs, oracle_counts
+from antsim.dataflow.banks import BankMap
 from antsim.dataflow.batching import BatchTiles, batch_tiled, choose_tile_size
 from antsim.dataflow.drift import lockstep_pairs
-from antsim.dataflow.exact import BankMap, run_exact, sampled_conflicts, sampled_oracle_conflicts
+from antsim.dataflow.exact import run_exact, sampled_conflicts, sampled_oracle_conflicts
 from antsim.dataflow.fibers import (
     StreamedOperand,
     Vectors,

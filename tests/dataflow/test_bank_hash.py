@@ -7,7 +7,7 @@ import pytest
 from dataflow_helpers import random_tensors, small_arch
 
 from antsim.dataflow import map_phase
-from antsim.dataflow.exact import bank_of, sliced_bank
+from antsim.dataflow.banks import bank_of, sliced_bank
 from antsim.errors import SpecError
 from antsim.simulate import simulate_layer
 from antsim.spec.arch import arch_from_dict

@@ -78,7 +78,7 @@ def test_fast_conflicts_are_exact_when_every_pair_fits_the_sample(policy: str) -
 
 
 def _banks(arch):  # type: ignore[no-untyped-def]
-    from antsim.dataflow.exact import BankMap
+    from antsim.dataflow.banks import BankMap
 
     return BankMap(arch.accumulators.banks, arch.accumulators.bank_hash, arch.pe_array.F)
 
