@@ -18,20 +18,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from antsim.dataflow.context import MappingContext
 from antsim.dataflow.fibers import Vectors
-from antsim.dataflow.pairing import Cells, PairBatch, iter_pairs
+from antsim.dataflow.pairing import PairBatch, iter_pairs
 from antsim.phases import PhaseProblem
 
 POLICIES = ("none", "ant", "oracle")
 
 
-def screen(problem: PhaseProblem, stat: Vectors, streamed: Vectors, pairs: PairBatch) -> np.ndarray:
+def screen(problem: PhaseProblem, stationary: Vectors, streamed: Vectors, pairs: PairBatch) -> np.ndarray:
     """True for pairs the ANT unit issues (their reachable output box meets the valid window)."""
     ok = np.ones(len(pairs.f), bool)
     for d, dim in enumerate(problem.dims):
-        o_lo, o_hi = dim.reach(stat.box[2 * d, pairs.i], stat.box[2 * d + 1, pairs.i],
-                               streamed.box[2 * d, pairs.f], streamed.box[2 * d + 1, pairs.f])
-        ok &= o_lo <= o_hi
+        out_lo, out_hi = dim.reach(stationary.box[2 * d, pairs.i], stationary.box[2 * d + 1, pairs.i],
+                                   streamed.box[2 * d, pairs.f], streamed.box[2 * d + 1, pairs.f])
+        ok &= out_lo <= out_hi
     return ok
 
 
@@ -51,25 +52,26 @@ def _bincount(slot: np.ndarray, weights: np.ndarray | None, n_slots: int) -> np.
     return np.rint(out).astype(np.int64)
 
 
-def count_pairs(policy: str, problem: PhaseProblem, cells: Cells, stat: Vectors, streamed: Vectors,
-                n_slots: int) -> PairCounts:
+def count_pairs(context: MappingContext, policy: str) -> PairCounts:
     """Candidate/issued pairs, issued products and stationary reads per slot for ``none`` and ``ant``
     (exact at vector level; ``oracle`` is finished by ``oracle_counts`` once valid products are known)."""
+    cells, n_slots = context.cells, context.n_slots
     candidate = _bincount(cells.slot, cells.n_pairs, n_slots)
     if policy != "ant":
         return PairCounts(candidate, candidate, _bincount(cells.slot, cells.nnz_s * cells.nnz_t, n_slots),
                           _bincount(cells.slot, cells.n_f * cells.nnz_s, n_slots), cells.n_pairs.copy())
+    stationary, streamed = context.stationary, context.streamed_vectors
     per_cell = np.zeros(len(cells.slot), np.int64)
     pairs = np.zeros(n_slots, np.int64)
     products = np.zeros(n_slots, np.int64)
     reads = np.zeros(n_slots, np.int64)
     for batch in iter_pairs(cells):
-        mask = screen(problem, stat, streamed, batch)
-        slot = cells.slot[batch.cell[mask]]
-        size_i = stat.vec_size[batch.i[mask]]
+        issued = screen(context.problem, stationary, streamed, batch)
+        slot = cells.slot[batch.cell[issued]]
+        size_i = stationary.vec_size[batch.i[issued]]
         pairs += _bincount(slot, None, n_slots)
-        per_cell += _bincount(batch.cell[mask], None, len(per_cell))
-        products += _bincount(slot, size_i * streamed.vec_size[batch.f[mask]], n_slots)
+        per_cell += _bincount(batch.cell[issued], None, len(per_cell))
+        products += _bincount(slot, size_i * streamed.vec_size[batch.f[issued]], n_slots)
         reads += _bincount(slot, size_i, n_slots)
     return PairCounts(candidate, pairs, products, reads, per_cell)
 

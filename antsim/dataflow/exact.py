@@ -10,19 +10,30 @@ enumeration order, into groups of F·I and applies the same rule per group.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
 from antsim.dataflow.anticipation import screen
-from antsim.dataflow.banks import BankMap
+from antsim.dataflow.context import MappingContext
 from antsim.dataflow.fibers import Vectors
 from antsim.dataflow.footprint import Footprint
 from antsim.dataflow.pairing import Cells, PairBatch, iter_pairs
 from antsim.dataflow.tiling import Tiling
 from antsim.phases import PhaseProblem
 
-_EXACT_PAIRS = 1 << 15  # pairs per expansion batch (bounds memory: products ≤ batch · F · I)
+# Pairs per expansion batch of the exact path. It bounds memory, not results (batches only cut the
+# enumeration): a batch expands to ≤ 2^15 · F·I products (524,288 at F = I = 4), each carried through
+# ~10 int64/float64 temporaries — some 40 MB per batch, small next to the operands of a large layer.
+_EXACT_PAIRS = 1 << 15
+
+# Candidate pairs the fast path hashes to banks per (layer, phase): below it every pair is taken and the
+# fast conflicts equal exact's (tests/dataflow/test_rcp.py); above it a systematic 1-in-step sample.
+# 2^15 keeps sampling to ~0.1 s a phase; measured error of the sampled estimates: +9 % on a 1-in-6 scnn
+# wgrad and +0.4–1.5 % on a sampled oracle layer (BENCHMARKS.md, "Fast vs exact").
+_CONFLICT_SAMPLE_PAIRS = 1 << 15
 
 
 @dataclass(frozen=True)
@@ -32,6 +43,13 @@ class ExactResult:
     output: np.ndarray
     footprint: Footprint
     conflict_cycles: np.ndarray
+
+
+class ConflictEstimate(NamedTuple):
+    """Bank-conflict cycles per slot and the sampling step they came from (1: every pair, exact)."""
+
+    cycles: np.ndarray
+    sample_step: int
 
 
 @dataclass
@@ -49,65 +67,69 @@ def _windows(problem: PhaseProblem, tiling: Tiling) -> tuple[np.ndarray, np.ndar
     U, V = problem.streamed_shape[3:]
     y_lo, y_hi = tiling.row_extents()
     x_lo, x_hi = tiling.col_extents()
-    o1_lo, o1_hi = problem.dims[0].reach(y_lo, y_hi, np.zeros_like(y_lo), np.full_like(y_lo, U - 1))
-    o2_lo, o2_hi = problem.dims[1].reach(x_lo, x_hi, np.zeros_like(x_lo), np.full_like(x_lo, V - 1))
-    win_h = int(max(1, (o1_hi - o1_lo + 1).max()))
-    win_w = int(max(1, (o2_hi - o2_lo + 1).max()))
-    origin_y = np.repeat(o1_lo, tiling.cols)
-    origin_x = np.tile(o2_lo, tiling.rows)
+    row_lo, row_hi = problem.dims[0].reach(y_lo, y_hi, np.zeros_like(y_lo), np.full_like(y_lo, U - 1))
+    col_lo, col_hi = problem.dims[1].reach(x_lo, x_hi, np.zeros_like(x_lo), np.full_like(x_lo, V - 1))
+    win_h = int(max(1, (row_hi - row_lo + 1).max()))
+    win_w = int(max(1, (col_hi - col_lo + 1).max()))
+    origin_y = np.repeat(row_lo, tiling.cols)
+    origin_x = np.tile(col_lo, tiling.rows)
     return origin_y, origin_x, win_h, win_w
 
 
-def _expand_products(cells: Cells, stat: Vectors, streamed: Vectors, cell: np.ndarray, f: np.ndarray,
-                     i: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(pair index, stationary element, streamed element) of every product of the given pairs."""
-    size_f, size_i = streamed.vec_size[f], stat.vec_size[i]
+def _expand_products(stationary: Vectors, streamed: Vectors, pairs: PairBatch
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(pair index, stationary element, streamed element) of every product of ``pairs``."""
+    size_f, size_i = streamed.vec_size[pairs.f], stationary.vec_size[pairs.i]
     count = size_f * size_i
-    pair = np.repeat(np.arange(len(f)), count)
+    pair = np.repeat(np.arange(len(pairs.f)), count)
     local = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
-    a, b = np.divmod(local, size_i[pair])
-    return pair, stat.vec_start[i][pair] + b, streamed.vec_start[f][pair] + a
+    along_f, along_i = np.divmod(local, size_i[pair])
+    return pair, stationary.vec_start[pairs.i][pair] + along_i, streamed.vec_start[pairs.f][pair] + along_f
 
 
 class _Enumerator:
-    """Holds the per-phase constants the product enumeration needs."""
+    """Enumerates the valid products of pair batches of one mapping (and scatters them into its output)."""
 
-    def __init__(self, problem: PhaseProblem, tiling: Tiling, banks: BankMap, scatter: bool = True) -> None:
-        self.problem, self.tiling, self.banks, self.scatter = problem, tiling, banks, scatter
-        self.O1, self.O2 = problem.output_shape[2:]
+    def __init__(self, context: MappingContext, scatter: bool = True) -> None:
+        problem = context.problem
+        self.context, self.scatter = context, scatter
+        self.out_rows, self.out_cols = problem.output_shape[2:]
         self.out_size = int(np.prod(problem.output_shape))
         self.output = np.zeros(self.out_size if scatter else 0)
-        self.windows = _windows(problem, tiling) if problem.output_is_plane else None
+        self.windows = _windows(problem, context.tiling) if problem.output_is_plane else None
 
-    def batch(self, cells: Cells, stat: Vectors, streamed: Vectors, cell: np.ndarray, f: np.ndarray,
-              i: np.ndarray, pair_base: int) -> _Products:
-        """Scatter the valid products of pairs (cell, f, i) into the output; return their bookkeeping."""
-        pair, se, te = _expand_products(cells, stat, streamed, cell, f, i)
-        o1, ok1 = self.problem.dims[0].output(stat.sp1[se], streamed.sp1[te])
-        o2, ok2 = self.problem.dims[1].output(stat.sp2[se], streamed.sp2[te])
-        ok = ok1 & ok2
-        pair, se, te, o1, o2 = pair[ok], se[ok], te[ok], o1[ok], o2[ok]
-        ko = streamed.chan[te]
-        lead = stat.image[se] if self.problem.output_is_plane else ko
-        second = ko if self.problem.output_is_plane else stat.chan[se]
-        out = ((lead * self.problem.output_shape[1] + second) * self.O1 + o1) * self.O2 + o2
+    def batch(self, pairs: PairBatch, pair_base: int) -> _Products:
+        """Scatter the valid products of ``pairs`` into the output; return their bookkeeping."""
+        problem, stationary, streamed = self.context.problem, self.context.stationary, self.context.streamed_vectors
+        pair, s_elem, t_elem = _expand_products(stationary, streamed, pairs)
+        out_row, row_ok = problem.dims[0].output(stationary.sp1[s_elem], streamed.sp1[t_elem])
+        out_col, col_ok = problem.dims[1].output(stationary.sp2[s_elem], streamed.sp2[t_elem])
+        ok = row_ok & col_ok
+        pair, s_elem, t_elem, out_row, out_col = pair[ok], s_elem[ok], t_elem[ok], out_row[ok], out_col[ok]
+        out_channel = streamed.chan[t_elem]
+        lead = stationary.image[s_elem] if problem.output_is_plane else out_channel
+        second = out_channel if problem.output_is_plane else stationary.chan[s_elem]
+        out = ((lead * problem.output_shape[1] + second) * self.out_rows + out_row) * self.out_cols + out_col
         if self.scatter:
-            self.output += np.bincount(out, weights=stat.value[se] * streamed.value[te], minlength=self.out_size)
-        slot = cells.slot[cell[pair]]
-        return _Products(slot, out, self._bank(slot, ko, stat.chan[se], o1, o2), pair + pair_base)
+            weights = stationary.value[s_elem] * streamed.value[t_elem]
+            self.output += np.bincount(out, weights=weights, minlength=self.out_size)
+        slot = self.context.cells.slot[pairs.cell[pair]]
+        bank = self._bank(slot, out_channel, stationary.chan[s_elem], out_row, out_col)
+        return _Products(slot, out, bank, pair + pair_base)
 
-    def _bank(self, slot: np.ndarray, ko: np.ndarray, ch: np.ndarray, o1: np.ndarray, o2: np.ndarray
-              ) -> np.ndarray:
-        k_local = ko % self.tiling.kc
+    def _bank(self, slot: np.ndarray, out_channel: np.ndarray, channel: np.ndarray, out_row: np.ndarray,
+              out_col: np.ndarray) -> np.ndarray:
+        tiling = self.context.tiling
+        k_local = out_channel % tiling.kc
         if self.windows is None:
-            entry = (ch * self.O1 + o1) * self.O2 + o2
-            per_channel = self.problem.output_shape[1] * self.O1 * self.O2
+            entry = (channel * self.out_rows + out_row) * self.out_cols + out_col
+            per_channel = self.context.problem.output_shape[1] * self.out_rows * self.out_cols
         else:
             origin_y, origin_x, win_h, win_w = self.windows
-            pe = slot % self.tiling.n_pes
-            entry = (o1 - origin_y[pe]) * win_w + (o2 - origin_x[pe])
+            pe = slot % tiling.n_pes
+            entry = (out_row - origin_y[pe]) * win_w + (out_col - origin_x[pe])
             per_channel = win_h * win_w
-        return self.banks.bank(k_local, entry, per_channel)
+        return self.context.banks.bank(k_local, entry, per_channel)
 
 
 def _max_load_extra(group: np.ndarray, bank: np.ndarray, banks: int, n_groups: int) -> np.ndarray:
@@ -121,154 +143,154 @@ def _max_load_extra(group: np.ndarray, bank: np.ndarray, banks: int, n_groups: i
     return np.maximum(worst - 1, 0)
 
 
-def run_exact(policy: str, problem: PhaseProblem, tiling: Tiling, cells: Cells, stat: Vectors,
-              streamed: Vectors, banks: BankMap, group_size: int) -> ExactResult:
-    """Enumerate products of the issued pairs (all candidate pairs for ``oracle``).
-
-    Args:
-        banks: the PE's accumulator banks and hash. group_size: F·I (oracle packing).
-    """
-    n_slots = tiling.n_chunks * tiling.n_pes
-    enum = _Enumerator(problem, tiling, banks)
+def run_exact(context: MappingContext, policy: str) -> ExactResult:
+    """Enumerate the products of the issued pairs (all candidate pairs for ``oracle``, which then packs
+    each slot's valid products into groups of F·I)."""
+    n_slots, banks = context.n_slots, context.banks.banks
+    enumerator = _Enumerator(context)
     conflicts = np.zeros(n_slots, np.int64)
     kept: list[_Products] = []
     pair_base = 0
-    screen_policy = "ant" if policy == "ant" else "none"
-    for batch, mask in _batches(screen_policy, problem, cells, stat, streamed):
-        cell, f, i = batch.cell[mask], batch.f[mask], batch.i[mask]
-        prods = enum.batch(cells, stat, streamed, cell, f, i, pair_base)
+    for pairs in _issued_batches(context, screened=policy == "ant"):
+        products = enumerator.batch(pairs, pair_base)
         if policy != "oracle":
-            extra = _max_load_extra(prods.pair - pair_base, prods.bank, banks.banks, len(f))
-            conflicts += np.bincount(cells.slot[cell], weights=extra, minlength=n_slots).astype(np.int64)
-        pair_base += len(f)
-        kept.append(prods)
-    allp = _Products(*(np.concatenate([getattr(p, a) for p in kept]) if kept else np.zeros(0, np.int64)
-                       for a in ("slot", "out", "bank", "pair")))
+            extra = _max_load_extra(products.pair - pair_base, products.bank, banks, len(pairs.f))
+            conflicts += np.bincount(context.cells.slot[pairs.cell], weights=extra,
+                                     minlength=n_slots).astype(np.int64)
+        pair_base += len(pairs.f)
+        kept.append(products)
+    every = _Products(*(np.concatenate([getattr(p, a) for p in kept]) if kept else np.zeros(0, np.int64)
+                        for a in ("slot", "out", "bank", "pair")))
     if policy == "oracle":
-        conflicts = _oracle_conflicts(allp, banks.banks, group_size, n_slots)
-    footprint = _footprint(problem, tiling, allp, n_slots)
-    return ExactResult(enum.output.reshape(problem.output_shape), footprint, conflicts)
+        conflicts = _oracle_conflicts(every, banks, context.group_size, n_slots)
+    footprint = _footprint(context, every)
+    return ExactResult(enumerator.output.reshape(context.problem.output_shape), footprint, conflicts)
 
 
-_PRIOR_PAIRS = 16.0  # weight (in sampled pairs) of the phase-wide conflict rate in each slot's estimate
+# Pseudo-count of the shrinkage: a slot's sampled conflict rate is averaged with the phase-wide rate as if
+# the phase had contributed 16 sampled pairs (or packed groups) to it, so a slot with few sampled pairs
+# does not read 0 or a multiple of the step. [choice] One slot's worth of a typical sample at F·I = 16;
+# tests/dataflow/test_rcp.py checks the shrunk per-PE error is below the raw sample's.
+_PRIOR_PAIRS = 16.0
 
 
-def sampled_conflicts(policy: str, problem: PhaseProblem, tiling: Tiling, cells: Cells, stat: Vectors,
-                      streamed: Vectors, banks: BankMap, budget: int = 1 << 15,
-                      issued_pairs: np.ndarray | None = None) -> tuple[np.ndarray, int]:
-    """Bank-conflict cycles per slot from a systematic 1-in-m sample of the candidate pairs.
-
-    ``m = ceil(candidates / budget)``; every pair is taken when m = 1, which makes the result exact.
-    Each sampled issued pair's products are enumerated and hashed as in ``run_exact``. With m > 1 a
-    slot's cycles are its issued pairs (``issued_pairs``, exact) times its sampled conflict rate shrunk
-    toward the phase-wide rate (weight ``_PRIOR_PAIRS`` pairs), which keeps slots with few sampled
-    pairs from reading 0 or a multiple of m; without ``issued_pairs`` the sample is scaled by m.
-
-    Returns:
-        (conflict cycles per slot, m).
-    """
+def _pairs_at(cells: Cells, picks: np.ndarray) -> PairBatch:
+    """The candidate pairs at global indices ``picks`` (cell order, then F-vector, then I-vector)."""
     counts = cells.n_pairs
-    n_slots = tiling.n_chunks * tiling.n_pes
-    total = int(counts.sum())
-    m = max(1, -(-total // budget))
-    picks = np.arange(m // 2, total, m, dtype=np.int64)
     ends = np.cumsum(counts)
     cell = np.searchsorted(ends, picks, side="right")
     f_local, i_local = np.divmod(picks - (ends[cell] - counts[cell]), np.maximum(cells.n_i[cell], 1))
-    batch = PairBatch(cell, cells.f0[cell] + f_local, cells.i0[cell] + i_local)
-    if policy == "ant":
-        keep = screen(problem, stat, streamed, batch)
-        batch = PairBatch(batch.cell[keep], batch.f[keep], batch.i[keep])
-    prods = _Enumerator(problem, tiling, banks, scatter=False).batch(cells, stat, streamed, batch.cell, batch.f,
-                                                                     batch.i, 0)
-    extra = _max_load_extra(prods.pair, prods.bank, banks.banks, len(batch.f))
-    slot = cells.slot[batch.cell]
-    extra_sum = np.bincount(slot, weights=extra, minlength=n_slots)
-    if m == 1 or issued_pairs is None:
-        return np.rint(extra_sum * m).astype(np.int64), m
-    sampled = np.bincount(slot, minlength=n_slots)
-    pooled = extra_sum.sum() / max(1, len(slot))
+    return PairBatch(cell, cells.f0[cell] + f_local, cells.i0[cell] + i_local)
+
+
+def _shrunk(extra_sum: np.ndarray, sample_slot: np.ndarray, n_slots: int, issued_pairs: np.ndarray) -> np.ndarray:
+    """Per slot: its issued pairs times its sampled conflicts per sample (``sample_slot``: the slot of each
+    sampled pair or group) shrunk toward the phase-wide rate with weight ``_PRIOR_PAIRS``."""
+    sampled = np.bincount(sample_slot, minlength=n_slots)
+    pooled = extra_sum.sum() / max(1, len(sample_slot))
     rate = (extra_sum + _PRIOR_PAIRS * pooled) / (sampled + _PRIOR_PAIRS)
-    return np.rint(rate * issued_pairs).astype(np.int64), m
+    return np.rint(rate * issued_pairs).astype(np.int64)
 
 
-_ORACLE_RUN = 64  # consecutive candidate pairs per sampled run (oracle packs valid products across pairs)
+def sampled_conflicts(context: MappingContext, policy: str, budget: int = _CONFLICT_SAMPLE_PAIRS,
+                      issued_pairs: np.ndarray | None = None) -> ConflictEstimate:
+    """Bank-conflict cycles per slot from a systematic 1-in-step sample of the candidate pairs.
+
+    ``step = ceil(candidates / budget)``; every pair is taken when the step is 1, which makes the result
+    exact. Each sampled issued pair's products are enumerated and hashed as in ``run_exact``. With a step
+    above 1 a slot's cycles are its issued pairs (``issued_pairs``, exact) times its sampled conflict rate
+    shrunk toward the phase-wide rate (weight ``_PRIOR_PAIRS`` pairs), which keeps slots with few sampled
+    pairs from reading 0 or a multiple of the step; without ``issued_pairs`` the sample is scaled by the step.
+    """
+    cells, n_slots = context.cells, context.n_slots
+    total = int(cells.n_pairs.sum())
+    sample_step = max(1, -(-total // budget))
+    pairs = _pairs_at(cells, np.arange(sample_step // 2, total, sample_step, dtype=np.int64))
+    if policy == "ant":
+        keep = screen(context.problem, context.stationary, context.streamed_vectors, pairs)
+        pairs = PairBatch(pairs.cell[keep], pairs.f[keep], pairs.i[keep])
+    products = _Enumerator(context, scatter=False).batch(pairs, 0)
+    extra = _max_load_extra(products.pair, products.bank, context.banks.banks, len(pairs.f))
+    slot = cells.slot[pairs.cell]
+    extra_sum = np.bincount(slot, weights=extra, minlength=n_slots)
+    if sample_step == 1 or issued_pairs is None:
+        return ConflictEstimate(np.rint(extra_sum * sample_step).astype(np.int64), sample_step)
+    return ConflictEstimate(_shrunk(extra_sum, slot, n_slots, issued_pairs), sample_step)
+
+
+# Consecutive candidate pairs per sampled oracle run. The oracle packs valid products across pairs, so a
+# run must be long enough for its packed groups to look like exact's: a run's first and last groups are
+# cut (only full groups count), and with 64 pairs of up to F·I products each those are a few of the run's
+# groups. [choice] Measured result: within +0.4–1.5 % of exact (BENCHMARKS.md, "Fast vs exact").
+_ORACLE_RUN = 64
 
 
 def _sample_picks(total: int, budget: int, run: int) -> tuple[np.ndarray, np.ndarray, int]:
     """Global candidate-pair indices of a systematic sample of runs of ``run`` consecutive pairs.
 
-    Returns (pair indices, run id of each, m) with m = ceil(total / budget); every pair (one run) when
-    m = 1.
+    Returns (pair indices, run id of each, step) with step = ceil(total / budget); every pair (one run)
+    when the step is 1.
     """
-    m = max(1, -(-total // budget))
-    if m == 1:
+    sample_step = max(1, -(-total // budget))
+    if sample_step == 1:
         return np.arange(total, dtype=np.int64), np.zeros(total, np.int64), 1
-    stride = m * run
+    stride = sample_step * run
     starts = np.arange((stride - run) // 2, total, stride, dtype=np.int64)
     picks = (starts[:, None] + np.arange(run, dtype=np.int64)[None, :]).ravel()
     run_id = np.repeat(np.arange(len(starts), dtype=np.int64), run)
     keep = picks < total
-    return picks[keep], run_id[keep], m
+    return picks[keep], run_id[keep], sample_step
 
 
-def sampled_oracle_conflicts(problem: PhaseProblem, tiling: Tiling, cells: Cells, stat: Vectors,
-                             streamed: Vectors, banks: BankMap, group_size: int, issued_pairs: np.ndarray,
-                             budget: int = 1 << 15, run: int = _ORACLE_RUN,
-                             valid_products: np.ndarray | None = None) -> tuple[np.ndarray, int]:
+def sampled_oracle_conflicts(context: MappingContext, issued_pairs: np.ndarray,
+                             budget: int = _CONFLICT_SAMPLE_PAIRS, run: int = _ORACLE_RUN,
+                             valid_products: np.ndarray | None = None) -> ConflictEstimate:
     """Oracle bank-conflict cycles per slot from systematic runs of consecutive candidate pairs.
 
-    The oracle packs a slot's valid products, in enumeration order, into groups of ``group_size``
-    (F·I) — ``_oracle_conflicts``. Here the candidate pairs of ``m = ceil(candidates / budget)``
-    -spaced runs of ``run`` consecutive pairs are enumerated (valid products hashed as in
-    ``run_exact``) and each (run, slot) segment's valid products are packed the same way. With m = 1
-    the single run is every pair, so the result equals ``run_exact``'s. With m > 1 only full groups
-    count (a run's trailing partial group is an artefact of the cut); a slot's cycles are its packed
-    pairs (``issued_pairs`` = ceil(valid / F·I)) times its sampled conflicts per group shrunk toward
-    the phase-wide rate (weight ``_PRIOR_PAIRS`` groups). Where ``exact`` puts a group boundary inside a
+    The oracle packs a slot's valid products, in enumeration order, into groups of F·I
+    (``_oracle_conflicts``). Here the candidate pairs of ``step = ceil(candidates / budget)``-spaced runs
+    of ``run`` consecutive pairs are enumerated (valid products hashed as in ``run_exact``) and each
+    (run, slot) segment's valid products are packed the same way. With step 1 the single run is every
+    pair, so the result equals ``run_exact``'s. With a step above 1 only full groups count (a run's
+    trailing partial group is an artefact of the cut); a slot's cycles are its packed pairs
+    (``issued_pairs`` = ceil(valid / F·I)) times its sampled conflicts per group shrunk toward the
+    phase-wide rate (weight ``_PRIOR_PAIRS`` groups). Where ``exact`` puts a group boundary inside a
     segment depends on how many valid products the slot packed before it: with ``valid_products`` (per
     slot) that count is estimated as the slot's candidate pairs before the segment times its valid
     products per candidate pair — exact for dense operands (every pair a full group: no boundary falls
     inside a pair) — else a seeded random phase.
-
-    Returns:
-        (conflict cycles per slot, m).
     """
-    n_slots = tiling.n_chunks * tiling.n_pes
-    counts = cells.n_pairs
-    picks, run_id, m = _sample_picks(int(counts.sum()), budget, run)
-    ends = np.cumsum(counts)
-    cell = np.searchsorted(ends, picks, side="right")
-    f_local, i_local = np.divmod(picks - (ends[cell] - counts[cell]), np.maximum(cells.n_i[cell], 1))
-    batch = PairBatch(cell, cells.f0[cell] + f_local, cells.i0[cell] + i_local)
+    n_slots, group_size = context.n_slots, context.group_size
+    picks, run_id, sample_step = _sample_picks(int(context.cells.n_pairs.sum()), budget, run)
+    pairs = _pairs_at(context.cells, picks)
     # The ANT screen is conservative: pairs it drops hold no valid product, so dropping them first
     # leaves the valid products and their order unchanged.
-    keep = screen(problem, stat, streamed, batch)
-    prods = _Enumerator(problem, tiling, banks, scatter=False).batch(
-        cells, stat, streamed, batch.cell[keep], batch.f[keep], batch.i[keep], 0)
-    segment = run_id[keep][prods.pair] * n_slots + prods.slot
+    keep = screen(context.problem, context.stationary, context.streamed_vectors, pairs)
+    kept = PairBatch(pairs.cell[keep], pairs.f[keep], pairs.i[keep])
+    products = _Enumerator(context, scatter=False).batch(kept, 0)
+    segment = run_id[keep][products.pair] * n_slots + products.slot
     order = np.argsort(segment, kind="stable")
-    segment, bank = segment[order], prods.bank[order]
+    segment, bank = segment[order], products.bank[order]
     first = np.searchsorted(segment, segment, side="left")
     position = np.arange(len(segment)) - first
-    if m > 1:
+    if sample_step > 1:
         before = None if valid_products is None else _valid_before(
-            cells, picks[keep][prods.pair][order], cell[keep][prods.pair][order], segment, n_slots, valid_products)
+            context.cells, picks[keep][products.pair][order], kept.cell[products.pair][order], segment, n_slots,
+            valid_products)
         position, full = _phase_shift(segment, first, position, group_size, before)
         segment, bank, position = segment[full], bank[full], position[full]
     in_group = position // group_size
     group_key, group = np.unique(segment * (len(segment) + 1) + in_group, return_inverse=True)
-    extra = _max_load_extra(group, bank, banks.banks, len(group_key))
+    extra = _max_load_extra(group, bank, context.banks.banks, len(group_key))
     group_slot = (group_key // (len(segment) + 1)) % n_slots
     extra_sum = np.bincount(group_slot, weights=extra, minlength=n_slots)
-    if m == 1:
-        return np.rint(extra_sum).astype(np.int64), 1
-    sampled = np.bincount(group_slot, minlength=n_slots)
-    pooled = extra_sum.sum() / max(1, len(group_slot))
-    rate = (extra_sum + _PRIOR_PAIRS * pooled) / (sampled + _PRIOR_PAIRS)
-    return np.rint(rate * issued_pairs).astype(np.int64), m
+    if sample_step == 1:
+        return ConflictEstimate(np.rint(extra_sum).astype(np.int64), 1)
+    return ConflictEstimate(_shrunk(extra_sum, group_slot, n_slots, issued_pairs), sample_step)
 
 
+# Seed of the random group phase used when a segment's preceding valid products are unknown. [choice] Any
+# fixed value: it only makes the estimate reproducible run to run.
 _PHASE_SEED = 20240601
 
 
@@ -304,7 +326,7 @@ def _phase_shift(segment: np.ndarray, first: np.ndarray, position: np.ndarray, g
     the segment start would make groups hold products of one cell more often than they do — measured
     ~5 % fewer conflicts on a 128→128 32×32 fprop).
     """
-    keys, start_of_key = np.unique(segment, return_index=True)
+    keys = np.unique(segment)
     if before is None:
         phase = np.random.default_rng(_PHASE_SEED).integers(0, group_size, len(keys))
     else:
@@ -316,15 +338,19 @@ def _phase_shift(segment: np.ndarray, first: np.ndarray, position: np.ndarray, g
     return shifted, full
 
 
-def _batches(policy: str, problem: PhaseProblem, cells: Cells, stat: Vectors, streamed: Vectors):
-    for batch in iter_pairs(cells, _EXACT_PAIRS):
-        mask = screen(problem, stat, streamed, batch) if policy == "ant" else np.ones(len(batch.f), bool)
-        yield batch, mask
+def _issued_batches(context: MappingContext, screened: bool) -> Iterator[PairBatch]:
+    """The candidate pairs in batches of ≤ ~``_EXACT_PAIRS``, less those the ANT screen drops when ``screened``."""
+    for pairs in iter_pairs(context.cells, _EXACT_PAIRS):
+        if screened:
+            keep = screen(context.problem, context.stationary, context.streamed_vectors, pairs)
+            pairs = PairBatch(pairs.cell[keep], pairs.f[keep], pairs.i[keep])
+        yield pairs
 
 
-def _oracle_conflicts(p: _Products, banks: int, group_size: int, n_slots: int) -> np.ndarray:
-    order = np.argsort(p.slot, kind="stable")
-    slot, bank = p.slot[order], p.bank[order]
+def _oracle_conflicts(products: _Products, banks: int, group_size: int, n_slots: int) -> np.ndarray:
+    """Per slot, the conflict cycles of its valid products packed in enumeration order into groups of F·I."""
+    order = np.argsort(products.slot, kind="stable")
+    slot, bank = products.slot[order], products.bank[order]
     first = np.searchsorted(slot, slot, side="left")
     group_in_slot = (np.arange(len(slot)) - first) // group_size
     group_key, group = np.unique(slot * (len(slot) + 1) + group_in_slot, return_inverse=True)
@@ -332,23 +358,26 @@ def _oracle_conflicts(p: _Products, banks: int, group_size: int, n_slots: int) -
     return np.bincount(group_key // (len(slot) + 1), weights=extra, minlength=n_slots).astype(np.int64)
 
 
-def _footprint(problem: PhaseProblem, tiling: Tiling, p: _Products, n_slots: int) -> Footprint:
-    npe = tiling.n_pes
-    valid = np.bincount(p.slot, minlength=n_slots).astype(np.int64)
+def _footprint(context: MappingContext, products: _Products) -> Footprint:
+    """Valid products, distinct held and halo outputs per slot and outputs written per chunk, counted
+    from the enumerated valid products."""
+    problem, tiling, n_slots = context.problem, context.tiling, context.n_slots
+    n_pes = tiling.n_pes
+    valid = np.bincount(products.slot, minlength=n_slots).astype(np.int64)
     size = int(np.prod(problem.output_shape))
-    distinct = np.unique(p.slot * size + p.out)
-    d_slot, d_out = np.divmod(distinct, size)
-    partial = np.bincount(d_slot, minlength=n_slots).astype(np.int64)
+    distinct = np.unique(products.slot * size + products.out)
+    held_slot, held_out = np.divmod(distinct, size)
+    partial = np.bincount(held_slot, minlength=n_slots).astype(np.int64)
     if problem.output_is_plane:
         O1, O2 = problem.output_shape[2:]
-        o = d_out % (O1 * O2)
-        halo_mask = tiling.pe_of_output().ravel()[o] != d_slot % npe
-        halo = np.bincount(d_slot[halo_mask], minlength=n_slots).astype(np.int64)
+        position = held_out % (O1 * O2)
+        halo_mask = tiling.pe_of_output().ravel()[position] != held_slot % n_pes
+        halo = np.bincount(held_slot[halo_mask], minlength=n_slots).astype(np.int64)
     else:
         halo = np.zeros(n_slots, np.int64)
-    chunks = np.unique((d_slot // npe) * size + d_out) // size
+    chunks = np.unique((held_slot // n_pes) * size + held_out) // size
     out_values = np.bincount(chunks, minlength=tiling.n_chunks).astype(np.int64)
     return Footprint(valid, partial, halo, out_values)
 
 
-__all__ = ["ExactResult", "run_exact", "sampled_conflicts", "sampled_oracle_conflicts"]
+__all__ = ["ConflictEstimate", "ExactResult", "run_exact", "sampled_conflicts", "sampled_oracle_conflicts"]

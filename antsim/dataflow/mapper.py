@@ -35,8 +35,9 @@ import numpy as np
 from antsim.dataflow.anticipation import POLICIES, PairCounts, count_pairs, oracle_counts
 from antsim.dataflow.banks import BankMap
 from antsim.dataflow.batching import BatchTiles, batch_tiled, choose_tile_size
+from antsim.dataflow.context import MappingContext
 from antsim.dataflow.drift import lockstep_pairs
-from antsim.dataflow.exact import run_exact, sampled_conflicts, sampled_oracle_conflicts
+from antsim.dataflow.exact import ConflictEstimate, run_exact, sampled_conflicts, sampled_oracle_conflicts
 from antsim.dataflow.fibers import (
     StreamedOperand,
     Vectors,
@@ -47,8 +48,9 @@ from antsim.dataflow.fibers import (
     streamed_vectors,
 )
 from antsim.dataflow.footprint import Footprint, dense_footprint, fast_footprint, tap_footprint
+from antsim.dataflow.options import MappingOptions
 from antsim.dataflow.output_partition import OutputPartition, partition_wgrad
-from antsim.dataflow.pairing import Cells, make_cells
+from antsim.dataflow.pairing import make_cells
 from antsim.dataflow.reuse import FOOTPRINTS, array_digest
 from antsim.dataflow.sampling import ImageSample, check_batch_sample, expand_images, plan_sample, select_images
 from antsim.dataflow.tiling import StrideClasses, Tiling, make_tiling, stride_classes
@@ -88,20 +90,21 @@ def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fideli
         raise MappingError(f"anticipation.policy must be one of {', '.join(POLICIES)}; got {policy!r}")
     check_batch_sample(batch_sample, fidelity)
     tensors.check_shapes(layer)
-    if 0 < batch_sample < layer.N and arch.sparsity_support:
-        work, tiles, per_image = _map_sampled(arch, layer, phase, tensors, fidelity, batch_sample)
-    elif not arch.sparsity_support and layer.N > 1 and fidelity == "fast":
-        work, tiles, per_image = _map_dense_batch(arch, layer, phase, tensors)
+    options = MappingOptions.from_arch(arch, fidelity)
+    if 0 < batch_sample < layer.N and not options.dense:
+        work, tiles, per_image = _map_sampled(arch, options, layer, phase, tensors, batch_sample)
+    elif options.dense and layer.N > 1 and fidelity == "fast":
+        work, tiles, per_image = _map_dense_batch(arch, options, layer, phase, tensors)
     else:
         inputs = _MappingInputs.build(arch, layer, phase, tensors)
         per_image = inputs.per_image
         tiles = BatchTiles(inputs.tile_size(arch, per_image), layer.N)
-        work = _map_images(arch, inputs, fidelity, tiles)
+        work = _map_images(arch, options, inputs, tiles)
     streamed_per_image = phase_problem(layer, phase).streamed_shape[0] > 1
     return batch_tiled(work, tiles, work.tiling["groups"], per_image, streamed_per_image=streamed_per_image)
 
 
-def _map_dense_batch(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors
+def _map_dense_batch(arch: ArchSpec, options: MappingOptions, layer: Layer, phase: str, tensors: Tensors
                      ) -> tuple[PhaseWork, BatchTiles, np.ndarray]:
     """A dense design's image-major work for the batch: it counts every element as a non-zero, so every
     image's work is the same — mapped on one image and repeated (exact; tested against the full batch)."""
@@ -110,14 +113,14 @@ def _map_dense_batch(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors
     tiles = BatchTiles(inputs.tile_size(arch, per_image), layer.N)
     same = ImageSample(np.arange(1), np.zeros(layer.N, np.int64), np.ones(layer.N), np.ones(layer.N),
                        float(layer.N))
-    work = expand_images(_map_images(arch, inputs, "fast", BatchTiles(1, 1)), tiles, same, per_image, None)
+    work = expand_images(_map_images(arch, options, inputs, BatchTiles(1, 1)), tiles, same, per_image, None)
     tiling = {k: v for k, v in work.tiling.items() if k not in ("batch_sample", "sampled_images")}
     notes = (*work.notes[:-1], "dense design: every image's work is the same (every element counts), mapped on"
              " one image and repeated for the batch")
     return replace(work, layer_name=layer.name, tiling=tiling, notes=notes), tiles, per_image
 
 
-def _map_sampled(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fidelity: str,
+def _map_sampled(arch: ArchSpec, options: MappingOptions, layer: Layer, phase: str, tensors: Tensors,
                  batch_sample: int) -> tuple[PhaseWork, BatchTiles, np.ndarray]:
     """Image-major work of the batch estimated from ``batch_sample`` images (``antsim.dataflow.sampling``),
     its batch tiles and the exact (N, n_pes) stationary values per image."""
@@ -125,8 +128,8 @@ def _map_sampled(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fid
     pe = arch.pe_array
     tiling = make_tiling(problem, pe.rows, pe.cols, arch.mapping.output_channel_group)
     classes = stride_classes(problem, arch.mapping.stride_phases)
-    S = problem.stationary(tensors)
-    per_image = stationary_counts(tiling, classes, S)
+    stationary_tensor = problem.stationary(tensors)
+    per_image = stationary_counts(tiling, classes, stationary_tensor)
     streamed_nnz = None
     if problem.streamed_shape[0] > 1:
         streamed_nnz = np.count_nonzero(problem.streamed(tensors).reshape(layer.N, -1), axis=1)
@@ -134,13 +137,14 @@ def _map_sampled(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fid
     inputs = _MappingInputs.build(arch, layer.with_batch(len(sample.images)), phase,
                                   select_images(tensors, sample.images))
     tiles = BatchTiles(inputs.tile_size(arch, per_image), layer.N)
-    work = _map_images(arch, inputs, fidelity, BatchTiles(min(tiles.size, len(sample.images)), len(sample.images)))
+    sample_tiles = BatchTiles(min(tiles.size, len(sample.images)), len(sample.images))
+    work = _map_images(arch, options, inputs, sample_tiles)
     held = None
     if problem.needs_reduction:  # a tile's held dW entries are the union over all its images: count them
-        held = _footprint(problem, tiling, nonzero_mask(S, False), nonzero_mask(problem.streamed(tensors), False),
-                          tiles)
+        held = _footprint(problem, tiling, nonzero_mask(stationary_tensor, False),
+                          nonzero_mask(problem.streamed(tensors), False), tiles)
     work = expand_images(work, tiles, sample, per_image, held)
-    if arch.anticipation.policy == "oracle" and held is not None:  # the oracle issues exactly the valid products
+    if options.policy == "oracle" and held is not None:  # the oracle issues exactly the valid products
         counts = oracle_counts(work.candidate_pairs.ravel(), work.valid_products.ravel(), pe.F, pe.I)
         work = replace(work, issued_pairs=_per_slot(tiling, counts.issued_pairs),
                        issued_products=_per_slot(tiling, counts.issued_products),
@@ -148,29 +152,32 @@ def _map_sampled(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fid
     return replace(work, layer_name=layer.name), tiles, per_image
 
 
-def _footprint(problem: PhaseProblem, tiling: Tiling, S_mask: np.ndarray, T_mask: np.ndarray,
+def _footprint(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.ndarray, streamed_mask: np.ndarray,
                tiles: BatchTiles, dense: bool = False) -> Footprint:
     """``fast_footprint`` through the stage cache (it reads only what its key holds); a dense design's
     (all-ones masks) from the one-channel closed form."""
     if dense:
         key: tuple = ("dense", problem, tiling, array_digest(tiles.tile_of_image))
         return FOOTPRINTS.get(key, lambda: dense_footprint(problem, tiling, tiles.tile_of_image))
-    key = (problem, tiling, array_digest(S_mask), array_digest(T_mask), array_digest(tiles.tile_of_image))
-    return FOOTPRINTS.get(key, lambda: fast_footprint(problem, tiling, S_mask, T_mask, tiles.tile_of_image))
+    key = (problem, tiling, array_digest(stationary_mask), array_digest(streamed_mask),
+           array_digest(tiles.tile_of_image))
+    return FOOTPRINTS.get(key, lambda: fast_footprint(problem, tiling, stationary_mask, streamed_mask,
+                                                      tiles.tile_of_image))
 
 
 @dataclass(frozen=True)
 class _MappingInputs:
     """What every part of the mapping of one (layer, phase) reads: problem, tiling, stride classes,
-    operands and stationary vectors, the dense-wgrad output partition, and per-image stationary counts."""
+    operand tensors and stationary vectors, the dense-wgrad output partition, and per-image stationary
+    counts."""
 
     layer: Layer
     problem: PhaseProblem
     tiling: Tiling
     classes: StrideClasses
-    stationary: np.ndarray
-    streamed: np.ndarray
-    stat: Vectors
+    stationary_tensor: np.ndarray
+    streamed_tensor: np.ndarray
+    stationary_vectors: Vectors
     partition: OutputPartition | None
     per_image: np.ndarray
 
@@ -181,74 +188,95 @@ class _MappingInputs:
         tiling = make_tiling(problem, pe.rows, pe.cols, arch.mapping.output_channel_group)
         classes = stride_classes(problem, arch.mapping.stride_phases)
         dense = not arch.sparsity_support
-        S, T = problem.stationary(tensors), problem.streamed(tensors)
-        stat = stationary_vectors(problem, tiling, classes, S, dense, pe.I)
+        stationary_tensor, streamed_tensor = problem.stationary(tensors), problem.streamed(tensors)
+        vectors = stationary_vectors(problem, tiling, classes, stationary_tensor, dense, pe.I)
         partition = partition_wgrad(layer, tiling, pe.F, pe.I) if _output_partition(arch, phase) else None
-        per_image = _stationary_per_image(tiling, stat) if partition is None else partition.stationary_per_image
-        return cls(layer, problem, tiling, classes, S, T, stat, partition, per_image)
+        per_image = _stationary_per_image(tiling, vectors) if partition is None else partition.stationary_per_image
+        return cls(layer, problem, tiling, classes, stationary_tensor, streamed_tensor, vectors, partition, per_image)
 
     def tile_size(self, arch: ArchSpec, per_image: np.ndarray) -> int:
         """Images per batch tile for ``per_image`` (N, n_pes) stationary values (``choose_tile_size``)."""
-        capacity = _input_capacity(arch, self.stationary, not arch.sparsity_support)
+        capacity = _input_capacity(arch, self.stationary_tensor, not arch.sparsity_support)
         return choose_tile_size(arch.mapping.batch_tile, per_image, capacity)
 
 
-def _map_images(arch: ArchSpec, inputs: _MappingInputs, fidelity: str, tiles: BatchTiles) -> PhaseWork:
+@dataclass(frozen=True)
+class _Measured:
+    """The counts a mapping measured: pairs (``count_pairs`` / ``oracle_counts``), the output footprint,
+    the bank-conflict estimate and the functional output (``exact`` only)."""
+
+    counts: PairCounts
+    footprint: Footprint
+    conflicts: ConflictEstimate
+    output: np.ndarray | None
+
+
+def _map_images(arch: ArchSpec, options: MappingOptions, inputs: _MappingInputs, tiles: BatchTiles) -> PhaseWork:
     """The image-major work (chunk ``n · groups + g``) of ``inputs``; wgrad's partial sums accumulate
     over ``tiles`` (reported on each tile's last image)."""
-    layer, problem, tiling, classes, stat = inputs.layer, inputs.problem, inputs.tiling, inputs.classes, inputs.stat
-    S, T, partition = inputs.stationary, inputs.streamed, inputs.partition
-    pe, policy = arch.pe_array, arch.anticipation.policy
-    dense = not arch.sparsity_support
-    # An ideal dense engine forms only the pairs that meet at an output; SCNN's DCNN ("cartesian") pairs
-    # every element of its tile with every weight of the group, as SCNN does, zeros included.
-    ideal_dense = dense and arch.mapping.dense_packing == "ideal"
-    # An ideal dense engine addresses exactly the streamed values its tile needs, as the fetch filter does.
-    fetch_filter = ideal_dense or (arch.anticipation.fetch_filter and policy != "none")
-    if dense and fidelity == "fast":  # every element counts: the fibers' sizes are closed forms
-        streamed = dense_streamed_fibers(problem, tiling, classes, pe.F, fetch_filter)
-    else:
-        streamed = streamed_vectors(problem, tiling, classes, T, dense, pe.F, fetch_filter,
-                                    arch.mapping.streamed_order == "channel_inner")
-    cells = make_cells(problem, tiling, classes, stat, streamed)
-    n_slots = tiling.n_chunks * tiling.n_pes
-    output = None
-    S_mask, T_mask = nonzero_mask(S, dense), nonzero_mask(T, dense)
-    banks = BankMap(arch.accumulators.banks, arch.accumulators.bank_hash, pe.F)
-    if fidelity == "exact":
-        result = run_exact(policy, problem, tiling, cells, stat, streamed.vectors, banks, pe.F * pe.I)
-        footprint, output, conflicts = result.footprint, result.output, result.conflict_cycles
-        if problem.needs_reduction and tiles.size > 1:  # dW partial sums accumulate over each tile's images
-            held = tap_footprint(problem, tiling, S_mask, T_mask, tiles.tile_of_image)
-            footprint = replace(held, valid_products=footprint.valid_products)
-    else:
-        footprint = _footprint(problem, tiling, S_mask, T_mask, tiles, dense)
-    counts = count_pairs(policy, problem, cells, stat, streamed.vectors, n_slots)
-    if policy == "oracle" or ideal_dense:
-        counts = oracle_counts(counts.candidate_pairs, footprint.valid_products, pe.F, pe.I)
-    sample_step = 1
-    if dense:
-        conflicts = np.zeros(n_slots, dtype=np.int64)
-    elif fidelity == "fast" and policy == "oracle":
-        conflicts, sample_step = sampled_oracle_conflicts(problem, tiling, cells, stat, streamed.vectors,
-                                                          banks, pe.F * pe.I, counts.issued_pairs,
-                                                          valid_products=footprint.valid_products)
-    elif fidelity == "fast":
-        conflicts, sample_step = sampled_conflicts(policy, problem, tiling, cells, stat, streamed.vectors,
-                                                   banks, issued_pairs=counts.issued_pairs)
-    work = _assemble(layer, problem, tiling, classes, cells, stat, streamed, counts, footprint, conflicts,
-                     output, (fidelity, policy, fetch_filter, ideal_dense, sample_step))
+    context = _context(arch, options, inputs)
+    footprint, output, exact_conflicts = _footprint_and_output(context, options, inputs, tiles)
+    counts = count_pairs(context, options.policy)
+    if options.policy == "oracle" or options.ideal_dense:
+        counts = oracle_counts(counts.candidate_pairs, footprint.valid_products, context.F, context.I)
+    conflicts = _conflicts(context, options, counts, footprint, exact_conflicts)
+    work = _assemble(inputs.layer.name, context, options, _Measured(counts, footprint, conflicts, output))
     if arch.mapping.pe_sync == "fifo" and counts.cell_issued_pairs is not None:
-        work = replace(work, lockstep_pairs=lockstep_pairs(cells, counts.cell_issued_pairs, tiling.n_chunks,
-                                                           tiling.n_pes, arch.buffers.weight_fifo_entries * pe.F))
-    if dense and not ideal_dense:
+        fifo_values = arch.buffers.weight_fifo_entries * context.F
+        work = replace(work, lockstep_pairs=lockstep_pairs(context.cells, counts.cell_issued_pairs,
+                                                           context.tiling.n_chunks, context.tiling.n_pes,
+                                                           fifo_values))
+    if options.dense and not options.ideal_dense:
         work = replace(work, tiling={**work.tiling, "dense_packing": "cartesian"}, notes=(
             *work.notes, "dense cartesian (SCNN's DCNN): every element of a PE's tile paired with every weight of"
             " the group in F x I vectors as SCNN pairs them, zeros and border pairs included; no bank conflicts"
             " [assumption: DNNsim's DCNN counts none]"))
-    if partition is not None:
-        work = _output_partitioned(work, partition, tiling, tiles)
+    if inputs.partition is not None:
+        work = _output_partitioned(work, inputs.partition, context.tiling, tiles)
     return work
+
+
+def _context(arch: ArchSpec, options: MappingOptions, inputs: _MappingInputs) -> MappingContext:
+    """The streamed vectors, pairing cells and banks of ``inputs`` under ``options``."""
+    problem, tiling, classes, pe = inputs.problem, inputs.tiling, inputs.classes, arch.pe_array
+    streamed: StreamedOperand
+    if options.dense and options.fidelity == "fast":  # every element counts: the fibers' sizes are closed forms
+        streamed = dense_streamed_fibers(problem, tiling, classes, pe.F, options.fetch_filter)
+    else:
+        streamed = streamed_vectors(problem, tiling, classes, inputs.streamed_tensor, options.dense, pe.F,
+                                    options.fetch_filter, options.channel_inner)
+    cells = make_cells(problem, tiling, classes, inputs.stationary_vectors, streamed)
+    banks = BankMap(arch.accumulators.banks, arch.accumulators.bank_hash, pe.F)
+    return MappingContext(problem, tiling, classes, inputs.stationary_vectors, streamed, cells, banks, pe.F, pe.I)
+
+
+def _footprint_and_output(context: MappingContext, options: MappingOptions, inputs: _MappingInputs,
+                          tiles: BatchTiles) -> tuple[Footprint, np.ndarray | None, np.ndarray | None]:
+    """The output footprint, and at ``exact`` fidelity the functional output and exact bank conflicts."""
+    problem, tiling = context.problem, context.tiling
+    stationary_mask = nonzero_mask(inputs.stationary_tensor, options.dense)
+    streamed_mask = nonzero_mask(inputs.streamed_tensor, options.dense)
+    if options.fidelity != "exact":
+        return _footprint(problem, tiling, stationary_mask, streamed_mask, tiles, options.dense), None, None
+    result = run_exact(context, options.policy)
+    footprint = result.footprint
+    if problem.needs_reduction and tiles.size > 1:  # dW partial sums accumulate over each tile's images
+        held = tap_footprint(problem, tiling, stationary_mask, streamed_mask, tiles.tile_of_image)
+        footprint = replace(held, valid_products=footprint.valid_products)
+    return footprint, result.output, result.conflict_cycles
+
+
+def _conflicts(context: MappingContext, options: MappingOptions, counts: PairCounts, footprint: Footprint,
+               exact_conflicts: np.ndarray | None) -> ConflictEstimate:
+    """Bank-conflict cycles per slot: none on a dense design (it accumulates in place), exact's when
+    enumerated, else the sampled estimate (``sampled_conflicts`` / ``sampled_oracle_conflicts``)."""
+    if options.dense:
+        return ConflictEstimate(np.zeros(context.n_slots, dtype=np.int64), 1)
+    if exact_conflicts is not None:
+        return ConflictEstimate(exact_conflicts, 1)
+    if options.policy == "oracle":
+        return sampled_oracle_conflicts(context, counts.issued_pairs, valid_products=footprint.valid_products)
+    return sampled_conflicts(context, options.policy, issued_pairs=counts.issued_pairs)
 
 
 def _output_partition(arch: ArchSpec, phase: str) -> bool:
@@ -261,9 +289,9 @@ def _input_capacity(arch: ArchSpec, stationary: np.ndarray, dense: bool) -> floa
     return arch.buffers.input_kb * 8192.0 / bits_per_value(arch.compression, density)
 
 
-def _stationary_per_image(tiling: Tiling, stat: Vectors) -> np.ndarray:
+def _stationary_per_image(tiling: Tiling, vectors: Vectors) -> np.ndarray:
     """(N, n_pes) stationary non-zeros of each image's tile on each PE."""
-    keys = stat.image * tiling.n_pes + tiling.pe_of_stationary()[stat.sp1, stat.sp2]
+    keys = vectors.image * tiling.n_pes + tiling.pe_of_stationary()[vectors.sp1, vectors.sp2]
     return np.bincount(keys, minlength=tiling.n_images * tiling.n_pes).astype(np.int64).reshape(
         tiling.n_images, tiling.n_pes)
 
@@ -299,11 +327,11 @@ def _per_slot(tiling: Tiling, values: np.ndarray) -> np.ndarray:
 
 def _delivered(problem: PhaseProblem, tiling: Tiling, streamed: StreamedOperand) -> np.ndarray:
     """Streamed values delivered to each PE per chunk, (n_chunks, n_pes)."""
-    layout, tv = streamed.layout, streamed.vectors
-    rest, fetch_set = np.divmod(tv.fiber_keys, layout.n_sets)
+    layout, vectors = streamed.layout, streamed.vectors
+    rest, fetch_set = np.divmod(vectors.fiber_keys, layout.n_sets)
     block = rest // layout.n_classes
     per_block = np.zeros((layout.n_blocks, layout.n_sets), np.int64)
-    np.add.at(per_block, (block, fetch_set), tv.fiber_nnz)
+    np.add.at(per_block, (block, fetch_set), vectors.fiber_nnz)
     Nt, Ct = problem.streamed_shape[:2]
     per_chunk = per_block.reshape(Nt, Ct, tiling.n_groups, layout.n_sets).sum(axis=1)
     per_chunk = np.broadcast_to(per_chunk, (tiling.n_images, tiling.n_groups, layout.n_sets))
@@ -317,51 +345,49 @@ def _dram(problem: PhaseProblem, tiling: Tiling, streamed: StreamedOperand) -> n
     return np.broadcast_to(per_chunk, (tiling.n_images, tiling.n_groups)).ravel().astype(np.int64)
 
 
-def _stationary_values(tiling: Tiling, stat: Vectors) -> np.ndarray:
-    pe = tiling.pe_of_stationary()[stat.sp1, stat.sp2]
+def _stationary_values(tiling: Tiling, vectors: Vectors) -> np.ndarray:
+    pe = tiling.pe_of_stationary()[vectors.sp1, vectors.sp2]
     return np.bincount(pe, minlength=tiling.n_pes).astype(np.int64)
 
 
-def _assemble(layer: Layer, problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, cells: Cells,
-              stat: Vectors, streamed: StreamedOperand, counts: PairCounts, footprint: Footprint,
-              conflicts: np.ndarray, output: np.ndarray | None, options: tuple) -> PhaseWork:
-    fidelity, policy, fetch_filter, dense, sample_step = options
+def _assemble(layer_name: str, context: MappingContext, options: MappingOptions, measured: _Measured) -> PhaseWork:
+    """The image-major ``PhaseWork`` (one image per batch tile; ``batch_tiled`` sets the batch loop)."""
+    problem, tiling, cells = context.problem, context.tiling, context.cells
+    counts, footprint = measured.counts, measured.footprint
     valid = int(footprint.valid_products.sum())
-    total = valid if dense else int(np.sum(cells.nnz_s * cells.nnz_t_all, dtype=np.int64))
-    issued = int(counts.issued_products.sum())
-    products = ProductCounts(total=total, valid=valid, skipped=total - issued)
+    total = valid if options.ideal_dense else int(np.sum(cells.nnz_s * cells.nnz_t_all, dtype=np.int64))
+    products = ProductCounts(total=total, valid=valid, skipped=total - int(counts.issued_products.sum()))
+    chunk = np.arange(tiling.n_chunks)
     return PhaseWork(
-        layer_name=layer.name, phase=problem.phase, n_pes=tiling.n_pes,
+        layer_name=layer_name, phase=problem.phase, n_pes=tiling.n_pes,
         candidate_pairs=_per_slot(tiling, counts.candidate_pairs),
         issued_pairs=_per_slot(tiling, counts.issued_pairs),
-        conflict_cycles=_per_slot(tiling, conflicts),
+        conflict_cycles=_per_slot(tiling, measured.conflicts.cycles),
         issued_products=_per_slot(tiling, counts.issued_products),
         valid_products=_per_slot(tiling, footprint.valid_products),
         stationary_reads=_per_slot(tiling, counts.stationary_reads),
-        streamed_delivered=_delivered(problem, tiling, streamed).astype(np.int64),
+        streamed_delivered=_delivered(problem, tiling, context.streamed).astype(np.int64),
         halo_outputs=_per_slot(tiling, footprint.halo_outputs),
         partial_outputs=_per_slot(tiling, footprint.partial_outputs),
-        streamed_dram_values=_dram(problem, tiling, streamed),
+        streamed_dram_values=_dram(problem, tiling, context.streamed),
         output_values=np.asarray(footprint.output_values, dtype=np.int64),
-        # Image-major order with one image per tile; ``batch_tiled`` sets the batch loop.
         stationary_dram_values=np.zeros(tiling.n_chunks, np.int64),
         output_readback_values=np.zeros(tiling.n_chunks, np.int64), drains=np.ones(tiling.n_chunks, bool),
-        chunk_tile=np.arange(tiling.n_chunks) // tiling.n_groups,
-        chunk_group=np.arange(tiling.n_chunks) % tiling.n_groups,
-        chunk_image=np.arange(tiling.n_chunks) // tiling.n_groups,
-        lockstep_pairs=np.zeros(tiling.n_chunks, np.int64),
-        stationary_values=_stationary_values(tiling, stat), stationary_resident=_stationary_values(tiling, stat),
+        chunk_tile=chunk // tiling.n_groups, chunk_group=chunk % tiling.n_groups,
+        chunk_image=chunk // tiling.n_groups, lockstep_pairs=np.zeros(tiling.n_chunks, np.int64),
+        stationary_values=_stationary_values(tiling, context.stationary),
+        stationary_resident=_stationary_values(tiling, context.stationary),
         stationary_operand=problem.stationary_operand, streamed_operand=problem.streamed_operand,
-        needs_reduction=problem.needs_reduction, products=products, output=output,
-        tiling=_tiling_dict(tiling, classes, stat, policy, fetch_filter, dense, fidelity),
-        notes=_notes(fidelity, policy, fetch_filter, dense, sample_step),
+        needs_reduction=problem.needs_reduction, products=products, output=measured.output,
+        tiling=_tiling_dict(context, options), notes=_notes(options, measured.conflicts.sample_step),
     )
 
 
-def _tiling_dict(tiling: Tiling, classes: StrideClasses, stat: Vectors, policy: str, fetch_filter: bool,
-                 dense: bool, fidelity: str) -> dict:
-    per_image = np.bincount(stat.image * tiling.n_pes + tiling.pe_of_stationary()[stat.sp1, stat.sp2],
-                            minlength=tiling.n_images * tiling.n_pes)
+def _tiling_dict(context: MappingContext, options: MappingOptions) -> dict:
+    """The plain-dict description of the mapping (``PhaseWork.tiling``); ``dense`` means an ideal dense
+    engine (a DCNN's ``dense_packing: cartesian`` is added by ``_map_images``)."""
+    tiling, classes = context.tiling, context.classes
+    per_image = _stationary_per_image(tiling, context.stationary)
     return {
         "pe_grid": [tiling.rows, tiling.cols], "tile": [tiling.tile_h, tiling.tile_w],
         "output_tile": [tiling.out_tile_h, tiling.out_tile_w], "plane": list(tiling.plane),
@@ -370,11 +396,14 @@ def _tiling_dict(tiling: Tiling, classes: StrideClasses, stat: Vectors, policy: 
         "stride_phases": {"stationary_modulus": list(classes.ms), "streamed_modulus": list(classes.mt),
                           "pairings": len(classes.groups)},
         "stationary_values_max_per_image": int(per_image.max(initial=0)),
-        "policy": policy, "fetch_filter": fetch_filter, "dense": dense, "fidelity": fidelity,
+        "policy": options.policy, "fetch_filter": options.fetch_filter, "dense": options.ideal_dense,
+        "fidelity": options.fidelity,
     }
 
 
-def _notes(fidelity: str, policy: str, fetch_filter: bool, dense: bool, sample_step: int) -> tuple[str, ...]:
+def _notes(options: MappingOptions, sample_step: int) -> tuple[str, ...]:
+    """The estimates and conventions of this mapping, in words (``PhaseWork.notes``)."""
+    fidelity, policy = options.fidelity, options.policy
     notes = ["total counts pairs of the unfiltered mapping; pairs removed by the fetch filter count as skipped",
              "stationary_values sums every image's tile (DRAM loads); tiling['stationary_values_max_per_image']"
              " is the buffer occupancy"]
@@ -394,10 +423,10 @@ def _notes(fidelity: str, policy: str, fetch_filter: bool, dense: bool, sample_s
                      " phase-wide rate, times the PE's issued pairs)")
     if policy == "oracle":
         notes.append("oracle: valid products packed into ceil(valid/(F*I)) full pairs per (chunk, PE)")
-    if fetch_filter:
+    if options.fetch_filter:
         notes.append("fetch filter: streamed non-zeros whose row or column cannot reach a PE's tile are not"
                      " delivered to it")
-    if dense:
+    if options.ideal_dense:
         notes.append("dense design: every element counts as a non-zero (products include zeros); only pairs"
                      " that meet at an output are formed (total = valid), packed into full F*I cycles,"
                      " no bank conflicts")

@@ -93,10 +93,9 @@ def test_fast_conflict_estimates_stay_close_to_exact() -> None:
     arch = small_arch("none", 4, 4, 4)
     work = map_phase(arch, layer, "wgrad", t, fidelity="exact")
     exact = work.conflict_cycles.sum()
-    pieces = _pieces(arch, layer, "wgrad", t)
-    scaled, step = exact_mod.sampled_conflicts("none", *pieces, _banks(arch), budget=2000)
-    shrunk, _ = exact_mod.sampled_conflicts("none", *pieces, _banks(arch), budget=2000,
-                                            issued_pairs=work.issued_pairs.ravel())
+    context = _context(arch, layer, "wgrad", t)
+    scaled, step = exact_mod.sampled_conflicts(context, "none", budget=2000)
+    shrunk, _ = exact_mod.sampled_conflicts(context, "none", budget=2000, issued_pairs=work.issued_pairs.ravel())
     assert step > 10
     assert scaled.sum() == pytest.approx(exact, rel=0.15)
     assert shrunk.sum() == pytest.approx(exact, rel=0.15)
@@ -106,14 +105,14 @@ def test_fast_conflict_estimates_stay_close_to_exact() -> None:
     oracle = small_arch("oracle", 4, 4, 4)
     for phase in ("fprop", "dgrad", "wgrad"):
         work = map_phase(oracle, layer, phase, t, fidelity="exact")
-        est, step = exact_mod.sampled_oracle_conflicts(*_pieces(oracle, layer, phase, t, fetch_filter=True),
-                                                       _banks(oracle), 16, work.issued_pairs.ravel(),
-                                                       budget=500)
+        est, step = exact_mod.sampled_oracle_conflicts(_context(oracle, layer, phase, t, fetch_filter=True),
+                                                       work.issued_pairs.ravel(), budget=500)
         assert step > 2, phase
         assert est.sum() == pytest.approx(work.conflict_cycles.sum(), rel=0.15), phase
 
 
-def _pieces(arch, layer, phase, t, fetch_filter: bool = False):
+def _context(arch, layer, phase, t, fetch_filter: bool = False):
+    from antsim.dataflow.context import MappingContext
     from antsim.dataflow.fibers import stationary_vectors, streamed_vectors
     from antsim.dataflow.pairing import make_cells
     from antsim.dataflow.tiling import make_tiling, stride_classes
@@ -125,7 +124,9 @@ def _pieces(arch, layer, phase, t, fetch_filter: bool = False):
     stat = stationary_vectors(problem, tiling, classes, problem.stationary(t), False, arch.pe_array.I)
     streamed = streamed_vectors(problem, tiling, classes, problem.streamed(t), False, arch.pe_array.F,
                                 fetch_filter)
-    return problem, tiling, make_cells(problem, tiling, classes, stat, streamed), stat, streamed.vectors
+    cells = make_cells(problem, tiling, classes, stat, streamed)
+    return MappingContext(problem, tiling, classes, stat, streamed, cells, _banks(arch), arch.pe_array.F,
+                          arch.pe_array.I)
 
 
 def test_oracle_fast_conflicts_on_dense_operands_place_group_boundaries_as_exact() -> None:

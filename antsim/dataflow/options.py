@@ -1,0 +1,46 @@
+"""``MappingOptions``: how one (layer, phase) is mapped, read once from the arch and the caller.
+
+Built by ``map_phase`` before any operand is read and passed unchanged to every stage, so a stage
+never re-derives a flag from the arch (the fetch-filter rule, for one, lives only here).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from antsim.spec.arch import ArchSpec
+
+
+@dataclass(frozen=True)
+class MappingOptions:
+    """The mapping's switches (defaults: a sparse ``fast`` SCNN mapping without the fetch filter).
+
+    Attributes:
+        fidelity: ``fast`` (mask correlation, sampled bank conflicts) or ``exact`` (every product enumerated).
+        policy: ``anticipation.policy``: ``none`` | ``ant`` | ``oracle``.
+        dense: the design has no sparsity support: every element counts as a non-zero.
+        ideal_dense: a dense design that forms only the pairs meeting at an output
+            (``mapping.dense_packing: ideal``); False for SCNN's DCNN (``cartesian``) and sparse designs.
+        fetch_filter: streamed non-zeros that cannot reach a PE's tile are not delivered to it.
+        channel_inner: streamed fibers ordered ``(u, v, ko)`` (``mapping.streamed_order: channel_inner``)
+            rather than ``(ko, u, v)``.
+    """
+
+    fidelity: str = "fast"
+    policy: str = "none"
+    dense: bool = False
+    ideal_dense: bool = False
+    fetch_filter: bool = False
+    channel_inner: bool = True
+
+    @classmethod
+    def from_arch(cls, arch: ArchSpec, fidelity: str) -> MappingOptions:
+        policy = arch.anticipation.policy
+        dense = not arch.sparsity_support
+        # An ideal dense engine forms only the pairs that meet at an output; SCNN's DCNN ("cartesian")
+        # pairs every element of its tile with every weight of the group, as SCNN does, zeros included.
+        ideal_dense = dense and arch.mapping.dense_packing == "ideal"
+        # An ideal dense engine addresses exactly the streamed values its tile needs, as the fetch filter
+        # does; SCNN (policy none) broadcasts the whole block.
+        fetch_filter = ideal_dense or (arch.anticipation.fetch_filter and policy != "none")
+        return cls(fidelity, policy, dense, ideal_dense, fetch_filter, arch.mapping.streamed_order == "channel_inner")
