@@ -105,7 +105,11 @@ class Monitor:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
-        self._emit()
+        try:
+            self._emit()
+        except Exception as exc:  # the storage is gone (the error that ends the sweep says so): no last line
+            if not st.is_connection_error(exc):
+                raise
 
     def _emit(self) -> None:
         line, _ = progress_line(self.study, self.spec, self.n_trials, self._done_at_start,

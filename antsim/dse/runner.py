@@ -371,8 +371,14 @@ def _run_sweep(spec: SweepSpec, opts: SweepOptions, progress: Progress | None) -
     finally:
         if monitor:
             monitor.stop()
-    summary.counts = st.count_trials(study)
-    trials = study.get_trials(deepcopy=False)
+    try:
+        summary.counts = st.count_trials(study)
+        trials = study.get_trials(deepcopy=False)
+    except Exception as exc:  # the storage went away as the workers ended: say what they said, no counts
+        if not (lost and st.is_connection_error(exc)):
+            raise
+        raise WorkersLost(f"{'; '.join(lost)}; the study is consistent: rerun the same command to resume once"
+                          " the database is back") from None
     summary.outcomes = trial_outcomes(trials)
     # trials that existed when this run began and are FAIL now: FAIL already, or RUNNING under a dead
     # worker and failed by this run's stale-trial check; either way redone, and the summary says so

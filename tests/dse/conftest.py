@@ -39,6 +39,14 @@ class PostgresServer:
     data: Path
     env: dict[str, str]
 
+    def stop(self) -> None:
+        subprocess.run([*self.command, "-D", str(self.data), "-m", "fast", "-w", "-t", "60", "stop"],
+                       check=True, capture_output=True, env=self.env, timeout=90)
+
+    def start(self) -> None:
+        """Start it again after ``stop`` (the options of the first start, kept in postmaster.opts)."""
+        self.restart()
+
     def restart(self) -> None:
         subprocess.run([*self.command, "-D", str(self.data), "-l", str(self.data.parent / "log"), "-m", "fast",
                         "-w", "-t", "60", "restart"],

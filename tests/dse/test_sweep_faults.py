@@ -159,3 +159,40 @@ def test_a_postgresql_restart_mid_sweep_is_retried(tmp_path: Path, postgres_serv
     assert all("storage unreachable" in line and "retrying for up to 120 s" in line for line in lines), lines
     assert f"{N_TRIALS}/{N_TRIALS} trials finished" in out
     _consistent(url, N_TRIALS)
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_database_gone_for_good_ends_in_one_error_and_resumes(tmp_path: Path, postgres_server,  # type: ignore[no-untyped-def]
+                                                                workers: int) -> None:
+    import threading
+
+    import sqlalchemy
+
+    from antsim.dse.runner import StorageUnreachable, SweepOptions, WorkersLost, run_sweep
+    from antsim.dse.spec import load_sweep
+    from antsim.dse.storage import normalise_url
+
+    engine = sqlalchemy.create_engine(normalise_url(postgres_server.url), isolation_level="AUTOCOMMIT")
+    name = f"gone_{os.getpid()}_{workers}"
+    with engine.connect() as connection:
+        connection.execute(sqlalchemy.text(f"CREATE DATABASE {name}"))
+    engine.dispose()
+    url = postgres_server.url.rsplit("/", 1)[0] + f"/{name}"
+    spec = load_sweep(write_spec(tmp_path, "faults", n_trials=N_TRIALS,
+                                 evaluator={"name": "analytic", "options": {"delay_s": DELAY_S}}))
+    stopper = threading.Thread(target=lambda: (_trial_in_flight(url), postgres_server.stop()), daemon=True)
+    stopper.start()
+    try:
+        with pytest.raises(StorageUnreachable if workers == 1 else WorkersLost) as info:
+            run_sweep(spec, SweepOptions(storage_url=url, study_name="faults", n_trials=N_TRIALS, heartbeat_s=1,
+                                         storage_retry_s=3.0, workers=workers))
+    finally:
+        stopper.join(60)
+        postgres_server.start()
+    message = str(info.value)
+    assert "\n" not in message and "unreachable for" in message and "rerun the same command to resume" in message
+    assert workers == 1 or message.count("stopped: --storage") == workers  # each worker's own line, joined
+    summary = run_sweep(spec, SweepOptions(storage_url=url, study_name="faults", n_trials=N_TRIALS, heartbeat_s=1))
+    assert summary.counts.finished == N_TRIALS
+    _consistent(url, N_TRIALS)
