@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from antsim.dataflow.options import MappingOptions
 from antsim.dataflow.tiling import StrideClasses, Tiling
 from antsim.phases import PhaseProblem
 
@@ -64,13 +65,28 @@ class Vectors:
         return idx_c, found
 
 
-def pack_vectors(fiber: np.ndarray, sp1: np.ndarray, sp2: np.ndarray, chan: np.ndarray, image: np.ndarray,
-                 value: np.ndarray, width: int) -> Vectors:
+@dataclass(frozen=True)
+class Elements:
+    """Per-element coordinates and values of one operand, in fiber order (the element half of ``Vectors``).
+
+    Attributes:
+        sp1, sp2: spatial coordinates (y, x stationary; u, v streamed). chan: channel (stationary ``ch``;
+        streamed output channel). image: image index. value: the values (float64).
+    """
+
+    sp1: np.ndarray
+    sp2: np.ndarray
+    chan: np.ndarray
+    image: np.ndarray
+    value: np.ndarray
+
+
+def pack_vectors(fiber: np.ndarray, elements: Elements, width: int) -> Vectors:
     """Cut fibers into vectors of ≤ ``width`` consecutive elements.
 
     Args:
         fiber: fiber key of each element, sorted ascending (elements already in fiber order).
-        sp1, sp2, chan, image, value: per-element coordinates and values in the same order.
+        elements: per-element coordinates and values in the same order.
         width: vector width (F or I).
     """
     n = len(fiber)
@@ -94,10 +110,11 @@ def pack_vectors(fiber: np.ndarray, sp1: np.ndarray, sp2: np.ndarray, chan: np.n
     del fiber_id
     nvec = np.bincount(vec_fiber_id, minlength=len(fiber_start))
     vec0 = np.concatenate(([0], np.cumsum(nvec)[:-1])) if len(nvec) else nvec
-    box = _boxes(sp1, sp2, vec_start)
+    box = _boxes(elements.sp1, elements.sp2, vec_start)
     return Vectors(fiber[fiber_start], vec0.astype(np.int64), nvec.astype(np.int64),
                    np.diff(np.append(fiber_start, n)).astype(np.int64), vec_start.astype(np.int64),
-                   vec_size.astype(np.int64), box, sp1, sp2, chan, image, value)
+                   vec_size.astype(np.int64), box, elements.sp1, elements.sp2, elements.chan, elements.image,
+                   elements.value)
 
 
 def _boxes(sp1: np.ndarray, sp2: np.ndarray, vec_start: np.ndarray) -> np.ndarray:
@@ -112,37 +129,38 @@ def nonzero_mask(array: np.ndarray, dense: bool) -> np.ndarray:
     return np.ones(array.shape, bool) if dense else array != 0
 
 
-def _used_stationary(classes: StrideClasses, S: np.ndarray, dense: bool
+def _used_stationary(classes: StrideClasses, stationary_tensor: np.ndarray, dense: bool
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Coordinates ``n, ch, y, x`` and stride class of the stationary non-zeros that pair with something."""
-    n, ch, y, x = np.nonzero(nonzero_mask(S, dense))
+    n, ch, y, x = np.nonzero(nonzero_mask(stationary_tensor, dense))
     cls = classes.stationary_class(y, x)
     used = np.isin(cls, [a for a, _ in classes.groups])
     return n[used], ch[used], y[used], x[used], cls[used]
 
 
-def stationary_counts(tiling: Tiling, classes: StrideClasses, S: np.ndarray) -> np.ndarray:
+def stationary_counts(tiling: Tiling, classes: StrideClasses, stationary_tensor: np.ndarray) -> np.ndarray:
     """(N, n_pes) stationary non-zeros of each image's tile on each PE (what ``stationary_vectors``
     would hold), without building the vectors."""
-    n, _, y, x, _ = _used_stationary(classes, S, False)
+    n_images = stationary_tensor.shape[0]
+    n, _, y, x, _ = _used_stationary(classes, stationary_tensor, False)
     keys = n * tiling.n_pes + tiling.pe_of_stationary()[y, x]
-    return np.bincount(keys, minlength=S.shape[0] * tiling.n_pes).astype(np.int64).reshape(S.shape[0], tiling.n_pes)
+    return np.bincount(keys, minlength=n_images * tiling.n_pes).astype(np.int64).reshape(n_images, tiling.n_pes)
 
 
-def stationary_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, S: np.ndarray,
+def stationary_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, stationary_tensor: np.ndarray,
                        dense: bool, width: int) -> Vectors:
-    """I-vectors of the stationary plane ``S`` (N, Cs, Ys, Xs), fibers as in the module docstring.
+    """I-vectors of the stationary plane (N, Cs, Ys, Xs), fibers as in the module docstring.
 
     Elements in stride classes that pair with nothing are dropped (never loaded).
     """
-    n, ch, y, x, cls = _used_stationary(classes, S, dense)
+    n, ch, y, x, cls = _used_stationary(classes, stationary_tensor, dense)
     pe = tiling.pe_of_stationary()[y, x]
     Cs = problem.stationary_shape[1] if problem.channel_matched else 1
     ch_key = ch if problem.channel_matched else np.zeros_like(ch)
     fiber = ((n * Cs + ch_key) * tiling.n_pes + pe) * classes.n_stationary + cls
     order = np.argsort(fiber, kind="stable")
-    values = np.asarray(S, dtype=np.float64)[n, ch, y, x]
-    return pack_vectors(fiber[order], y[order], x[order], ch[order], n[order], values[order], width)
+    values = np.asarray(stationary_tensor, dtype=np.float64)[n, ch, y, x]
+    return pack_vectors(fiber[order], Elements(y[order], x[order], ch[order], n[order], values[order]), width)
 
 
 @dataclass(frozen=True)
@@ -238,17 +256,18 @@ def _fiber_then_uvk_order(fiber: np.ndarray, uvk: np.ndarray, n_uvk: int) -> np.
     return np.argsort(key, kind="stable")
 
 
-def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, T: np.ndarray,
-                     dense: bool, width: int, fetch_filter: bool, channel_inner: bool = True) -> StreamedOperand:
-    """F-vectors of the canonical streamed operand ``T`` (Nt, Ct, Ko, U, V)."""
-    Nt, Ct = T.shape[:2]
-    nt, ct, ko, u, v = np.nonzero(nonzero_mask(T, dense))
-    block = (nt * Ct + ct) * tiling.n_groups + ko // tiling.kc
+def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, streamed_tensor: np.ndarray,
+                     options: MappingOptions, width: int) -> StreamedOperand:
+    """F-vectors of the canonical streamed operand (Nt, Ct, Ko, U, V) under ``options`` (``dense``: every
+    element a non-zero; ``fetch_filter``; ``channel_inner``: fibers ordered (u, v, ko))."""
+    Nt, Ct = streamed_tensor.shape[:2]
+    image, channel, out_channel, u, v = np.nonzero(nonzero_mask(streamed_tensor, options.dense))
+    block = (image * Ct + channel) * tiling.n_groups + out_channel // tiling.kc
     cls = classes.streamed_class(u, v)
-    values = np.asarray(T, dtype=np.float64)[nt, ct, ko, u, v]
+    values = np.asarray(streamed_tensor, dtype=np.float64)[image, channel, out_channel, u, v]
     n_blocks = Nt * Ct * tiling.n_groups
     unfiltered = np.bincount(block * classes.n_streamed + cls, minlength=n_blocks * classes.n_streamed)
-    if fetch_filter:
+    if options.fetch_filter:
         fetch_set, elem, set_of_pe, n_sets = _fetch_sets(problem, tiling, u, v)
         reached = np.zeros(len(u), bool)
         reached[elem] = True
@@ -262,18 +281,19 @@ def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClass
     # each temporary of that length (~100 MB) as soon as it is used.
     fiber = layout.key(block[elem], cls[elem], fetch_set)
     del fetch_set
-    if channel_inner:
-        n_ko, n_u, n_v = T.shape[2:]
-        order = _fiber_then_uvk_order(fiber, ((u * n_v + v) * n_ko + ko)[elem], n_u * n_v * n_ko)
+    if options.channel_inner:
+        n_ko, n_u, n_v = streamed_tensor.shape[2:]
+        order = _fiber_then_uvk_order(fiber, ((u * n_v + v) * n_ko + out_channel)[elem], n_u * n_v * n_ko)
         if order is None:
-            order = np.lexsort((ko[elem], v[elem], u[elem], fiber))
+            order = np.lexsort((out_channel[elem], v[elem], u[elem], fiber))
     else:
         order = np.argsort(fiber, kind="stable")  # np.nonzero's (ko, u, v) order within a fiber
     picked = elem[order]
     del elem
     fiber = fiber[order]
     del order
-    vectors = pack_vectors(fiber, u[picked], v[picked], ko[picked], nt[picked], values[picked], width)
+    elements = Elements(u[picked], v[picked], out_channel[picked], image[picked], values[picked])
+    vectors = pack_vectors(fiber, elements, width)
     return StreamedOperand(vectors, layout, unfiltered.reshape(n_blocks, classes.n_streamed),
                            np.rint(fetched).astype(np.int64))
 

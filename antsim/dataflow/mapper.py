@@ -243,8 +243,7 @@ def _context(arch: ArchSpec, options: MappingOptions, inputs: _MappingInputs) ->
     if options.dense and options.fidelity == "fast":  # every element counts: the fibers' sizes are closed forms
         streamed = dense_streamed_fibers(problem, tiling, classes, pe.F, options.fetch_filter)
     else:
-        streamed = streamed_vectors(problem, tiling, classes, inputs.streamed_tensor, options.dense, pe.F,
-                                    options.fetch_filter, options.channel_inner)
+        streamed = streamed_vectors(problem, tiling, classes, inputs.streamed_tensor, options, pe.F)
     cells = make_cells(problem, tiling, classes, inputs.stationary_vectors, streamed)
     banks = BankMap(arch.accumulators.banks, arch.accumulators.bank_hash, pe.F)
     return MappingContext(problem, tiling, classes, inputs.stationary_vectors, streamed, cells, banks, pe.F, pe.I)

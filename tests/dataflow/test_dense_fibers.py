@@ -7,6 +7,7 @@ import pytest
 
 from antsim.dataflow.fibers import dense_streamed_fibers, streamed_vectors
 from antsim.dataflow.footprint import dense_footprint, fast_footprint
+from antsim.dataflow.options import MappingOptions
 from antsim.dataflow.tiling import make_tiling, stride_classes
 from antsim.phases import phase_problem
 from antsim.sparsity.generators import make_tensors
@@ -29,7 +30,8 @@ def test_fiber_sizes_match_the_element_level_vectors(layer, phase, fetch_filter,
     tiling = make_tiling(problem, grid[0], grid[1], kc)
     classes = stride_classes(problem, stride_phases)
     tensors = make_tensors(layer, 0.3, 0.3, 0.3, seed=0)  # values are ignored by a dense design
-    reference = streamed_vectors(problem, tiling, classes, problem.streamed(tensors), True, width, fetch_filter)
+    options = MappingOptions(dense=True, fetch_filter=fetch_filter)
+    reference = streamed_vectors(problem, tiling, classes, problem.streamed(tensors), options, width)
     closed = dense_streamed_fibers(problem, tiling, classes, width, fetch_filter)
     for name in ("fiber_keys", "fiber_vec0", "fiber_nvec", "fiber_nnz"):
         np.testing.assert_array_equal(getattr(closed.vectors, name), getattr(reference.vectors, name), err_msg=name)
