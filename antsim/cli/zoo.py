@@ -11,7 +11,7 @@ from antsim.workloads.gemm import Gemm
 from antsim.workloads.layers import Layer, write_layers_csv
 from antsim.workloads.onnx_import import NOT_MODELLED, SkippedNode, read_onnx
 
-HELP = "list the network zoo, or the conv layers and MACs of one network or of an ONNX model (--onnx)"
+HELP = "list the network zoo, or the layers (conv and GEMM) and MACs of one network or of an ONNX model (--onnx)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -42,10 +42,10 @@ def run(args: argparse.Namespace) -> int:
         layers, skipped = _onnx_layers(args)
     elif args.name is None:
         batch = args.batch or 1
-        out.write(f"{'network':<22}{'convs':>6}{'fwd GMACs':>12}   (batch {batch})\n")
+        out.write(f"{'network':<22}{'layers':>7}{'fwd GMACs':>12}   (batch {batch})\n")
         for name in networks():
             members = network(name)
-            out.write(f"{name:<22}{len(members):>6}{sum(l.macs for l in members) * batch / 1e9:>12.3f}\n")
+            out.write(f"{name:<22}{len(members):>7}{sum(l.macs for l in members) * batch / 1e9:>12.3f}\n")
         return 0
     else:
         layers = [layer.with_batch(args.batch or 1) for layer in network(args.name)]
