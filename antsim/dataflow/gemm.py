@@ -21,14 +21,17 @@ stationary / dY streamed. Outputs accumulate in the PEs' banked accumulators as 
   output rows (channel-inner, SCNN's weight order). Every pair meets at real outputs: no RCPs, but
   with one column per PE row an I-vector holds a single value, so a 4×4 multiplier array does 4
   useful products per cycle — 25 % of peak, the figure SCNN reports for its FC layers.
-* ``cartesian`` — the GEMM-aware mapping: vectors formed along the reduction dimension k. R is laid
-  out as an ``N × K`` plane (row = column n of R, width = k), L as a ``1 × K`` kernel with M output
-  channels: conv ``(C=1, K=M, H=N, W=K, R=1, S=K)``, whose single output column is
+* ``cartesian`` — the GEMM-aware mapping: vectors formed along the reduction dimension k. k is cut
+  into blocks of ``kb`` (``k_block``: the largest divisor of K up to ``cols·F·I``, or all of K when
+  that divisor is below the PE columns) walked one after the other like input channels; within a block
+  R is laid out as an ``N × kb`` plane (row = column n of R, width = k) and L as a ``1 × kb`` kernel
+  with M output channels: conv ``(C=K/kb, K=M, H=N, W=kb, R=1, S=kb)``, whose single output column is
   ``o = x − v`` (valid only at 0, i.e. ``k_R == k_L``). The plane is tiled over the whole PE grid
-  (PE row i: a block of n, PE column j: a block of k); an I-vector holds I consecutive non-zeros of
-  one column of R along k, an F-vector F consecutive non-zeros of one row of L along k
+  (PE row i: a block of n, PE column j: a range of the block's k); an I-vector holds I consecutive
+  non-zeros of one column of R along k, an F-vector F consecutive non-zeros of one row of L along k
   (``streamed_order: spatial_inner`` is forced for it). A pair's products with mismatched k are the
-  RCPs. Partial sums of PEs in PE columns j > 0 land outside their own output tile (the outputs
+  RCPs; vectors of different blocks never pair (a PE column walks at most F·I consecutive k of a
+  block). Partial sums of PEs in PE columns j > 0 land outside their own output tile (the outputs
   belong to PE column 0): they are the conv model's halo exchange, i.e. the reduction over k.
   ANT's coordinate-range test on the width dimension is exactly the k-range test: a pair is issued
   iff the k ranges of its two vectors overlap (``DimMap.reach`` with ``o ∈ [0, 0]``), which never
@@ -71,22 +74,37 @@ def resolve_mapping(arch: ArchSpec) -> str:
     return "scnn" if arch.sparsity_support and arch.anticipation.policy == "none" else "cartesian"
 
 
-def conv_view(name: str, p: GemmPhase, items: int, mapping: str) -> Layer:
-    """The convolution whose fprop computes ``items`` products of phase ``p`` under ``mapping``."""
+def k_block(arch: ArchSpec, K: int) -> int:
+    """Reduction indices per k block of the ``cartesian`` mapping: the largest divisor of ``K`` up to
+    ``cols·F·I`` (each PE column then walks at most F·I consecutive k of a block); ``K`` itself (one block)
+    when that divisor is smaller than the PE columns (no k would be left for some of them)."""
+    pe = arch.pe_array
+    cap = pe.cols * pe.F * pe.I
+    best = max(d for d in range(1, min(K, cap) + 1) if K % d == 0)
+    return best if best >= pe.cols else K
+
+
+def conv_view(name: str, p: GemmPhase, items: int, mapping: str, block: int | None = None) -> Layer:
+    """The convolution whose fprop computes ``items`` products of phase ``p`` under ``mapping``
+    (``block``: k per block of ``cartesian``, a divisor of ``p.K``; default one block)."""
     if mapping == "scnn":
         return Layer(name=name, N=items, C=p.K, K=p.M, H=p.N, W=1, R=1, S=1)
-    return Layer(name=name, N=items, C=1, K=p.M, H=p.N, W=p.K, R=1, S=p.K)
+    kb = p.K if block is None else block
+    return Layer(name=name, N=items, C=p.K // kb, K=p.M, H=p.N, W=kb, R=1, S=kb)
 
 
 def conv_tensors(layer: Layer, left: np.ndarray, right: np.ndarray, mapping: str) -> Tensors:
     """``Tensors`` of ``conv_view``: weights from ``left`` (M, K), activations from ``right`` (n, K, N).
 
-    dY is a zero placeholder: only the conv's fprop is mapped.
+    ``cartesian``: k = block·W + offset, the block a conv channel, the offset the plane's width. dY is a
+    zero placeholder: only the conv's fprop is mapped.
     """
     if mapping == "scnn":
         weights, acts = left[:, :, None, None], right[:, :, :, None]
     else:
-        weights, acts = left[:, None, None, :], right.transpose(0, 2, 1)[:, None, :, :]
+        blocks, kb = layer.C, layer.W
+        weights = left.reshape(left.shape[0], blocks, kb)[:, :, None, :]
+        acts = right.reshape(right.shape[0], blocks, kb, right.shape[2]).transpose(0, 1, 3, 2)
     placeholder = np.broadcast_to(np.zeros(1, np.float32), (layer.N, layer.K, layer.P, layer.Q))
     return Tensors(np.ascontiguousarray(weights), np.ascontiguousarray(acts), placeholder)
 
@@ -117,16 +135,17 @@ def map_gemm_phase(arch: ArchSpec, gemm: Gemm, phase: str, tensors: GemmTensors,
     groups = [(left[0], right)] if p.left_shared else [(left[c], right[c:c + 1]) for c in range(p.count)]
     works = []
     for group_left, group_right in groups:
-        layer = conv_view(gemm.name, p, group_right.shape[0], mapping)
+        layer = conv_view(gemm.name, p, group_right.shape[0], mapping, k_block(arch, p.K))
         works.append(map_phase(target, layer, "fprop", conv_tensors(layer, group_left, group_right, mapping),
                                fidelity))
     work = works[0] if len(works) == 1 else concat_works(works)
-    return _relabel(work, gemm, p, mapping)
+    return _relabel(work, arch, gemm, p, mapping)
 
 
-def _relabel(work: PhaseWork, gemm: Gemm, p: GemmPhase, mapping: str) -> PhaseWork:
+def _relabel(work: PhaseWork, arch: ArchSpec, gemm: Gemm, p: GemmPhase, mapping: str) -> PhaseWork:
     output = None if work.output is None else np.asarray(work.output).reshape(p.count, p.M, p.N)
-    tiling = {**work.tiling, "gemm_mapping": mapping, "gemm": {"M": p.M, "N": p.N, "K": p.K, "count": p.count}}
+    tiling = {**work.tiling, "gemm_mapping": mapping, "gemm": {"M": p.M, "N": p.N, "K": p.K, "count": p.count},
+              **({"k_block": k_block(arch, p.K)} if mapping == "cartesian" else {})}
     note = (f"gemm mapping {mapping}: the phase GEMM ({p.count} x {p.M}x{p.K} . {p.K}x{p.N}) mapped as the fprop"
             " of an equivalent convolution (antsim.dataflow.gemm)")
     return replace(work, layer_name=gemm.name, phase=p.phase, stationary_operand=_OPERAND_NAMES[p.right_kind],
@@ -140,7 +159,8 @@ def guard_layer(arch: ArchSpec, layer: Layer | Gemm) -> Layer:
     GEMM phases' operand sizes (exactly under ``scnn``; up to the reduction layout under ``cartesian``)."""
     if not isinstance(layer, Gemm):
         return layer
-    return conv_view(layer.name, gemm_phase(layer, "fprop"), layer.count, resolve_mapping(arch))
+    p = gemm_phase(layer, "fprop")
+    return conv_view(layer.name, p, layer.count, resolve_mapping(arch), k_block(arch, p.K))
 
 
 def _density(array: np.ndarray) -> float:
@@ -189,4 +209,4 @@ def concat_works(works: list[PhaseWork]) -> PhaseWork:
 
 
 __all__ = ["GEMM_MAPPINGS", "concat_works", "conv_tensors", "conv_view", "gemm_stream_densities", "guard_layer",
-           "map_gemm_phase", "resolve_mapping"]
+           "k_block", "map_gemm_phase", "resolve_mapping"]

@@ -17,6 +17,7 @@ AWKWARD = [  # 1xK, Mx1, K not a multiple of F or I, count > 1 with a shared and
     Gemm("col", M=6, N=1, K=7),
     Gemm("odd", M=7, N=6, K=11, count=2),
     Gemm("att", M=5, N=4, K=9, count=3, a="activations"),
+    Gemm("blk", M=6, N=5, K=100, count=2),  # cartesian k blocks of 25 on the 2x3-PE, 4x4 test array
 ]
 
 
@@ -63,13 +64,29 @@ def _runs(elements: list[tuple[int, int]], width: int) -> list[list[tuple[int, i
     return [elements[i:i + width] for i in range(0, len(elements), width)]
 
 
+def _k_block(K: int, cols: int, F: int = 4, I: int = 4) -> int:
+    """The mapping's k block, restated: the largest divisor of K up to cols·F·I, else all of K."""
+    divisors = [d for d in range(1, K + 1) if K % d == 0 and d <= cols * F * I]
+    return max(divisors) if max(divisors) >= cols else K
+
+
 def _brute_cartesian(left: np.ndarray, right: np.ndarray, policy: str, rows: int, cols: int, kc: int,
                      F: int = 4, I: int = 4) -> tuple[int, int, int]:
-    """(total, valid, issued) of one product C = left (M×K) · right (K×N) under the cartesian mapping,
-    rebuilt from its definition: PE (i, j) holds columns n of block i and reductions k of block j of
-    ``right``, walked column by column in k order and cut into I-vectors; each group of ``kc`` rows of
-    ``left`` is walked row by row in k order (only the PE's k block with the fetch filter) and cut into
-    F-vectors; ANT issues a pair iff the k ranges of its vectors overlap."""
+    """(total, valid, issued) of C = left (M×K) · right (K×N) under the cartesian mapping: the sum over
+    k blocks (``_k_block``; pairs never cross blocks) of ``_brute_block``."""
+    kb = _k_block(left.shape[1], cols, F, I)
+    parts = [_brute_block(left[:, b:b + kb], right[b:b + kb], policy, rows, cols, kc, F, I)
+             for b in range(0, left.shape[1], kb)]
+    return tuple(int(sum(x)) for x in zip(*parts, strict=True))  # type: ignore[return-value]
+
+
+def _brute_block(left: np.ndarray, right: np.ndarray, policy: str, rows: int, cols: int, kc: int,
+                 F: int, I: int) -> tuple[int, int, int]:
+    """(total, valid, issued) of one k block, rebuilt from the mapping's definition: PE (i, j) holds
+    columns n of block i and reductions k of block j of ``right``, walked column by column in k order and
+    cut into I-vectors; each group of ``kc`` rows of ``left`` is walked row by row in k order (only the
+    PE's k range with the fetch filter) and cut into F-vectors; ANT issues a pair iff the k ranges of its
+    vectors overlap."""
     M, K = left.shape
     N = right.shape[1]
     th, tw = -(-N // rows), -(-K // cols)
@@ -173,3 +190,15 @@ def test_auto_mapping_and_operands() -> None:
     g = Gemm("fc", M=4, N=3, K=5)
     work = map_gemm_phase(_arch("ant", "auto"), g, "wgrad", _tensors(g, 1), "fast")
     assert (work.stationary_operand, work.streamed_operand) == ("activations", "grad_output")
+
+
+def test_cartesian_k_blocks() -> None:
+    """k blocks: a divisor of K up to cols·F·I, one block when no divisor leaves every PE column a k."""
+    from antsim.dataflow.gemm import k_block
+
+    scnn = load_arch("arch_configs/scnn.yaml")  # 8 PE columns, F = I = 4: blocks of at most 128
+    assert [k_block(scnn, K) for K in (768, 3072, 650, 64, 100, 7, 131)] == [128, 128, 65, 64, 100, 7, 131]
+    small = _arch("ant", "cartesian")
+    g = AWKWARD[-1]
+    work = map_gemm_phase(small, g, "fprop", _tensors(g, 0), "fast")
+    assert work.tiling["k_block"] == k_block(small, 100) == _k_block(100, 3) == 25

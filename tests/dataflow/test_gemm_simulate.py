@@ -66,7 +66,7 @@ def test_guard_sizes_a_gemm_as_its_conv_view() -> None:
     assert guard_layer(scnn, MIXED[0]) is MIXED[0]
     view = guard_layer(scnn, g)
     assert (view.N, view.C, view.K, view.H, view.W, view.R, view.S) == (1, g.K, g.M, g.N, 1, 1, 1)
-    assert guard_layer(ant, g) == conv_view(g.name, gemm_phase(g, "fprop"), 1, "cartesian")
+    assert guard_layer(ant, g) == conv_view(g.name, gemm_phase(g, "fprop"), 1, "cartesian", 96)  # 288 = 3 x 96
     assert view.macs == g.macs == guard_layer(ant, g).macs
     estimate = estimate_run(ant, MIXED, ["fprop", "dgrad", "wgrad"], DENSITIES)
     assert estimate.peak_bytes > 0 and estimate.run_pe_steps > 0
