@@ -95,7 +95,7 @@ def fresh_copy(target: Path, worktree: bool) -> None:
             shutil.copy2(source, target / name)
 
 
-def run_examples(examples: list[Example], copy: Path, root: Path, timeout_s: float) -> int:
+def run_examples(examples: list[Example], copy: Path, root: Path, timeout_s: float, source: str = "README.md") -> int:
     """Run them in order in ``copy``; the number that failed (the run stops at the first failure)."""
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
            "PYTHONPATH": str(copy), "MPLBACKEND": "Agg"}
@@ -110,7 +110,7 @@ def run_examples(examples: list[Example], copy: Path, root: Path, timeout_s: flo
         except subprocess.TimeoutExpired as exc:
             status, output = 124, f"timed out after {timeout_s:.0f} s\n{exc.stdout or ''}{exc.stderr or ''}"
         took = time.time() - start
-        print(f"{'ok  ' if status == 0 else 'FAIL'} {took:7.1f} s  README.md:{example.line}  {command}", flush=True)
+        print(f"{'ok  ' if status == 0 else 'FAIL'} {took:7.1f} s  {source}:{example.line}  {command}", flush=True)
         if status != 0:
             tail = "\n".join(str(output).splitlines()[-25:])
             print(f"--- exit status {status}; last lines of its output:\n{tail}", flush=True)
@@ -137,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
               f" /tmp/ paths under {root}/tmp/" + (f"; skipped (--with-top runs them): "
                                                    f"{', '.join(e.command.split('#')[0].strip() for e in skipped)}"
                                                    if skipped else ""), flush=True)
-        failed = run_examples(chosen, copy, root, args.timeout)
+        failed = run_examples(chosen, copy, root, args.timeout, args.readme.name)
     finally:
         if args.keep:
             print(f"kept {root}")
