@@ -18,13 +18,24 @@ from scipy.sparse import csr_matrix
 from antsim.dataflow.tiling import Tiling
 from antsim.phases import DimMap, PhaseProblem
 
-_TOUCH_BUDGET = 1 << 24  # booleans in one touched-output array (bounds memory on large planes)
-_DENSE_SWITCH = 0.05  # product of mask densities above which the dense per-tap path is faster
+# Booleans in one touched-output array of the dense per-tap path (PEs × output plane × channels): 16 MB.
+# It bounds memory, not results: output-channel groups are processed in batches that fit it.
+_TOUCH_BUDGET = 1 << 24
+
+# Product of the two mask densities above which fprop/dgrad footprints take the dense per-tap path
+# (cost ∝ planes × channels) instead of the sparse one (cost ∝ valid products). Speed only: both paths
+# give the same integers (tests/dataflow/test_map_phase.py). [choice, commit a62dcd1] Re-measured on a
+# loaded 2-core machine the sparse path was the faster one at every density product from 0.01 to 1 on a
+# 64→64 32×32 and a 256→256 4×4 fprop (8×8 PEs): 0.05–0.30 s against 0.11–0.49 s.
+_DENSE_SWITCH = 0.05
+
+# Key spaces up to 2^26 take a bitmap (64 MB of booleans, one pass) in ``distinct``; larger ones a sort.
+_BITMAP_KEYS = 1 << 26
 
 
 def distinct(keys: np.ndarray, space: int) -> np.ndarray:
     """Sorted distinct values of non-negative int ``keys`` < ``space`` (a bitmap when it is small)."""
-    if space <= 1 << 26:
+    if space <= _BITMAP_KEYS:
         seen = np.zeros(space, bool)
         seen[keys] = True
         return np.flatnonzero(seen)
@@ -62,42 +73,47 @@ def links(dim: DimMap, n_y: int, n_u: int, by_output: bool) -> list[tuple[np.nda
     return out
 
 
-def plane_footprint_dense(problem: PhaseProblem, tiling: Tiling, S: np.ndarray, T: np.ndarray) -> Footprint:
+def _within(group: slice, channels: slice) -> slice:
+    """``group`` (output channels) as a slice of the channel batch ``channels`` that holds it."""
+    return slice(group.start - channels.start, group.stop - channels.start)
+
+
+def plane_footprint_dense(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.ndarray,
+                          streamed_mask: np.ndarray) -> Footprint:
     """fprop/dgrad with dense matrix products per tap (cost ∝ planes × channels; for dense masks)."""
-    N, Cs, Ys, Xs = S.shape
-    Ko, U, V = T.shape[2:]
+    N, Cs, Ys, Xs = stationary_mask.shape
+    Ko, U, V = streamed_mask.shape[2:]
     O1, O2 = tiling.out_plane
-    npe, G = tiling.n_pes, tiling.n_groups
+    n_pes, G = tiling.n_pes, tiling.n_groups
     taps = [(u, v, a, b) for u, a in enumerate(links(problem.dims[0], Ys, U, False))
             for v, b in enumerate(links(problem.dims[1], Xs, V, False))]
     pe_stat = tiling.pe_of_stationary()
-    not_own = tiling.pe_of_output().ravel()[None, :] != np.arange(npe)[:, None]  # (npe, O)
-    weights = T[0].astype(np.float32)  # (Cs, Ko, U, V)
-    valid, partial, halo = (np.zeros((N, G, npe), np.int64) for _ in range(3))
+    not_own = tiling.pe_of_output().ravel()[None, :] != np.arange(n_pes)[:, None]  # (n_pes, O)
+    weights = streamed_mask[0].astype(np.float32)  # (Cs, Ko, U, V)
+    valid, partial, halo = (np.zeros((N, G, n_pes), np.int64) for _ in range(3))
     out_values = np.zeros((N, G), np.int64)
-    per_batch = max(1, _TOUCH_BUDGET // max(1, npe * O1 * O2 * tiling.kc))
+    per_batch = max(1, _TOUCH_BUDGET // max(1, n_pes * O1 * O2 * tiling.kc))
     for n in range(N):
-        plane = S[n].astype(np.float32)
+        plane = stationary_mask[n].astype(np.float32)
         for g0 in range(0, G, per_batch):
             groups = range(g0, min(G, g0 + per_batch))
-            ks = slice(groups[0] * tiling.kc, min(Ko, (groups[-1] + 1) * tiling.kc))
-            touched = np.zeros((npe, O1 * O2, ks.stop - ks.start), bool)
-            for u, v, (y1, o1), (y2, o2) in taps:
-                w_tap = weights[:, ks, u, v]
-                if len(y1) == 0 or len(y2) == 0 or not w_tap.any():
+            channels = slice(groups[0] * tiling.kc, min(Ko, (groups[-1] + 1) * tiling.kc))
+            touched = np.zeros((n_pes, O1 * O2, channels.stop - channels.start), bool)
+            for u, v, (rows_in, rows_out), (cols_in, cols_out) in taps:
+                w_tap = weights[:, channels, u, v]
+                if len(rows_in) == 0 or len(cols_in) == 0 or not w_tap.any():
                     continue
-                z = w_tap.T @ plane[:, y1[:, None], y2[None, :]].reshape(Cs, -1)  # (k, linked)
-                src = pe_stat[y1[:, None], y2[None, :]].ravel()
-                opos = (o1[:, None] * O2 + o2[None, :]).ravel()
-                touched[src, opos, :] |= (z > 0).T
+                pair_counts = w_tap.T @ plane[:, rows_in[:, None], cols_in[None, :]].reshape(Cs, -1)  # (ko, linked)
+                src = pe_stat[rows_in[:, None], cols_in[None, :]].ravel()
+                opos = (rows_out[:, None] * O2 + cols_out[None, :]).ravel()
+                touched[src, opos, :] |= (pair_counts > 0).T
                 for g in groups:
-                    kg = tiling.group_slice(g, Ko)
-                    kg = slice(kg.start - ks.start, kg.stop - ks.start)
-                    valid[n, g] += np.rint(np.bincount(src, z[kg].sum(axis=0), minlength=npe)).astype(np.int64)
+                    in_group = _within(tiling.group_slice(g, Ko), channels)
+                    per_pe = np.bincount(src, pair_counts[in_group].sum(axis=0), minlength=n_pes)
+                    valid[n, g] += np.rint(per_pe).astype(np.int64)
             for g in groups:
-                kg = tiling.group_slice(g, Ko)
-                part = touched[:, :, kg.start - ks.start:kg.stop - ks.start]
-                per_pe_out = part.sum(axis=2)  # (npe, O)
+                part = touched[:, :, _within(tiling.group_slice(g, Ko), channels)]
+                per_pe_out = part.sum(axis=2)  # (n_pes, O)
                 partial[n, g] = per_pe_out.sum(axis=1)
                 halo[n, g] = (per_pe_out * not_own).sum(axis=1)
                 out_values[n, g] = part.any(axis=0).sum()
@@ -111,49 +127,51 @@ def _forward(pairs: tuple[np.ndarray, np.ndarray], n_y: int) -> np.ndarray:
     return fwd
 
 
-def plane_footprint_sparse(problem: PhaseProblem, tiling: Tiling, S: np.ndarray, T: np.ndarray) -> Footprint:
+def plane_footprint_sparse(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.ndarray,
+                           streamed_mask: np.ndarray) -> Footprint:
     """fprop/dgrad with sparse products per tap ``W_tap (Ko × Cs) @ S_tap (Cs × outputs)`` (cost ∝ valid
     products); touched outputs are keyed by the PE whose stationary value produced them."""
-    N, Cs, Ys, Xs = S.shape
-    Ko, U, V = T.shape[2:]
+    N, Cs, Ys, Xs = stationary_mask.shape
+    Ko, U, V = streamed_mask.shape[2:]
     O = tiling.out_plane[0] * tiling.out_plane[1]
-    npe, G = tiling.n_pes, tiling.n_groups
+    n_pes, G = tiling.n_pes, tiling.n_groups
     pe_stat = tiling.pe_of_stationary()
     own = tiling.pe_of_output().ravel()
     fwd_h = [_forward(pair, Ys) for pair in links(problem.dims[0], Ys, U, False)]
     fwd_w = [_forward(pair, Xs) for pair in links(problem.dims[1], Xs, V, False)]
-    valid = np.zeros((N, G * npe))
-    partial, halo = np.zeros((N, G * npe), np.int64), np.zeros((N, G * npe), np.int64)
+    valid = np.zeros((N, G * n_pes))
+    partial, halo = np.zeros((N, G * n_pes), np.int64), np.zeros((N, G * n_pes), np.int64)
     out_values = np.zeros((N, G), np.int64)
     for n in range(N):
-        c, y, x = np.nonzero(S[n])
+        c, y, x = np.nonzero(stationary_mask[n])
         keys = []
-        for u, f1 in enumerate(fwd_h):
-            o1 = f1[y]
-            for v, f2 in enumerate(fwd_w):
-                o2 = f2[x]
-                ok = (o1 >= 0) & (o2 >= 0)
-                ko_w, c_w = np.nonzero(T[0, :, :, u, v].T)
-                if not ok.any() or len(ko_w) == 0:
+        for u, rows_of in enumerate(fwd_h):
+            out_row = rows_of[y]
+            for v, cols_of in enumerate(fwd_w):
+                out_col = cols_of[x]
+                ok = (out_row >= 0) & (out_col >= 0)
+                w_out_channel, w_channel = np.nonzero(streamed_mask[0, :, :, u, v].T)
+                if not ok.any() or len(w_out_channel) == 0:
                     continue
-                o = o1[ok] * tiling.out_plane[1] + o2[ok]
+                o = out_row[ok] * tiling.out_plane[1] + out_col[ok]
                 s_tap = csr_matrix((np.ones(len(o)), (c[ok], o)), shape=(Cs, O))
-                w_tap = csr_matrix((np.ones(len(ko_w)), (ko_w, c_w)), shape=(Ko, Cs))
-                z = (w_tap @ s_tap).tocoo()
+                w_tap = csr_matrix((np.ones(len(w_out_channel)), (w_out_channel, w_channel)), shape=(Ko, Cs))
+                pair_counts = (w_tap @ s_tap).tocoo()
                 src = np.full(O, -1, dtype=np.int64)
                 src[o] = pe_stat[y[ok], x[ok]]
-                pe = src[z.col]
-                valid[n] += np.bincount((z.row // tiling.kc) * npe + pe, weights=z.data, minlength=G * npe)
-                keys.append((pe * Ko + z.row) * O + z.col)
+                pe = src[pair_counts.col]
+                valid[n] += np.bincount((pair_counts.row // tiling.kc) * n_pes + pe, weights=pair_counts.data,
+                                        minlength=G * n_pes)
+                keys.append((pe * Ko + pair_counts.row) * O + pair_counts.col)
         if not keys:
             continue
-        touched = distinct(np.concatenate(keys), npe * Ko * O)
+        touched = distinct(np.concatenate(keys), n_pes * Ko * O)
         rest, o = np.divmod(touched, O)
-        pe, ko = np.divmod(rest, Ko)
-        slot = (ko // tiling.kc) * npe + pe
-        partial[n] += np.bincount(slot, minlength=G * npe)
-        halo[n] += np.bincount(slot[own[o] != pe], minlength=G * npe)
-        outs = distinct(ko * O + o, Ko * O)
+        pe, out_channel = np.divmod(rest, Ko)
+        slot = (out_channel // tiling.kc) * n_pes + pe
+        partial[n] += np.bincount(slot, minlength=G * n_pes)
+        halo[n] += np.bincount(slot[own[o] != pe], minlength=G * n_pes)
+        outs = distinct(out_channel * O + o, Ko * O)
         out_values[n] += np.bincount((outs // O) // tiling.kc, minlength=G)
     return Footprint(np.rint(valid).astype(np.int64).ravel(), partial.ravel(), halo.ravel(), out_values.ravel())
 
@@ -165,9 +183,9 @@ def _inverse(pairs: tuple[np.ndarray, np.ndarray], n_u: int) -> np.ndarray:
     return inv
 
 
-def tap_footprint(problem: PhaseProblem, tiling: Tiling, S: np.ndarray, T: np.ndarray,
+def tap_footprint(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.ndarray, streamed_mask: np.ndarray,
                   tile_of_image: np.ndarray | None = None) -> Footprint:
-    """wgrad: ``S`` (N, Cs, Ys, Xs) and ``T`` (N, 1, Ko, U, V) non-zero masks (bool).
+    """wgrad: ``stationary_mask`` (N, Cs, Ys, Xs) and ``streamed_mask`` (N, 1, Ko, U, V) non-zero masks (bool).
 
     Per tap, a sparse product ``(PE·Cs × plane) @ (plane × Ko)`` of the stationary mask (rows keyed by
     the PE holding each position) and the streamed mask moved onto its linked stationary positions: its
@@ -178,56 +196,56 @@ def tap_footprint(problem: PhaseProblem, tiling: Tiling, S: np.ndarray, T: np.nd
     (summed product patterns), reported on the chunks of the tile's last image (0 on the others).
     Valid products stay per image. Default: every image its own tile.
     """
-    N, Cs, Ys, Xs = S.shape
-    Ko, U, V = T.shape[2:]
-    npe, G = tiling.n_pes, tiling.n_groups
+    N, Cs, Ys, Xs = stationary_mask.shape
+    Ko, U, V = streamed_mask.shape[2:]
+    n_pes, G = tiling.n_pes, tiling.n_groups
     tiles = np.arange(N) if tile_of_image is None else np.asarray(tile_of_image)
     pe_stat = tiling.pe_of_stationary().ravel()
     inv_h = [_inverse(pair, U) for pair in links(problem.dims[0], Ys, U, True)]
     inv_w = [_inverse(pair, V) for pair in links(problem.dims[1], Xs, V, True)]
-    valid, partial = np.zeros((N, G * npe)), np.zeros((N, G * npe), np.int64)
+    valid, partial = np.zeros((N, G * n_pes)), np.zeros((N, G * n_pes), np.int64)
     out_values = np.zeros((N, G), np.int64)
     for tile in np.unique(tiles):
         images = np.flatnonzero(tiles == tile)
-        s_mats, d_keys = [], []
+        s_mats, streamed_nonzeros = [], []
         for n in images:
-            c, y, x = np.nonzero(S[n])
+            c, y, x = np.nonzero(stationary_mask[n])
             pos = y * Xs + x
-            s_mats.append(csr_matrix((np.ones(len(c)), (pe_stat[pos] * Cs + c, pos)), shape=(npe * Cs, Ys * Xs)))
-            d_keys.append(np.nonzero(T[n, 0]))
+            s_mats.append(csr_matrix((np.ones(len(c)), (pe_stat[pos] * Cs + c, pos)), shape=(n_pes * Cs, Ys * Xs)))
+            streamed_nonzeros.append(np.nonzero(streamed_mask[n, 0]))
         last = images[-1]
-        for i1 in inv_h:
-            for i2 in inv_w:
+        for rows_of in inv_h:
+            for cols_of in inv_w:
                 union = None
-                for n, s_mat, (k, p, q) in zip(images, s_mats, d_keys, strict=True):
-                    yy, xx = i1[p], i2[q]
+                for n, s_mat, (k, p, q) in zip(images, s_mats, streamed_nonzeros, strict=True):
+                    yy, xx = rows_of[p], cols_of[q]
                     ok = (yy >= 0) & (xx >= 0)
                     d_mat = csr_matrix((np.ones(int(ok.sum())), (yy[ok] * Xs + xx[ok], k[ok])), shape=(Ys * Xs, Ko))
                     prod = s_mat @ d_mat
                     coo = prod.tocoo()
-                    valid[n] += np.bincount((coo.col // tiling.kc) * npe + coo.row // Cs, weights=coo.data,
-                                            minlength=G * npe)
+                    valid[n] += np.bincount((coo.col // tiling.kc) * n_pes + coo.row // Cs, weights=coo.data,
+                                            minlength=G * n_pes)
                     union = prod if union is None else union + prod
                 assert union is not None, "every batch tile holds at least one image"
                 held = union.tocoo()
-                slot = (held.col // tiling.kc) * npe + held.row // Cs
-                partial[last] += np.bincount(slot, minlength=G * npe)
+                slot = (held.col // tiling.kc) * n_pes + held.row // Cs
+                partial[last] += np.bincount(slot, minlength=G * n_pes)
                 outs = distinct((held.row % Cs) * Ko + held.col, Cs * Ko)
                 out_values[last] += np.bincount((outs % Ko) // tiling.kc, minlength=G)
-    return Footprint(np.rint(valid).astype(np.int64).ravel(), partial.ravel(), np.zeros(N * G * npe, np.int64),
+    return Footprint(np.rint(valid).astype(np.int64).ravel(), partial.ravel(), np.zeros(N * G * n_pes, np.int64),
                      out_values.ravel())
 
 
-def fast_footprint(problem: PhaseProblem, tiling: Tiling, S_mask: np.ndarray, T_mask: np.ndarray,
+def fast_footprint(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.ndarray, streamed_mask: np.ndarray,
                    tile_of_image: np.ndarray | None = None) -> Footprint:
     """Valid products and output footprints of the phase from the operands' non-zero masks (wgrad
     partial sums accumulated over the batch tiles ``tile_of_image``, see ``tap_footprint``)."""
     if problem.output_is_plane:
         # Sparse products cost ∝ valid products, dense ones ∝ planes × channels: pick by mask density.
-        if S_mask.mean() * T_mask.mean() > _DENSE_SWITCH:
-            return plane_footprint_dense(problem, tiling, S_mask, T_mask)
-        return plane_footprint_sparse(problem, tiling, S_mask, T_mask)
-    return tap_footprint(problem, tiling, S_mask, T_mask, tile_of_image)
+        if stationary_mask.mean() * streamed_mask.mean() > _DENSE_SWITCH:
+            return plane_footprint_dense(problem, tiling, stationary_mask, streamed_mask)
+        return plane_footprint_sparse(problem, tiling, stationary_mask, streamed_mask)
+    return tap_footprint(problem, tiling, stationary_mask, streamed_mask, tile_of_image)
 
 
 def dense_footprint(problem: PhaseProblem, tiling: Tiling, tile_of_image: np.ndarray | None = None) -> Footprint:
@@ -241,17 +259,17 @@ def dense_footprint(problem: PhaseProblem, tiling: Tiling, tile_of_image: np.nda
     """
     N, Cs, Ys, Xs = problem.stationary_shape
     Nt, _, Ko, U, V = problem.streamed_shape
-    one = replace(problem, stationary_shape=(N, 1, Ys, Xs), streamed_shape=(Nt, 1, 1, U, V),
-                  output_shape=(problem.output_shape[0] if problem.output_is_plane else 1, 1,
-                                *problem.output_shape[2:]))
-    base = fast_footprint(one, replace(tiling, kc=1, n_groups=1), np.ones(one.stationary_shape, bool),
-                          np.ones(one.streamed_shape, bool), tile_of_image)
-    npe, G = tiling.n_pes, tiling.n_groups
+    one_channel = replace(problem, stationary_shape=(N, 1, Ys, Xs), streamed_shape=(Nt, 1, 1, U, V),
+                          output_shape=(problem.output_shape[0] if problem.output_is_plane else 1, 1,
+                                        *problem.output_shape[2:]))
+    base = fast_footprint(one_channel, replace(tiling, kc=1, n_groups=1), np.ones(one_channel.stationary_shape, bool),
+                          np.ones(one_channel.streamed_shape, bool), tile_of_image)
+    n_pes, G = tiling.n_pes, tiling.n_groups
     per_group = np.array([len(range(Ko)[tiling.group_slice(g, Ko)]) for g in range(G)], dtype=np.int64)
     held_scale = per_group * (1 if problem.output_is_plane else Cs)
 
     def per_slot(values: np.ndarray, scale: np.ndarray) -> np.ndarray:
-        return (values.reshape(N, 1, npe) * scale[None, :, None]).ravel()
+        return (values.reshape(N, 1, n_pes) * scale[None, :, None]).ravel()
 
     return Footprint(per_slot(base.valid_products, per_group * Cs), per_slot(base.partial_outputs, held_scale),
                      per_slot(base.halo_outputs, held_scale), (base.output_values.reshape(N, 1) * held_scale).ravel())

@@ -55,37 +55,43 @@ def _decode_stationary(problem: PhaseProblem, tiling: Tiling, classes: StrideCla
     return n, ch, pe, cls
 
 
-def make_cells(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, stat: Vectors,
+def make_cells(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, stationary: Vectors,
                streamed: StreamedOperand) -> Cells:
     """All pairing cells of the phase, ordered by stationary fiber, then stride group, then group g."""
-    n, ch, pe, a = _decode_stationary(problem, tiling, classes, stat.fiber_keys)
+    image, channel, pe, stationary_class = _decode_stationary(problem, tiling, classes, stationary.fiber_keys)
     Nt, Ct = problem.streamed_shape[:2]
-    fib, grp, b = [], [], []
-    for a_g, b_g in classes.groups:
-        sel = np.nonzero(a == a_g)[0]
+    fibers, groups, streamed_classes = [], [], []
+    for a_class, b_class in classes.groups:
+        in_class = np.nonzero(stationary_class == a_class)[0]
         for g in range(tiling.n_groups):
-            fib.append(sel)
-            grp.append(np.full(len(sel), g))
-            b.append(np.full(len(sel), b_g))
-    fib_i, g_arr, b_arr = (np.concatenate(x) if x else np.zeros(0, np.int64) for x in (fib, grp, b))
-    order = np.lexsort((g_arr, fib_i))  # fiber-major: a PE walks its fiber through all groups
-    fib_i, g_arr, b_arr = fib_i[order], g_arr[order], b_arr[order]
-    nt = n[fib_i] if Nt > 1 else np.zeros_like(fib_i)
-    ct = ch[fib_i] if Ct > 1 else np.zeros_like(fib_i)
-    block = (nt * Ct + ct) * tiling.n_groups + g_arr
-    fetch_set = streamed.layout.set_of_pe[pe[fib_i]]
-    idx, found = streamed.vectors.fiber_index(streamed.layout.key(block, b_arr, fetch_set))
-    tv = streamed.vectors
-    slot = (n[fib_i] * tiling.n_groups + g_arr) * tiling.n_pes + pe[fib_i]
+            fibers.append(in_class)
+            groups.append(np.full(len(in_class), g))
+            streamed_classes.append(np.full(len(in_class), b_class))
+    fiber, group, b_class_of = (np.concatenate(x) if x else np.zeros(0, np.int64)
+                                for x in (fibers, groups, streamed_classes))
+    order = np.lexsort((group, fiber))  # fiber-major: a PE walks its fiber through all groups
+    fiber, group, b_class_of = fiber[order], group[order], b_class_of[order]
+    streamed_image = image[fiber] if Nt > 1 else np.zeros_like(fiber)
+    streamed_channel = channel[fiber] if Ct > 1 else np.zeros_like(fiber)
+    block = (streamed_image * Ct + streamed_channel) * tiling.n_groups + group
+    fetch_set = streamed.layout.set_of_pe[pe[fiber]]
+    idx, found = streamed.vectors.fiber_index(streamed.layout.key(block, b_class_of, fetch_set))
+    vectors = streamed.vectors
+    slot = (image[fiber] * tiling.n_groups + group) * tiling.n_pes + pe[fiber]
     return Cells(
-        slot=slot.astype(np.int64), i0=stat.fiber_vec0[fib_i], n_i=stat.fiber_nvec[fib_i],
-        f0=np.where(found, tv.fiber_vec0[idx] if len(tv.fiber_keys) else 0, 0),
-        n_f=np.where(found, tv.fiber_nvec[idx] if len(tv.fiber_keys) else 0, 0),
-        nnz_s=stat.fiber_nnz[fib_i],
-        nnz_t=np.where(found, tv.fiber_nnz[idx] if len(tv.fiber_keys) else 0, 0),
-        nnz_t_all=streamed.unfiltered_nnz[block, b_arr],
-        stream_key=(block * classes.n_streamed + b_arr).astype(np.int64),
+        slot=slot.astype(np.int64), i0=stationary.fiber_vec0[fiber], n_i=stationary.fiber_nvec[fiber],
+        f0=np.where(found, vectors.fiber_vec0[idx] if len(vectors.fiber_keys) else 0, 0),
+        n_f=np.where(found, vectors.fiber_nvec[idx] if len(vectors.fiber_keys) else 0, 0),
+        nnz_s=stationary.fiber_nnz[fiber],
+        nnz_t=np.where(found, vectors.fiber_nnz[idx] if len(vectors.fiber_keys) else 0, 0),
+        nnz_t_all=streamed.unfiltered_nnz[block, b_class_of],
+        stream_key=(block * classes.n_streamed + b_class_of).astype(np.int64),
     )
+
+
+# Candidate pairs per batch of ``iter_pairs`` (the ANT screen's pair counts): it bounds memory, not
+# results — ~10 int64 temporaries per pair, some 80 MB per batch of 2^20.
+_PAIR_BATCH = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -97,7 +103,7 @@ class PairBatch:
     i: np.ndarray
 
 
-def iter_pairs(cells: Cells, max_pairs: int = 1 << 20) -> Iterator[PairBatch]:
+def iter_pairs(cells: Cells, max_pairs: int = _PAIR_BATCH) -> Iterator[PairBatch]:
     """Every candidate (F-vector, I-vector) pair, in cell order, in batches of ≤ ~``max_pairs``."""
     counts = cells.n_pairs
     ends = np.cumsum(counts)

@@ -93,11 +93,13 @@ class Tiling:
 def make_tiling(problem: PhaseProblem, rows: int, cols: int, kc: int) -> Tiling:
     """SCNN planar tiling of ``problem`` on a ``rows × cols`` grid with ``kc`` output channels per group."""
     N, _, Ys, Xs = problem.stationary_shape
-    ko = problem.streamed_shape[2]
+    n_out_channels = problem.streamed_shape[2]
     out_plane = problem.output_shape[2:]
-    th, tw = _ceil_div(Ys, rows), _ceil_div(Xs, cols)
-    oth, otw = (_ceil_div(out_plane[0], rows), _ceil_div(out_plane[1], cols)) if problem.output_is_plane else (0, 0)
-    return Tiling(rows, cols, th, tw, oth, otw, (Ys, Xs), (out_plane[0], out_plane[1]), kc, _ceil_div(ko, kc), N)
+    tile_h, tile_w = _ceil_div(Ys, rows), _ceil_div(Xs, cols)
+    out_tile_h, out_tile_w = ((_ceil_div(out_plane[0], rows), _ceil_div(out_plane[1], cols))
+                              if problem.output_is_plane else (0, 0))
+    return Tiling(rows, cols, tile_h, tile_w, out_tile_h, out_tile_w, (Ys, Xs), (out_plane[0], out_plane[1]), kc,
+                  _ceil_div(n_out_channels, kc), N)
 
 
 @dataclass(frozen=True)
