@@ -40,8 +40,9 @@ class Outcomes:
         return self.feasible + self.infeasible + self.screened + self.failed
 
     def describe(self) -> str:
+        abandoned = f", {self.abandoned} abandoned by a lost worker (redone)" if self.abandoned else ""
         return (f"{self.feasible} feasible, {self.infeasible} infeasible, {self.screened} screened, "
-                f"{self.failed} failed")
+                f"{self.failed} failed{abandoned}")
 
 
 def trial_outcomes(trials: Sequence[FrozenTrial]) -> Outcomes:

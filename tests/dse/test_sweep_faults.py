@@ -84,7 +84,7 @@ def test_a_killed_worker_leaves_one_line_and_the_other_finishes(tmp_path: Path) 
     assert status == 0, err
     lines = _no_traceback(err)
     assert len(lines) == 1 and "was killed by SIGKILL" in lines[0] and "finished the study" in lines[0], lines
-    assert f"{N_TRIALS}/{N_TRIALS} trials finished" in out
+    assert f"{N_TRIALS}/{N_TRIALS} trials finished" in out and "1 abandoned by a lost worker (redone)" in out
     trials = _consistent(url, N_TRIALS)
     assert [t.number for t in trials if t.state == TrialState.FAIL] == [number]
 
