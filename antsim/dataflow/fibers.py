@@ -302,7 +302,7 @@ def dense_streamed_fibers(problem: PhaseProblem, tiling: Tiling, classes: Stride
                           fetch_filter: bool) -> StreamedOperand:
     """The streamed operand of a dense design at fiber level, without building its elements.
 
-    A dense design counts every element of ``T`` (Nt, Ct, Ko, U, V) as a non-zero, so a fiber
+    A dense design counts every element of the streamed operand (Nt, Ct, Ko, U, V) as a non-zero, so a fiber
     (block, class, fetch set) holds every ``(u, v)`` of its class that reaches its set, for every output
     channel of its group: its size is a count over the ``U × V`` grid times the group's channels, and its
     F-vectors number ``ceil(size / width)`` (vectors are runs of consecutive elements of one fiber).
@@ -319,7 +319,7 @@ def dense_streamed_fibers(problem: PhaseProblem, tiling: Tiling, classes: Stride
     else:
         member, set_of_pe = np.ones((1, len(u)), bool), np.zeros(tiling.n_pes, np.int64)
     n_sets = len(member)
-    per_set = np.stack([np.bincount(cls[m], minlength=n_cls) for m in member], axis=1)  # (class, set)
+    per_set = np.stack([np.bincount(cls[in_set], minlength=n_cls) for in_set in member], axis=1)  # (class, set)
     group_sizes = np.array([len(range(Ko)[tiling.group_slice(g, Ko)]) for g in range(tiling.n_groups)])
     per_block_group = np.tile(group_sizes, Nt * Ct)  # block = (nt·Ct + ct)·G + g
     n_blocks = len(per_block_group)
