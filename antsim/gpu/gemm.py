@@ -98,8 +98,11 @@ class Gemm:
     @property
     def gathered(self) -> bool:
         """True when the main loop gathers an implicit-GEMM operand (im2col addressing); False for an
-        explicit GEMM on transformed tensors (non-fused Winograd, FFT)."""
-        return self.algorithm not in EXPLICIT_FORMULATIONS
+        explicit GEMM on transformed tensors (non-fused Winograd, FFT, a GEMM layer) and for fused
+        Winograd, whose tile offsets a pre-pass computes (cuDNN's ``generatewinogradtileskernel`` runs
+        before every fused Winograd kernel in NeuSight's records): its main loop steps channels by a
+        fixed stride."""
+        return self.algorithm not in EXPLICIT_FORMULATIONS and self.algorithm != "winograd_fused"
 
     @property
     def scatter(self) -> bool:

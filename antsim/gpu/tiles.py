@@ -102,9 +102,11 @@ def sgemm_tiles(gpu: GpuSpec) -> tuple[Tile, ...]:
     return SGEMM_TILES_BY_ARCH.get(architecture(gpu), SIMT_BATCHED_TILES)
 
 
-# Fused Winograd: one CTA tile, 128 output tiles × 128 output channels (cuDNN's
-# ``scudnn_winograd_128x128_ldg1_ldg4_*`` kernels, the only fused forward Winograd kernels in the same records).
-WINOGRAD_FUSED_TILES: tuple[Tile, ...] = (_simt(128, 128),)
+# Fused Winograd: cuDNN's ``scudnn_winograd_128x128_ldg1_ldg4_*`` kernels (the only fused forward Winograd
+# kernels in the same records), 256 threads holding 16 points × 32 tiles × 32 output channels: on the
+# folded GEMM of ``antsim.gpu.winograd`` a 32×32 tile whose threads each keep 64 accumulators (8×8-like
+# register blocking: 1 B of shared memory per fp32 MAC).
+WINOGRAD_FUSED_TILES: tuple[Tile, ...] = (Tile(32, 32, 8, 256, 2, 8),)
 # FFT: the frequency-domain products run as complex GEMMs, ``gcgemm_64x64``, ``gcgemm_64x32`` and
 # ``gcgemm_32x32`` (same records). In the model's real 2×2 embedding (``antsim.gpu.fft``) a 64×64 complex
 # tile is 64 rows × 128 real columns; a complex 4×4 register block reads 8 complex operands per 16

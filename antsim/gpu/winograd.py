@@ -36,8 +36,15 @@ from antsim.workloads.layers import Layer
 FUSED_INPUT_OPS = 2.0
 FUSED_FILTER_OPS = 2.6
 # Its output transform Aᵀ m A (α² = 16 accumulators → 2×2 outputs per tile and output channel): 6
-# one-dimensional 4→2 transforms of 4 adds = 24 ops per 16 accumulators, run in-kernel by the fused form.
-FUSED_OUTPUT_OPS = 1.5
+# one-dimensional 4→2 transforms of 4 adds = 24 ops per (tile, output channel), run in-kernel.
+FUSED_OUTPUT_OPS = 24.0
+# The fused kernel's CTA: 32 output channels × 32 output tiles, all α² = 16 points, looping over the input
+# channels, its 32 tiles a block of (images, tile rows, tile columns) in one of these shapes. Read off the
+# kernel names and grids NeuSight recorded with cuDNN 8.9 (public dataset ``trsharm25/NeuSight``, column
+# ``Kernels``, grid x/y/z): ``scudnn_winograd_128x128_…_tile148t`` runs grid (N·⌈K/32⌉, ⌈tiles_h/4⌉,
+# ⌈tiles_w/8⌉), ``tile244n`` (N/2·⌈K/32⌉, ⌈tiles_h/4⌉, ⌈tiles_w/4⌉), ``tile424n`` and ``tile418n`` likewise
+# with 4 images of 2×4 and 1×8 tiles. "128×128" is its 16 × 32 × 32 accumulators.
+FUSED_BLOCKS = ((1, 4, 8), (2, 4, 4), (4, 2, 4), (4, 1, 8))
 NONFUSED_TRANSFORM_OPS = 4.0
 FUSED_TILE = 2  # output tile m of the fused kernel: F(2×2, 3×3)
 NONFUSED_ALPHA = 6  # α of the non-fused kernels: F(4×4, 3×3) and F(2×2, 5×5)
@@ -56,11 +63,22 @@ def tiles(layer: Layer, phase: str, m: int) -> int:
     return layer.N * math.ceil(rows / m) * math.ceil(cols / m)
 
 
+def fused_tile_slots(layer: Layer, phase: str) -> int:
+    """Output-tile slots the fused kernel computes: the tiles padded to whole CTA blocks, in the
+    ``FUSED_BLOCKS`` shape that pads least (a plane edge or a batch not a multiple of the block wastes slots)."""
+    rows, cols = (layer.H, layer.W) if phase == "dgrad" else (layer.P, layer.Q)
+    tile_rows, tile_cols = math.ceil(rows / FUSED_TILE), math.ceil(cols / FUSED_TILE)
+    return min(math.ceil(layer.N / n) * n * math.ceil(tile_rows / r) * r * math.ceil(tile_cols / c) * c
+               for n, r, c in FUSED_BLOCKS)
+
+
 def winograd_gemm(layer: Layer, phase: str, fused: bool) -> Gemm:
     """The batched GEMM (with its transforms) of one Winograd formulation of ``phase``.
 
     Operand/element counts (``ob`` bytes each in the model): T = ``tiles``, α² GEMMs.
-    fprop/dgrad: M = T, N = Co, K = Ci; wgrad: M = K, N = C, K = T.
+    Non-fused fprop/dgrad: α² GEMMs of M = T, N = Co, K = Ci; wgrad: M = K, N = C, K = T.
+    Fused (fprop/dgrad): one GEMM of M = ``fused_tile_slots``, N = Co, K = α²·Ci — each CTA holds all α²
+    points of its tiles (``FUSED_BLOCKS``), so its work is that of a 32×32 tile over an α²·Ci reduction.
     """
     r = layer.R
     m = FUSED_TILE if fused else NONFUSED_ALPHA - r + 1
@@ -82,8 +100,8 @@ def winograd_gemm(layer: Layer, phase: str, fused: bool) -> Gemm:
     big_m, big_n, big_k = shape
     if fused:  # raw tiles and filters in, finished outputs out: only the layer's own tensors move
         a_raw, b_raw = inputs[0][1], inputs[1][1]
-        return Gemm(big_m, big_n, big_k, a_raw, b_raw, output[2], layer.macs, "winograd_fused", phase,
-                    batch=alpha2, simt_only=True, transform_ops=(FUSED_INPUT_OPS, FUSED_FILTER_OPS),
+        return Gemm(fused_tile_slots(layer, phase), big_n, alpha2 * big_k, a_raw, b_raw, output[2], layer.macs,
+                    "winograd_fused", phase, simt_only=True, transform_ops=(FUSED_INPUT_OPS, FUSED_FILTER_OPS),
                     output_ops=FUSED_OUTPUT_OPS, algo="WINOGRAD")
     side = tuple(SideKernel(name, read + written, NONFUSED_TRANSFORM_OPS * written) for name, read, written in inputs)
     side += (SideKernel(output[0], output[1] + output[2], NONFUSED_TRANSFORM_OPS * output[1]),)

@@ -15,10 +15,14 @@ L = Layer("c", N=8, C=64, K=128, H=56, W=56, R=3, S=3, stride=1, pad=1)  # P = Q
 
 def test_fused_winograd_f2x2_3x3_runs_16_products_per_2x2_tile() -> None:
     g = winograd.winograd_gemm(L, "fprop", fused=True)
-    tiles = L.N * 28 * 28
-    assert (g.batch, g.M, g.N, g.K) == (16, tiles, L.K, L.C)
+    tiles = L.N * 28 * 28  # 8 images × 28 × 28 tiles: a whole number of every CTA block (1×4×8, 2×4×4, …)
+    assert (g.batch, g.M, g.N, g.K) == (1, tiles, L.K, 16 * L.C)  # all 16 points of a tile in one CTA
     assert g.macs == 16 * tiles * L.C * L.K
     assert L.macs / g.macs == pytest.approx(9 * 4 / 16)  # 2.25x fewer multiplies than direct
+    # a 5×5 plane (3×3 tiles) of 3 images pads to whole blocks: the least-padding shape 4 images × 2×4
+    # tiles... 1×4×8 → 3·4·8 = 96, 2×4×4 → 4·4·4 = 64, 4×2×4 → 4·4·4 = 64, 4×1×8 → 4·3·8 = 96 slots
+    small = Layer("s", N=3, C=16, K=16, H=5, W=5, R=3, S=3, stride=1, pad=1)
+    assert winograd.fused_tile_slots(small, "fprop") == 64 and winograd.winograd_gemm(small, "fprop", True).M == 64
     # fused: only the layer's own tensors move, no workspace, SIMT only, transforms in the main loop
     assert (g.a_unique, g.b_unique, g.c_unique) == (L.N * L.C * 56 * 56, L.K * L.C * 9, L.N * L.K * 56 * 56)
     assert g.workspace == 0 and g.side == () and g.simt_only and g.transform_ops == (2.0, 2.6)
