@@ -434,7 +434,7 @@ def test_shape_arithmetic_of_dynamic_axes_is_folded_and_still_listed(tmp_path: P
 
 
 @pytest.mark.torch
-@pytest.mark.filterwarnings("ignore:Converting a tensor", "ignore:You are using the legacy", "ignore::UserWarning")
+@pytest.mark.filterwarnings("ignore:Converting a tensor", "ignore::DeprecationWarning", "ignore::UserWarning")
 def test_a_torch_export_with_attention_and_a_depthwise_conv(tmp_path: Path) -> None:
     torch = pytest.importorskip("torch")
 
