@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from antsim.dataflow.gemm import gemm_stream_densities, map_gemm_phase
+from antsim.dataflow.sampling import check_batch_sample
 from antsim.errors import AntsimError, WorkloadError
 from antsim.progress import Progress, track
 from antsim.results import LayerResult, NetworkResult
@@ -209,8 +210,6 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[s
     """
     dens = check_densities(densities)
     _check_choice("fidelity", fidelity, FIDELITIES)
-    from antsim.dataflow.sampling import check_batch_sample
-
     check_batch_sample(batch_sample, fidelity)
     for phase in phases:
         _check_choice("phase", phase, PHASES)

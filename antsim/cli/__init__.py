@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -72,6 +73,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("antsim: interrupted\n")
         return 130
+    except BrokenPipeError:  # the reader went away (``antsim zoo | head``): stop quietly, as cat does
+        _silence_stdout()
+        return 141
     except Exception as exc:  # an internal error: one line and the way to see more, never a bare traceback
         if args.debug:
             raise
@@ -80,6 +84,13 @@ def main(argv: Sequence[str] | None = None) -> int:
                          f"{': ' + what if what else ''} (rerun with 'antsim --debug {args.command} ...'"
                          " for the traceback)\n")
         return 1
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not raise on the closed pipe."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
 
 
 if __name__ == "__main__":
