@@ -209,16 +209,7 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[s
             from ``tensors`` or tensors of the wrong shape.
     """
     dens = check_densities(densities)
-    _check_choice("fidelity", fidelity, FIDELITIES)
-    check_batch_sample(batch_sample, fidelity)
-    for phase in phases:
-        _check_choice("phase", phase, PHASES)
-    if tensors is None:
-        from antsim.sparsity.generators import sparsity_models
-
-        _check_choice("sparsity", sparsity, sparsity_models())
-    check_dram_technology(arch)
-    ordered = [p for p in PHASES if p in phases]
+    ordered = _check_run(arch, phases, fidelity, batch_sample, None if tensors is not None else sparsity)
     records: list[LayerResult] = []
     used: list[Tensors] = []
     for index, layer in _iterate(layers, progress, arch.name):
@@ -244,6 +235,22 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[s
     return NetworkResult(design=arch.name, backend="accelerator", records=tuple(records),
                          spec=arch.to_dict(), workload=echo, area_mm2=design_area_mm2(arch),
                          meta={"sim_params": _params_dict(params)})
+
+
+def _check_run(arch: ArchSpec, phases: Sequence[str], fidelity: str, batch_sample: int,
+               sparsity: str | None) -> list[str]:
+    """Refuse a bad fidelity, batch sample, phase, generator (``None``: tensors are given) or DRAM
+    technology before any layer runs; returns the phases in canonical order."""
+    _check_choice("fidelity", fidelity, FIDELITIES)
+    check_batch_sample(batch_sample, fidelity)
+    for phase in phases:
+        _check_choice("phase", phase, PHASES)
+    if sparsity is not None:
+        from antsim.sparsity.generators import sparsity_models
+
+        _check_choice("sparsity", sparsity, sparsity_models())
+    check_dram_technology(arch)
+    return [p for p in PHASES if p in phases]
 
 
 def _batch_of(layer: Layer | Gemm) -> int:

@@ -23,7 +23,6 @@ MAX_DATAFLOW_PARAMETERS = 6
 KNOWN_LONG = {
     ("capture/run.py", "capture"): 61,
     ("cli/_common.py", "resolve_workload"): 63,
-    ("simulate.py", "simulate_network"): 69,
 }
 
 
