@@ -22,7 +22,6 @@ MAX_DATAFLOW_PARAMETERS = 6
 # only shrinks: delete the entry with the fix.
 KNOWN_LONG = {
     ("capture/run.py", "capture"): 61,
-    ("cli/_common.py", "resolve_workload"): 63,
 }
 
 

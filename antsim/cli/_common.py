@@ -94,6 +94,33 @@ def loaded_tensors(args: argparse.Namespace) -> dict[str, Any] | None:
     return args._tensors_cache
 
 
+def _chosen_batch(args: argparse.Namespace, tensors: Mapping[str, Any] | None, data: tuple[int, str] | None,
+                  batch_hint: tuple[int, str] | None) -> tuple[int, str]:
+    """The batch and where it came from: the tensors file's, else ``--batch``, else the layers CSV's
+    (``data``), else ``batch_hint``, else 1; a replaced batch is noted on stderr."""
+    if tensors is not None:
+        found = tensors_batch(tensors, str(args.tensors))
+        if args.batch is not None and args.batch != found:
+            raise AntsimError(f"--batch {args.batch}: the tensors file {args.tensors} holds batch {found};"
+                              " drop --batch (the operands set it)")
+        if data is not None and data[0] != found and args.batch is None:
+            raise AntsimError(f"{args.layers_csv}: column N is {data[0]} but the tensors file {args.tensors}"
+                              f" holds batch {found}")
+        if data is not None and data[0] != found:
+            note(getattr(args, "command", "?"), f"--batch {found} replaces batch {data[0]} of {data[1]}")
+        return found, f"{args.tensors} (tensors file)"
+    if args.batch is not None:
+        replaced = data or batch_hint
+        if replaced is not None and replaced[0] != args.batch:
+            note(getattr(args, "command", "?"), f"--batch {args.batch} replaces batch {replaced[0]} of {replaced[1]}")
+        return args.batch, "--batch"
+    if data is not None:
+        return data
+    if batch_hint is not None:
+        return batch_hint
+    return 1, "default (zoo networks are batch 1; give --batch N)"
+
+
 def resolve_workload(args: argparse.Namespace, batch_hint: tuple[int, str] | None = None
                      ) -> tuple[list[Layer], dict[str, Any]]:
     """Layers and the workload echo ``{network, layers_csv, batch, batch_source, phases, layers}``.
@@ -125,28 +152,7 @@ def resolve_workload(args: argparse.Namespace, batch_hint: tuple[int, str] | Non
             raise AntsimError("give --network NAME or --layers-csv FILE")
         layers = network(name)
         data = None
-    if tensors is not None:
-        found = tensors_batch(tensors, str(args.tensors))
-        if args.batch is not None and args.batch != found:
-            raise AntsimError(f"--batch {args.batch}: the tensors file {args.tensors} holds batch {found};"
-                              " drop --batch (the operands set it)")
-        if data is not None and data[0] != found and args.batch is None:
-            raise AntsimError(f"{args.layers_csv}: column N is {data[0]} but the tensors file {args.tensors}"
-                              f" holds batch {found}")
-        if data is not None and data[0] != found:
-            note(getattr(args, "command", "?"), f"--batch {found} replaces batch {data[0]} of {data[1]}")
-        batch, source = found, f"{args.tensors} (tensors file)"
-    elif args.batch is not None:
-        batch, source = args.batch, "--batch"
-        replaced = data or batch_hint
-        if replaced is not None and replaced[0] != batch:
-            note(getattr(args, "command", "?"), f"--batch {batch} replaces batch {replaced[0]} of {replaced[1]}")
-    elif data is not None:
-        batch, source = data
-    elif batch_hint is not None:
-        batch, source = batch_hint
-    else:
-        batch, source = 1, "default (zoo networks are batch 1; give --batch N)"
+    batch, source = _chosen_batch(args, tensors, data, batch_hint)
     layers = [layer.with_batch(batch) for layer in layers]
     workload = {
         "network": name,
