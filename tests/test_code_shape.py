@@ -17,14 +17,6 @@ PACKAGE = Path(__file__).resolve().parents[1] / "antsim"
 MAX_LINES = 60
 MAX_DATAFLOW_PARAMETERS = 6
 
-# Functions over MAX_LINES that other tasks of issue 17 are still cutting down, with their length when this
-# test landed. An entry may not grow, and the test fails once it is no longer over the limit, so the list
-# only shrinks: delete the entry with the fix.
-KNOWN_LONG = {
-    ("capture/run.py", "capture"): 61,
-}
-
-
 @dataclass(frozen=True)
 class Function:
     path: str  # relative to antsim/
@@ -74,15 +66,8 @@ def test_the_scan_measures_lines_and_parameters() -> None:
 
 
 def test_no_function_in_the_package_is_over_60_lines() -> None:
-    too_long = [f for f in _package() if f.lines > KNOWN_LONG.get((f.path, f.name), MAX_LINES)]
+    too_long = [f for f in _package() if f.lines > MAX_LINES]
     assert not too_long, "over the limit: " + "; ".join(f"{f.where()} ({f.lines} lines)" for f in too_long)
-
-
-def test_known_long_functions_are_still_long() -> None:
-    """An entry of KNOWN_LONG whose function was fixed (or renamed) must be deleted."""
-    lengths = {(f.path, f.name): f.lines for f in _package()}
-    stale = [key for key in KNOWN_LONG if lengths.get(key, 0) <= MAX_LINES]
-    assert not stale, f"delete from KNOWN_LONG: {stale}"
 
 
 @pytest.mark.parametrize("limit", ["lines", "parameters"])

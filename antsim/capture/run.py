@@ -86,6 +86,20 @@ def _check(steps: int, batch: int, density: float, grad_density: float, threads:
         raise WorkloadError(f"--weight-decay must be >= 0; got {weight_decay!r}")
 
 
+def _sgd_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, lr: float, images: np.ndarray,
+              labels: np.ndarray) -> tuple[float, float]:
+    """One SGD step at ``lr`` on a mini-batch; returns its loss and accuracy (before the update)."""
+    for group in optimizer.param_groups:
+        group["lr"] = lr
+    optimizer.zero_grad(set_to_none=True)
+    target = torch.from_numpy(labels)
+    logits = model(torch.from_numpy(images))
+    loss = F.cross_entropy(logits, target)
+    loss.backward()
+    optimizer.step()
+    return float(loss.detach()), float((logits.detach().argmax(dim=1) == target).float().mean())
+
+
 def capture(network: str, steps: int = 20, batch: int = 4, density: float = 0.1, grad_density: float = 1.0,
             seed: int = 0, width_mult: float = 1.0, data: str = "natural", lr: float = DEFAULT_LR,
             threads: int = 1, progress: Progress | None = None, *, data_dir: Path | None = None,
@@ -129,16 +143,9 @@ def capture(network: str, steps: int = 20, batch: int = 4, density: float = 0.1,
                                     weight_decay=weight_decay)
         for step, (images, labels) in enumerate(source.batches(batch, steps, seed)):
             state.recording = step == steps - 1
-            for group in optimizer.param_groups:
-                group["lr"] = lr_at.at(step)
-            optimizer.zero_grad(set_to_none=True)
-            target = torch.from_numpy(labels)
-            logits = model(torch.from_numpy(images))
-            loss = F.cross_entropy(logits, target)
-            loss.backward()
-            optimizer.step()
-            losses.append(float(loss.detach()))
-            accuracies.append(float((logits.detach().argmax(dim=1) == target).float().mean()))
+            loss, accuracy = _sgd_step(model, optimizer, lr_at.at(step), images, labels)
+            losses.append(loss)
+            accuracies.append(accuracy)
             lrs.append(lr_at.at(step))
             if progress is not None:
                 progress(step + 1, steps, losses[-1])
