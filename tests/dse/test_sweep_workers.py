@@ -111,9 +111,10 @@ def test_sigkill_mid_trial_then_resume(tmp_path: Path) -> None:
 
 def test_timeout_stops_starting_trials_and_leaves_none_running(tmp_path: Path) -> None:
     spec = load_sweep(write_spec(tmp_path, "slow", n_trials=1000,
-                                 evaluator={"name": "analytic", "options": {"delay_s": 0.2}}))
+                                 evaluator={"name": "analytic", "options": {"delay_s": 0.5}}))
     url = f"sqlite:///{tmp_path / 'slow.db'}"
-    summary = run_sweep(spec, SweepOptions(storage_url=url, study_name="slow", n_trials=1000, timeout_s=1.0))
+    # 5 s: on a loaded machine the study's set-up alone can take over a second before the first trial.
+    summary = run_sweep(spec, SweepOptions(storage_url=url, study_name="slow", n_trials=1000, timeout_s=5.0))
     trials = _study(url, "slow").get_trials(deepcopy=False)
     assert 1 <= summary.counts.finished == len(trials) < 1000
     assert all(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in trials)
