@@ -25,6 +25,7 @@ from collections import defaultdict
 import numpy as np
 
 from antsim.dataflow import map_phase
+from antsim.dataflow.reuse import clear_all, disabled
 from antsim.sim import simulate_phase
 from antsim.simulate import _price, layer_seed, stream_densities
 from antsim.sparsity.generators import make_tensors
@@ -43,8 +44,12 @@ DATAFLOW_PARTS = (
 )
 
 
-def _one_step(arch, layers: list[Layer], densities, sparsity: str, batch_sample: int) -> dict:
-    """Seconds per (stage, phase) of one step."""
+def _one_step(arch, layers: list[Layer], densities, sparsity: str, batch_sample: int, warm: bool = False) -> dict:
+    """Seconds per (stage, phase) of one step: cold (no stage cache) unless ``warm`` (the caches hold
+    what an earlier design on the same operands left, as in a sweep or ``compare``)."""
+    if not warm:
+        with disabled():
+            return _one_step(arch, layers, densities, sparsity, batch_sample, warm=True)
     spent: dict = defaultdict(float)
     for index, layer in enumerate(layers):
         t0 = time.perf_counter()
@@ -130,21 +135,25 @@ def main() -> None:
     parser.add_argument("--regime", default="uniform")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-parts", action="store_true", help="skip the cProfile split of the dataflow")
+    parser.add_argument("--warm", action="store_true",
+                        help="keep the stage caches between repeats (a design after the first on the same operands)")
     args = parser.parse_args()
     chosen = regime(args.regime)
     for batch in args.batch:
         layers = [layer.with_batch(batch) for layer in network(args.network) if isinstance(layer, Layer)]
         floors = [counting_floor(layers, chosen.densities, chosen.sparsity) for _ in range(args.repeats)]
         floor = statistics.median(floors)
-        print(f"\n### {args.network}, batch {batch}, regime {args.regime}, batch_sample {args.batch_sample}"
+        print(f"\n### {args.network}, batch {batch}, regime {args.regime}, batch_sample {args.batch_sample},"
+              f" caches {'warm' if args.warm else 'off'}"
               f" — counting floor {floor:.3f} s (median of {args.repeats})\n")
         print("| design | step (s) | × floor | operands | " + " | ".join(f"dataflow {p}" for p in PHASES)
               + " | timing (all phases) | energy |")
         print("|---" * (6 + len(PHASES)) + "|")
         for config in args.configs:
             arch = load_arch(f"arch_configs/{config}.yaml")
-            runs = [_one_step(arch, layers, chosen.densities, chosen.sparsity, args.batch_sample)
-                    for _ in range(args.repeats)]
+            clear_all()
+            runs = [_one_step(arch, layers, chosen.densities, chosen.sparsity, args.batch_sample, args.warm)
+                    for _ in range(args.repeats + (1 if args.warm else 0))][(1 if args.warm else 0):]
             med = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
             step = statistics.median(sum(run.values()) for run in runs)
             timing = sum(v for (stage, _), v in med.items() if stage == "timing")
