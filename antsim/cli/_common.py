@@ -213,7 +213,8 @@ def seed_value(text: str) -> int:
 # Default operand densities of generated operands: the ANT paper's 90 % sparse W / A / dY regime
 # (antsim.simulate.DEFAULT_DENSITIES); flags default to None so "given" can be told from "default".
 _DENSITY_FLAGS = (("w", "density_w", "--density-w"), ("a", "density_a", "--density-a"),
-                  ("g", "density_g", "--density-g"), ("a_saved", "density_a_saved", "--density-a-saved"))
+                  ("g", "density_g", "--density-g"), ("a_saved", "density_a_saved", "--density-a-saved"),
+                  ("attn", "density_attn", "--density-attn"))
 
 
 def batch_sample_value(text: str) -> int:
@@ -235,6 +236,9 @@ def add_sparsity_arguments(parser: argparse.ArgumentParser, title: str = "sparsi
     group.add_argument("--density-g", type=float, default=None, help="output-gradient dY density (default 0.1)")
     group.add_argument("--density-a-saved", type=float, default=None,
                        help="density of the top-k copy of A saved for wgrad (SWAT; default: wgrad uses A)")
+    group.add_argument("--density-attn", type=float, default=None,
+                       help="density of attention matrices (softmax P of GEMM layers, top-k per query;"
+                            " default 1.0: a softmax has no zeros; antsim.sparsity.gemm)")
     group.add_argument("--regime", default=None,
                        help="named training regime setting every density and the generator: swat (W 0.1, A"
                             " 0.5, saved A 0.1, dY 1.0) | swat-gs (dY 0.1) | uniform (all 0.1, Bernoulli);"
