@@ -85,7 +85,7 @@ class PEArray:
             if freed_by >= 0 and not self.drain.drained[freed_by].processed:
                 t0 = env.now
                 yield self.drain.drained[freed_by]
-                self._account_drain_wait(t0, env.now, freed_by)
+                self.drain.account_wait(self.shared_stalls, t0, env.now, freed_by)
             start = env.now
             self.started_at[step] = start
             done = start + self.own_cycles[step]
@@ -108,21 +108,9 @@ class PEArray:
         self.stalls["anticipation"] += np.maximum(self.screened_at - multiplied, 0.0)
         return np.maximum(multiplied, self.screened_at)
 
-    def _account_drain_wait(self, start: float, end: float, drained_step: int) -> None:
-        """Split a wait on the drain of ``drained_step`` into its halo and reduction parts."""
-        halo_part = max(0.0, min(end, self.drain.halo_end[drained_step]) - start)
-        self.shared_stalls["halo"] += halo_part
-        self.shared_stalls["reduction"] += (end - start) - halo_part
-
     def account_tail(self, end: float) -> None:
         """Cycles after the last barrier until the layer ends: last drains, then the write-back."""
-        last = self.schedule.n_steps - 1
-        if last < 0:
-            self.shared_stalls["memory_stall"] += end
-            return
-        drained_at = self.drain.drained_at[last]
-        self._account_drain_wait(self.last_release, min(end, drained_at), last)
-        self.shared_stalls["memory_stall"] += max(0.0, end - drained_at)
+        self.drain.account_tail(self.shared_stalls, self.last_release, end)
 
     def mean_stalls(self) -> dict[str, float]:
         """Stall category → cycles averaged over PEs (each PE's categories sum to the layer's cycles)."""

@@ -185,6 +185,24 @@ class AccumulatorDrain:
         self.halo_end = np.zeros(schedule.n_steps)
         self.drained_at = np.zeros(schedule.n_steps)
 
+    def account_wait(self, stalls: dict[str, float], start: float, end: float, drained_step: int) -> None:
+        """Add a wait from ``start`` to ``end`` on the drain of ``drained_step`` to ``stalls``, split into
+        its halo part (until that drain's halo exchange ended) and its reduction part."""
+        halo_part = max(0.0, min(end, self.halo_end[drained_step]) - start)
+        stalls["halo"] += halo_part
+        stalls["reduction"] += (end - start) - halo_part
+
+    def account_tail(self, stalls: dict[str, float], last_release: float, end: float) -> None:
+        """Add the cycles from the last barrier (``last_release``) to the layer's ``end`` to ``stalls``: the
+        last drain, then the write-back (``memory_stall``)."""
+        last = self.schedule.n_steps - 1
+        if last < 0:
+            stalls["memory_stall"] += end
+            return
+        drained_at = self.drained_at[last]
+        self.account_wait(stalls, last_release, min(end, drained_at), last)
+        stalls["memory_stall"] += max(0.0, end - drained_at)
+
     def start(self, step: int) -> None:
         """Begin draining ``step`` (called when its barrier releases)."""
         self.env.process(self.drain_chunk(step))

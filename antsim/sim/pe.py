@@ -91,20 +91,8 @@ class PE:
     def _wait_for_half(self, drained_step: int) -> Proc:
         t0 = self.env.now
         yield self.drain.drained[drained_step]
-        self.account_drain_wait(t0, self.env.now, drained_step)
-
-    def account_drain_wait(self, start: float, end: float, drained_step: int) -> None:
-        """Split a wait on the drain of ``drained_step`` into its halo and reduction parts."""
-        halo_part = max(0.0, min(end, self.drain.halo_end[drained_step]) - start)
-        self.stalls["halo"] += halo_part
-        self.stalls["reduction"] += (end - start) - halo_part
+        self.drain.account_wait(self.stalls, t0, self.env.now, drained_step)
 
     def account_tail(self, end: float) -> None:
         """Cycles after the PE's last barrier until the layer ends: last drains, then the write-back."""
-        last = len(self.issued) - 1
-        if last < 0:
-            self.stalls["memory_stall"] += end
-            return
-        drained_at = self.drain.drained_at[last]
-        self.account_drain_wait(self.last_release, min(end, drained_at), last)
-        self.stalls["memory_stall"] += max(0.0, end - drained_at)
+        self.drain.account_tail(self.stalls, self.last_release, end)
