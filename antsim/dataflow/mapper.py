@@ -113,11 +113,9 @@ def _map_dense_batch(arch: ArchSpec, options: MappingOptions, layer: Layer, phas
     tiles = BatchTiles(inputs.tile_size(arch, per_image), layer.N)
     same = ImageSample(np.arange(1), np.zeros(layer.N, np.int64), np.ones(layer.N), np.ones(layer.N),
                        float(layer.N))
-    work = expand_images(_map_images(arch, options, inputs, BatchTiles(1, 1)), tiles, same, per_image, None)
-    tiling = {k: v for k, v in work.tiling.items() if k not in ("batch_sample", "sampled_images")}
-    notes = (*work.notes[:-1], "dense design: every image's work is the same (every element counts), mapped on"
-             " one image and repeated for the batch")
-    return replace(work, layer_name=layer.name, tiling=tiling, notes=notes), tiles, per_image
+    note = "dense design: every image's work is the same (every element counts), mapped on one image and repeated"
+    work = expand_images(_map_images(arch, options, inputs, BatchTiles(1, 1)), tiles, same, per_image, None, note)
+    return replace(work, layer_name=layer.name), tiles, per_image
 
 
 def _map_sampled(arch: ArchSpec, options: MappingOptions, layer: Layer, phase: str, tensors: Tensors,

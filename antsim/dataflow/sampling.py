@@ -146,11 +146,12 @@ def _estimated_products(sampled: ProductCounts, valid: int, proxy_ratio: float) 
 
 
 def expand_images(work: PhaseWork, tiles: BatchTiles, sample: ImageSample, per_image: np.ndarray,
-                  held: Footprint | None) -> PhaseWork:
+                  held: Footprint | None, note: str | None = None) -> PhaseWork:
     """The image-major work of the batch estimated from ``work``, the image-major work of ``sample``'s
     images, for batch tiles ``tiles``; ``per_image`` (N, n_pes) is the batch's stationary values per
     image and PE (exact); ``held``: the batch's exact footprint (wgrad), which replaces the estimated
-    valid products and held outputs."""
+    valid products and held outputs. ``note``: when given, the copy is exact (a dense design) — it is
+    recorded instead of the estimate's note and sample keys."""
     n_groups, n_images = int(work.tiling["groups"]), tiles.n_images
     k = work.n_chunks // n_groups
     rows = (sample.source[:, None] * n_groups + np.arange(n_groups)).ravel()
@@ -183,9 +184,9 @@ def expand_images(work: PhaseWork, tiles: BatchTiles, sample: ImageSample, per_i
         drains=np.ones(chunks, bool), chunk_tile=np.arange(chunks) // n_groups,
         chunk_group=np.arange(chunks) % n_groups, chunk_image=np.arange(chunks) // n_groups,
         stationary_values=per_image.sum(axis=0).astype(np.int64), products=products, output=None,
-        tiling={**work.tiling, "images": n_images, "chunks": chunks, "batch_sample": k,
-                "sampled_images": [int(i) for i in sample.images]},
-        notes=(*work.notes, f"batch estimated from {k} of {n_images} images (at evenly spaced ranks of their"
-               " non-zeros): each image takes the work of the sample image nearest in non-zeros, pair counts"
-               " scaled by the ratio (antsim.dataflow.sampling)"),
+        tiling={**work.tiling, "images": n_images, "chunks": chunks,
+                **({} if note else {"batch_sample": k, "sampled_images": [int(i) for i in sample.images]})},
+        notes=(*work.notes, note or f"batch estimated from {k} of {n_images} images (at evenly spaced ranks of"
+               " their non-zeros): each image takes the work of the sample image nearest in non-zeros, pair"
+               " counts scaled by the ratio (antsim.dataflow.sampling)"),
     )
