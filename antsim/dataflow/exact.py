@@ -218,124 +218,120 @@ def sampled_conflicts(context: MappingContext, policy: str, budget: int = _CONFL
     return ConflictEstimate(_shrunk(extra_sum, slot, n_slots, issued_pairs), sample_step)
 
 
-# Consecutive candidate pairs per sampled oracle run. The oracle packs valid products across pairs, so a
-# run must be long enough for its packed groups to look like exact's: a run's first and last groups are
-# cut (only full groups count), and with 64 pairs of up to F·I products each those are a few of the run's
-# groups. [choice] Measured result: within +0.4–1.5 % of exact (BENCHMARKS.md, "Fast vs exact").
-_ORACLE_RUN = 64
+def _geometry_classes(problem: PhaseProblem, tiling: Tiling) -> np.ndarray:
+    """Per PE, a class id shared by the PEs whose tiles have the same size and the same distance to the
+    plane's borders, capped at the kernel's reach (interior, edge and corner tiles): on uniform operands
+    their enumerations, and so their packed groups' conflicts, look alike. The reach is the smaller of
+    the output extent and the streamed extent of the dimension (R for fprop, dgrad and wgrad alike)."""
+    keys = []
+    extents = (tiling.row_extents(), tiling.col_extents())
+    for d, (lo, hi) in enumerate(extents):
+        dim, size, n_u = problem.dims[d], tiling.plane[d], problem.streamed_shape[3 + d]
+        margin = max(1, min(dim.extent, n_u))
+        keys.append(np.column_stack([np.minimum(lo, margin), np.minimum(size - 1 - hi, margin), hi - lo]))
+    _, row_class = np.unique(keys[0], axis=0, return_inverse=True)
+    _, col_class = np.unique(keys[1], axis=0, return_inverse=True)
+    pe = np.arange(tiling.n_pes)
+    pe_class = row_class.ravel()[pe // tiling.cols] * (col_class.max() + 1) + col_class.ravel()[pe % tiling.cols]
+    return np.unique(pe_class, return_inverse=True)[1].ravel()
 
 
-def _sample_picks(total: int, budget: int, run: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """Global candidate-pair indices of a systematic sample of runs of ``run`` consecutive pairs.
-
-    Returns (pair indices, run id of each, step) with step = ceil(total / budget); every pair (one run)
-    when the step is 1.
-    """
-    sample_step = max(1, -(-total // budget))
-    if sample_step == 1:
-        return np.arange(total, dtype=np.int64), np.zeros(total, np.int64), 1
-    stride = sample_step * run
-    starts = np.arange((stride - run) // 2, total, stride, dtype=np.int64)
-    picks = (starts[:, None] + np.arange(run, dtype=np.int64)[None, :]).ravel()
-    run_id = np.repeat(np.arange(len(starts), dtype=np.int64), run)
-    keep = picks < total
-    return picks[keep], run_id[keep], sample_step
-
-
-def sampled_oracle_conflicts(context: MappingContext, issued_pairs: np.ndarray,
-                             budget: int = _CONFLICT_SAMPLE_PAIRS, run: int = _ORACLE_RUN,
-                             valid_products: np.ndarray | None = None) -> ConflictEstimate:
-    """Oracle bank-conflict cycles per slot from systematic runs of consecutive candidate pairs.
-
-    The oracle packs a slot's valid products, in enumeration order, into groups of F·I
-    (``_oracle_conflicts``). Here the candidate pairs of ``step = ceil(candidates / budget)``-spaced runs
-    of ``run`` consecutive pairs are enumerated (valid products hashed as in ``run_exact``) and each
-    (run, slot) segment's valid products are packed the same way. With step 1 the single run is every
-    pair, so the result equals ``run_exact``'s. With a step above 1 only full groups count (a run's
-    trailing partial group is an artefact of the cut); a slot's cycles are its packed pairs
-    (``issued_pairs`` = ceil(valid / F·I)) times its sampled conflicts per group shrunk toward the
-    phase-wide rate (weight ``_PRIOR_PAIRS`` groups). Where ``exact`` puts a group boundary inside a
-    segment depends on how many valid products the slot packed before it: with ``valid_products`` (per
-    slot) that count is estimated as the slot's candidate pairs before the segment times its valid
-    products per candidate pair — exact for dense operands (every pair a full group: no boundary falls
-    inside a pair) — else a seeded random phase.
-    """
-    n_slots, group_size = context.n_slots, context.group_size
-    picks, run_id, sample_step = _sample_picks(int(context.cells.n_pairs.sum()), budget, run)
-    pairs = _pairs_at(context.cells, picks)
-    # The ANT screen is conservative: pairs it drops hold no valid product, so dropping them first
-    # leaves the valid products and their order unchanged.
-    keep = screen(context.problem, context.stationary, context.streamed_vectors, pairs)
-    kept = PairBatch(pairs.cell[keep], pairs.f[keep], pairs.i[keep])
-    products = _Enumerator(context, scatter=False).batch(kept, 0)
-    segment = run_id[keep][products.pair] * n_slots + products.slot
-    order = np.argsort(segment, kind="stable")
-    segment, bank = segment[order], products.bank[order]
-    first = np.searchsorted(segment, segment, side="left")
-    position = np.arange(len(segment)) - first
-    if sample_step > 1:
-        before = None if valid_products is None else _valid_before(
-            context.cells, picks[keep][products.pair][order], kept.cell[products.pair][order], segment, n_slots,
-            valid_products)
-        position, full = _phase_shift(segment, first, position, group_size, before)
-        segment, bank, position = segment[full], bank[full], position[full]
-    in_group = position // group_size
-    group_key, group = np.unique(segment * (len(segment) + 1) + in_group, return_inverse=True)
-    extra = _max_load_extra(group, bank, context.banks.banks, len(group_key))
-    group_slot = (group_key // (len(segment) + 1)) % n_slots
-    extra_sum = np.bincount(group_slot, weights=extra, minlength=n_slots)
-    if sample_step == 1:
-        return ConflictEstimate(np.rint(extra_sum).astype(np.int64), 1)
-    return ConflictEstimate(_shrunk(extra_sum, group_slot, n_slots, issued_pairs), sample_step)
-
-
-# Seed of the random group phase used when a segment's preceding valid products are unknown. [choice] Any
-# fixed value: it only makes the estimate reproducible run to run.
-_PHASE_SEED = 20240601
-
-
-def _valid_before(cells: Cells, pick: np.ndarray, cell: np.ndarray, segment: np.ndarray, n_slots: int,
-                  valid_products: np.ndarray) -> np.ndarray:
-    """Per segment (sorted keys), the estimated valid products its slot packed before the segment:
-    the slot's candidate pairs before the segment's first pair × the slot's valid products per pair."""
-    keys, start = np.unique(segment, return_index=True)
+def _prefix_picks(cells: Cells, length: np.ndarray) -> np.ndarray:
+    """Global candidate-pair indices of the first ``length[slot]`` pairs of every slot, in enumeration order."""
     counts = cells.n_pairs
-    order = np.argsort(cells.slot, kind="stable")  # a slot's pairs in enumeration (cell) order
-    prefix = np.zeros(len(counts), np.int64)
+    order = np.argsort(cells.slot, kind="stable")  # a slot's cells in enumeration order
     sorted_counts = counts[order]
     running = np.cumsum(sorted_counts) - sorted_counts
     slot_sorted = cells.slot[order]
-    slot_first = np.searchsorted(slot_sorted, slot_sorted, side="left")
-    prefix[order] = running - running[slot_first]
-    first_cell = cell[start]
+    before = np.zeros(len(counts), np.int64)
+    before[order] = running - running[np.searchsorted(slot_sorted, slot_sorted, side="left")]
+    take = np.clip(length[cells.slot] - before, 0, counts)
     cell_start = np.cumsum(counts) - counts
-    pairs_before = prefix[first_cell] + (pick[start] - cell_start[first_cell])
-    slot = keys % n_slots
-    candidates = np.bincount(cells.slot, weights=counts, minlength=n_slots)
-    rate = np.divide(valid_products, candidates, out=np.zeros(n_slots), where=candidates > 0)
-    return np.rint(pairs_before * rate[slot]).astype(np.int64)
+    return np.repeat(cell_start - np.cumsum(take) + take, take) + np.arange(int(take.sum()), dtype=np.int64)
 
 
-def _phase_shift(segment: np.ndarray, first: np.ndarray, position: np.ndarray, group_size: int,
-                 before: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Put each segment's group boundaries where ``exact``'s would fall; keep full groups only.
+# Most candidate pairs the oracle's estimate enumerates to measure one whole slot of every geometry class
+# when that needs more than the usual budget (dense operands: slots of 10^4 pairs, up to ~10 classes).
+# [choice] 2^18 = 8× ``_CONFLICT_SAMPLE_PAIRS``: ~1 s a phase on the largest ResNet-18 layers at density 1.0;
+# past it the classes' samples are cut to prefixes (BENCHMARKS.md, "ant_oracle fast vs exact").
+_ORACLE_MAX_PAIRS = 1 << 18
 
-    A segment starts at a cell boundary (or a run cut), whereas ``exact``'s group boundaries fall
-    wherever the slot's earlier valid products leave them: at ``(−before) mod group_size`` when the
-    count ``before`` is known (per segment, sorted keys), else at a seeded random phase (packing from
-    the segment start would make groups hold products of one cell more often than they do — measured
-    ~5 % fewer conflicts on a 128→128 32×32 fprop).
-    """
-    keys = np.unique(segment)
-    if before is None:
-        phase = np.random.default_rng(_PHASE_SEED).integers(0, group_size, len(keys))
+
+def _sampled_lengths(slot_class: np.ndarray, slot_pairs: np.ndarray, budget: int) -> np.ndarray:
+    """Pairs to enumerate from the start of each slot: whole slots, taken per class in an order that
+    spreads over chunks and PEs, until the class's share of the budget is spent. The share is at least
+    one whole slot of the class as long as the phase's total stays within ``_ORACLE_MAX_PAIRS``; past
+    that, each class's first slot is cut to an equal share of it."""
+    n_classes = int(slot_class.max()) + 1
+    rank = (np.arange(len(slot_class)) * 7919) % max(1, len(slot_class))
+    order = np.lexsort((rank, slot_class))
+    pairs_sorted, class_sorted = slot_pairs[order], slot_class[order]
+    class_start = np.searchsorted(class_sorted, class_sorted, side="left")
+    first = np.arange(len(order)) == class_start
+    one_each = int(pairs_sorted[first].sum())
+    if one_each <= max(budget, _ORACLE_MAX_PAIRS):
+        share = np.maximum(budget // n_classes, pairs_sorted[first])[np.cumsum(first) - 1]
     else:
-        phase = (-before) % group_size
-    shift = phase[np.searchsorted(keys, segment)]
-    seg_len = np.searchsorted(segment, segment, side="right") - first
-    shifted = position - shift
-    full = (shifted >= 0) & (shifted < (seg_len - shift) // group_size * group_size)
-    return shifted, full
+        share = np.full(len(order), max(1, _ORACLE_MAX_PAIRS // n_classes))
+    running = np.cumsum(pairs_sorted)
+    before = running - pairs_sorted - (running - pairs_sorted)[class_start]
+    length = np.zeros(len(slot_class), np.int64)
+    length[order] = np.where(before + pairs_sorted <= share, pairs_sorted, np.where(first, share, 0))
+    return np.minimum(length, slot_pairs)
+
+
+def sampled_oracle_conflicts(context: MappingContext, issued_pairs: np.ndarray,
+                             budget: int = _CONFLICT_SAMPLE_PAIRS) -> ConflictEstimate:
+    """Oracle bank-conflict cycles per slot from slots enumerated from their first pair.
+
+    The oracle packs a slot's valid products, in enumeration order, into groups of F·I
+    (``_oracle_conflicts``), so where a group boundary falls depends on every earlier pair of the slot: a
+    sample cut inside a slot would have to guess that phase (a guess made the busiest PE's conflicts 2–3×
+    exact's on dense operands). Slots are therefore enumerated from their start, whole where the budget
+    allows, chosen per geometry class of their PE (``_geometry_classes``: tile size and reach) so that
+    interior, edge and corner PEs are all measured (``_sampled_lengths``). A slot enumerated whole keeps its
+    exact conflicts (a budget that covers every pair reproduces ``run_exact``); every other slot gets its
+    packed pairs (``issued_pairs`` = ceil(valid / F·I)) times its class's conflicts per full packed group,
+    shrunk toward the phase-wide rate (weight ``_PRIOR_PAIRS`` groups).
+    """
+    cells, n_slots, tiling = context.cells, context.n_slots, context.tiling
+    slot_pairs = np.bincount(cells.slot, weights=cells.n_pairs, minlength=n_slots).astype(np.int64)
+    slot_class = _geometry_classes(context.problem, tiling)[np.arange(n_slots) % tiling.n_pes]
+    length = _sampled_lengths(slot_class, slot_pairs, budget)
+    pairs = _pairs_at(cells, _prefix_picks(cells, length))
+    # The ANT screen is conservative: pairs it drops hold no valid product, so dropping them first
+    # leaves the valid products and their order unchanged.
+    keep = screen(context.problem, context.stationary, context.streamed_vectors, pairs)
+    products = _Enumerator(context, scatter=False).batch(PairBatch(pairs.cell[keep], pairs.f[keep], pairs.i[keep]), 0)
+    whole = length >= slot_pairs
+    extra, groups = _prefix_conflicts(products, context, whole)
+    n_classes = int(slot_class.max()) + 1
+    class_extra = np.bincount(slot_class, weights=extra, minlength=n_classes)
+    class_groups = np.bincount(slot_class, weights=groups, minlength=n_classes)
+    pooled = extra.sum() / max(1.0, groups.sum())
+    rate = (class_extra + _PRIOR_PAIRS * pooled) / (class_groups + _PRIOR_PAIRS)
+    estimate = np.where(whole, extra, rate[slot_class] * issued_pairs)
+    sample_step = max(1, -(-int(slot_pairs.sum()) // max(1, len(pairs.f))))
+    return ConflictEstimate(np.rint(estimate).astype(np.int64), sample_step)
+
+
+def _prefix_conflicts(products: _Products, context: MappingContext, whole: np.ndarray
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Per slot, the conflict cycles of its prefix's valid products packed F·I per group from the slot's
+    start, and the groups counted: every group of a slot enumerated whole, full groups only elsewhere
+    (a prefix's last group is cut short by the sample, not by the slot)."""
+    n_slots, group_size = context.n_slots, context.group_size
+    order = np.argsort(products.slot, kind="stable")
+    slot, bank = products.slot[order], products.bank[order]
+    position = np.arange(len(slot)) - np.searchsorted(slot, slot, side="left")
+    valid = np.bincount(slot, minlength=n_slots)
+    keep = whole[slot] | (position < (valid // group_size * group_size)[slot])
+    slot, bank, position = slot[keep], bank[keep], position[keep]
+    group_key, group = np.unique(slot * (len(slot) + 1) + position // group_size, return_inverse=True)
+    extra = _max_load_extra(group, bank, context.banks.banks, len(group_key))
+    group_slot = group_key // (len(slot) + 1)
+    return (np.bincount(group_slot, weights=extra, minlength=n_slots),
+            np.bincount(group_slot, minlength=n_slots).astype(np.float64))
 
 
 def _issued_batches(context: MappingContext, screened: bool) -> Iterator[PairBatch]:

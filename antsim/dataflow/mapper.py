@@ -90,7 +90,7 @@ def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fideli
         raise MappingError(f"anticipation.policy must be one of {', '.join(POLICIES)}; got {policy!r}")
     check_batch_sample(batch_sample, fidelity)
     tensors.check_shapes(layer)
-    options = MappingOptions.from_arch(arch, fidelity)
+    options = MappingOptions.from_arch(arch, fidelity, phase)
     if 0 < batch_sample < layer.N and not options.dense:
         work, tiles, per_image = _map_sampled(arch, options, layer, phase, tensors, batch_sample)
     elif options.dense and layer.N > 1 and fidelity == "fast":
@@ -217,7 +217,7 @@ def _map_images(arch: ArchSpec, options: MappingOptions, inputs: _MappingInputs,
     counts = count_pairs(context, options.policy)
     if options.policy == "oracle" or options.ideal_dense:
         counts = oracle_counts(counts.candidate_pairs, footprint.valid_products, context.F, context.I)
-    conflicts = _conflicts(context, options, counts, footprint, exact_conflicts)
+    conflicts = _conflicts(context, options, counts, exact_conflicts)
     work = _assemble(inputs.layer.name, context, options, _Measured(counts, footprint, conflicts, output))
     if arch.mapping.pe_sync == "fifo" and counts.cell_issued_pairs is not None:
         fifo_values = arch.buffers.weight_fifo_entries * context.F
@@ -263,7 +263,7 @@ def _footprint_and_output(context: MappingContext, options: MappingOptions, inpu
     return footprint, result.output, result.conflict_cycles
 
 
-def _conflicts(context: MappingContext, options: MappingOptions, counts: PairCounts, footprint: Footprint,
+def _conflicts(context: MappingContext, options: MappingOptions, counts: PairCounts,
                exact_conflicts: np.ndarray | None) -> ConflictEstimate:
     """Bank-conflict cycles per slot: none on a dense design (it accumulates in place), exact's when
     enumerated, else the sampled estimate (``sampled_conflicts`` / ``sampled_oracle_conflicts``)."""
@@ -272,7 +272,7 @@ def _conflicts(context: MappingContext, options: MappingOptions, counts: PairCou
     if exact_conflicts is not None:
         return ConflictEstimate(exact_conflicts, 1)
     if options.policy == "oracle":
-        return sampled_oracle_conflicts(context, counts.issued_pairs, valid_products=footprint.valid_products)
+        return sampled_oracle_conflicts(context, counts.issued_pairs)
     return sampled_conflicts(context, options.policy, issued_pairs=counts.issued_pairs)
 
 
@@ -408,10 +408,10 @@ def _notes(options: MappingOptions, sample_step: int) -> tuple[str, ...]:
         notes.append("conflict_cycles exact: every valid product hashed to banks, packed F*I per pair in"
                      " enumeration order as the exact path packs them")
     elif fidelity == "fast" and policy == "oracle":
-        notes.append(f"conflict_cycles estimated from runs of 64 consecutive candidate pairs, 1 run in"
-                     f" {sample_step} (valid products packed F*I per pair in enumeration order and hashed to"
-                     " banks; full packed pairs only; per-PE rate shrunk toward the phase-wide rate, times"
-                     " the PE's packed pairs)")
+        notes.append(f"conflict_cycles estimated from prefixes of the slots' candidate pairs packed F*I per"
+                     f" group from each slot's first pair as exact packs them (1 pair in {sample_step}"
+                     " enumerated; a slot enumerated whole keeps its exact count, others get their packed pairs"
+                     " times their PE's conflicts per full group, shrunk toward the phase-wide rate)")
     elif fidelity == "fast" and sample_step == 1:
         notes.append("conflict_cycles exact: every issued pair's products hashed to banks")
     elif fidelity == "fast":

@@ -130,13 +130,20 @@ def _context(arch, layer, phase, t, fetch_filter: bool = False):
                           arch.pe_array.I)
 
 
-def test_oracle_fast_conflicts_on_dense_operands_place_group_boundaries_as_exact() -> None:
-    """Dense operands: every interior pair is a full F·I group, so exact packs no group across two pairs.
-    The sampled estimate puts its boundaries where exact's fall (valid products before each segment);
-    a random phase (the earlier estimator) tripled the conflicts here. Stated tolerance: 25 % in total."""
+def test_oracle_fast_conflicts_on_dense_operands_follow_exact_per_pe() -> None:
+    """Dense operands with padding: border pairs hold half groups, so where exact's group boundaries fall
+    depends on every earlier pair of the slot. The estimate enumerates slots from their first pair, one
+    per geometry class (interior, edge, corner), so the busiest PE's conflicts — which set the phase's
+    cycles — match exact's; the earlier run-sampled estimate read 3× exact's busiest PE here (+25 % cycles)."""
     layer = Layer("d", N=1, C=16, K=16, H=16, W=16, R=3, S=3, stride=1, pad=1)
     t = make_tensors(layer, 1.0, 1.0, 1.0, model="uniform", seed=0)
     arch = load_arch("arch_configs/ant_oracle.yaml")
-    fast = map_phase(arch, layer, "dgrad", t)
-    exact = map_phase(arch, layer, "dgrad", t, fidelity="exact")
-    assert fast.conflict_cycles.sum() == pytest.approx(exact.conflict_cycles.sum(), rel=0.25)
+    for phase in ("fprop", "dgrad", "wgrad"):
+        fast = map_phase(arch, layer, phase, t)
+        exact = map_phase(arch, layer, phase, t, fidelity="exact")
+        assert any(n.startswith("conflict_cycles estimated") for n in fast.notes), phase  # a real sample
+        assert fast.conflict_cycles.sum() == pytest.approx(exact.conflict_cycles.sum(), rel=0.05), phase
+        assert fast.conflict_cycles.max() == pytest.approx(exact.conflict_cycles.max(), rel=0.05), phase
+        fast_critical = (fast.issued_pairs + fast.conflict_cycles).max(axis=1).sum()
+        exact_critical = (exact.issued_pairs + exact.conflict_cycles).max(axis=1).sum()
+        assert fast_critical == pytest.approx(exact_critical, rel=0.02), phase
