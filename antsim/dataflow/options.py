@@ -21,7 +21,8 @@ class MappingOptions:
         dense: the design has no sparsity support: every element counts as a non-zero.
         ideal_dense: a dense design that forms only the pairs meeting at an output
             (``mapping.dense_packing: ideal``); False for SCNN's DCNN (``cartesian``) and sparse designs.
-        fetch_filter: streamed non-zeros that cannot reach a PE's tile are not delivered to it.
+        fetch_filter: streamed non-zeros that cannot reach a PE's tile are not delivered to it (the
+            fetch filter of an anticipating design, an ideal dense engine, or wgrad's tiled dY).
         channel_inner: streamed fibers ordered ``(u, v, ko)`` (``mapping.streamed_order: channel_inner``)
             rather than ``(ko, u, v)``.
     """
@@ -34,13 +35,16 @@ class MappingOptions:
     channel_inner: bool = True
 
     @classmethod
-    def from_arch(cls, arch: ArchSpec, fidelity: str) -> MappingOptions:
+    def from_arch(cls, arch: ArchSpec, fidelity: str, phase: str = "fprop") -> MappingOptions:
         policy = arch.anticipation.policy
         dense = not arch.sparsity_support
         # An ideal dense engine forms only the pairs that meet at an output; SCNN's DCNN ("cartesian")
         # pairs every element of its tile with every weight of the group, as SCNN does, zeros included.
         ideal_dense = dense and arch.mapping.dense_packing == "ideal"
         # An ideal dense engine addresses exactly the streamed values its tile needs, as the fetch filter
-        # does; SCNN (policy none) broadcasts the whole block.
-        fetch_filter = ideal_dense or (arch.anticipation.fetch_filter and policy != "none")
+        # does; SCNN (policy none) broadcasts its weight blocks. wgrad's streamed operand is dY, a plane:
+        # tiled like the activations (mapping.wgrad_dy, docs/model.md "wgrad's dY"), each PE gets the part
+        # within the kernel's reach of its tile, which is what the reach filter delivers.
+        tiled_dy = phase == "wgrad" and arch.mapping.wgrad_dy == "tiled"
+        fetch_filter = ideal_dense or tiled_dy or (arch.anticipation.fetch_filter and policy != "none")
         return cls(fidelity, policy, dense, ideal_dense, fetch_filter, arch.mapping.streamed_order == "channel_inner")
