@@ -352,7 +352,8 @@ def _assemble(layer_name: str, context: MappingContext, options: MappingOptions,
     problem, tiling, cells = context.problem, context.tiling, context.cells
     counts, footprint = measured.counts, measured.footprint
     valid = int(footprint.valid_products.sum())
-    total = valid if options.ideal_dense else int(np.sum(cells.nnz_s * cells.nnz_t_all, dtype=np.int64))
+    reference = cells.nnz_t if options.tiled_dy else cells.nnz_t_all
+    total = valid if options.ideal_dense else int(np.sum(cells.nnz_s * reference, dtype=np.int64))
     products = ProductCounts(total=total, valid=valid, skipped=total - int(counts.issued_products.sum()))
     chunk = np.arange(tiling.n_chunks)
     return PhaseWork(
@@ -401,7 +402,8 @@ def _tiling_dict(context: MappingContext, options: MappingOptions) -> dict:
 def _notes(options: MappingOptions, sample_step: int) -> tuple[str, ...]:
     """The estimates and conventions of this mapping, in words (``PhaseWork.notes``)."""
     fidelity, policy = options.fidelity, options.policy
-    notes = ["total counts pairs of the unfiltered mapping; pairs removed by the fetch filter count as skipped",
+    notes = ["total counts pairs of the delivered dY (mapping.wgrad_dy: tiled)" if options.tiled_dy else
+             "total counts pairs of the unfiltered mapping; pairs removed by the fetch filter count as skipped",
              "stationary_values sums every image's tile (DRAM loads); tiling['stationary_values_max_per_image']"
              " is the buffer occupancy"]
     if fidelity == "fast" and policy == "oracle" and sample_step == 1:

@@ -25,6 +25,9 @@ class MappingOptions:
             fetch filter of an anticipating design, an ideal dense engine, or wgrad's tiled dY).
         channel_inner: streamed fibers ordered ``(u, v, ko)`` (``mapping.streamed_order: channel_inner``)
             rather than ``(ko, u, v)``.
+        tiled_dy: wgrad with ``mapping.wgrad_dy: tiled``: the reach-filtered dY is the mapping itself, so
+            ``total`` counts the pairs of the delivered dY (the non-delivered ones are never candidates,
+            not RCPs some unit skipped).
     """
 
     fidelity: str = "fast"
@@ -33,6 +36,7 @@ class MappingOptions:
     ideal_dense: bool = False
     fetch_filter: bool = False
     channel_inner: bool = True
+    tiled_dy: bool = False
 
     @classmethod
     def from_arch(cls, arch: ArchSpec, fidelity: str, phase: str = "fprop") -> MappingOptions:
@@ -47,4 +51,5 @@ class MappingOptions:
         # within the kernel's reach of its tile, which is what the reach filter delivers.
         tiled_dy = phase == "wgrad" and arch.mapping.wgrad_dy == "tiled"
         fetch_filter = ideal_dense or tiled_dy or (arch.anticipation.fetch_filter and policy != "none")
-        return cls(fidelity, policy, dense, ideal_dense, fetch_filter, arch.mapping.streamed_order == "channel_inner")
+        return cls(fidelity, policy, dense, ideal_dense, fetch_filter, arch.mapping.streamed_order == "channel_inner",
+                   tiled_dy)

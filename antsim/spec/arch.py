@@ -111,13 +111,14 @@ class Mapping(_Section):
                     " accumulates dW over its images before one cross-PE reduction and write-back. 0 (default):"
                     " as many images as buffers.input_kb holds; 1: one image at a time (weights re-read and dW"
                     " reduced per image)")
-    wgrad_dy: Literal["tiled", "broadcast"] = Field(
+    wgrad_dy: Literal["broadcast", "tiled"] = Field(
         "broadcast",
         description="how wgrad's streamed operand (dY, a plane as large as the activations) reaches the PEs:"
-                    " tiled (default: each PE receives only the dY non-zeros within the kernel's reach of its"
-                    " activation tile, dY planar-tiled like the activations with a halo) or broadcast (every PE"
-                    " receives the image's whole dY block, as SCNN broadcasts its small weight blocks). Designs"
-                    " with anticipation.fetch_filter deliver by reach in every phase")
+                    " broadcast (default: every PE receives the image's whole dY block, as SCNN broadcasts its"
+                    " weight blocks; the reading under which the ANT paper's RCP shares hold, docs/model.md) or"
+                    " tiled (each PE receives only the dY non-zeros within the kernel's reach of its activation"
+                    " tile; those never delivered are not candidate pairs). Designs with"
+                    " anticipation.fetch_filter deliver by reach in every phase")
     gemm: Literal["auto", "scnn", "cartesian"] = Field(
         "auto",
         description="GEMM layers (antsim.dataflow.gemm): scnn (SCNN's FC mapping, a 1x1 conv on an N x 1 plane),"
