@@ -29,6 +29,7 @@ from antsim.phases import phase_problem
 from antsim.simulate import overall_densities
 from antsim.spec.arch import ArchSpec
 from antsim.spec.encoding import bits_per_value
+from antsim.vocabulary import Fidelity, Phase
 from antsim.workloads import Layer
 
 # Peak RSS of `import antsim` + numpy/simpy/pydantic and one simulated layer's bookkeeping (measured
@@ -82,14 +83,14 @@ class Estimate:
     run_pe_steps: int
 
 
-def _density_of(densities: Mapping[str, float], operand: str, phase: str) -> float:
+def _density_of(densities: Mapping[str, float], operand: str, phase: Phase) -> float:
     key = {"weights": "w", "activations": "a", "grad_output": "g"}[operand]
     if operand == "activations" and phase == "wgrad" and densities.get("a_saved") is not None:
         key = "a_saved"  # wgrad's stationary operand is SWAT's saved top-k copy when there is one
     return float(densities.get(key, 1.0))
 
 
-def phase_steps(arch: ArchSpec, layer: Layer, phase: str, densities: Mapping[str, float]) -> tuple[int, int]:
+def phase_steps(arch: ArchSpec, layer: Layer, phase: Phase, densities: Mapping[str, float]) -> tuple[int, int]:
     """(steps, passes) of one (layer, phase): chunks x passes of the mean PE (see the module docstring)."""
     problem = phase_problem(layer, phase)
     pe = arch.pe_array
@@ -103,8 +104,8 @@ def phase_steps(arch: ArchSpec, layer: Layer, phase: str, densities: Mapping[str
     return chunks * passes, passes
 
 
-def layer_memory(arch: ArchSpec, layer: Layer, phases: Sequence[str], densities: Mapping[str, float],
-                 fidelity: str) -> float:
+def layer_memory(arch: ArchSpec, layer: Layer, phases: Sequence[Phase], densities: Mapping[str, float],
+                 fidelity: Fidelity) -> float:
     """Bytes one layer adds to the process at its peak (operands + the dataflow's bookkeeping)."""
     a, w, g = layer.N * layer.C * layer.H * layer.W, layer.K * layer.C * layer.R * layer.S, \
         layer.N * layer.K * layer.P * layer.Q
@@ -123,8 +124,8 @@ def layer_memory(arch: ArchSpec, layer: Layer, phases: Sequence[str], densities:
     return (2 * a + w + g) * OPERAND_BYTES_PER_ELEMENT + bookkeeping
 
 
-def estimate_run(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[str],
-                 densities: Mapping[str, float], fidelity: str = "fast") -> Estimate:
+def estimate_run(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[Phase],
+                 densities: Mapping[str, float], fidelity: Fidelity = "fast") -> Estimate:
     """Peak memory and the worst (layer, phase) step count of simulating ``layers`` on ``arch``."""
     memory, memory_layer = 0.0, ""
     passes, where, steps, total = 0, "", 0, 0
@@ -199,8 +200,8 @@ def check_resources(estimates: Sequence[Estimate], *, concurrent: int = 1, avail
             f" above the {_gib(available)} available; use a smaller batch or fewer jobs, or pass --force")
 
 
-def guard_run(archs: Sequence[ArchSpec], layers: Sequence[Layer], phases: Sequence[str],
-              densities: Mapping[str, float], tensors: Mapping[str, object] | None = None, fidelity: str = "fast",
+def guard_run(archs: Sequence[ArchSpec], layers: Sequence[Layer], phases: Sequence[Phase],
+              densities: Mapping[str, float], tensors: Mapping[str, object] | None = None, fidelity: Fidelity = "fast",
               *, concurrent: int = 1, force: bool = False) -> list[Estimate]:
     """Estimate every design (densities measured on ``tensors`` when given) and ``check_resources``."""
     if tensors is not None:

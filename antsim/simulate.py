@@ -18,19 +18,21 @@ from antsim.dataflow.sampling import check_batch_sample
 from antsim.errors import AntsimError, WorkloadError
 from antsim.progress import Progress, track
 from antsim.results import LayerResult, NetworkResult
-from antsim.sim import Densities, SimParams, simulate_phase
+from antsim.sim import Densities as StreamDensities
+from antsim.sim import SimParams, simulate_phase
+from antsim.sparsity.densities import Densities, DensityError
 from antsim.sparsity.gemm import make_gemm_tensors
 from antsim.sparsity.tensors import Tensors
 from antsim.spec.arch import ArchSpec
+from antsim.vocabulary import PHASES, Fidelity, Phase, parse_fidelity, parse_phase
 from antsim.workloads.gemm import Gemm, layer_kind
-from antsim.workloads.layers import PHASES, Layer
+from antsim.workloads.layers import Layer
 
-FIDELITIES = ("fast", "exact")
-DEFAULT_DENSITIES: Mapping[str, float] = {"w": 0.1, "a": 0.1, "g": 0.1}
-DENSITY_KEYS = ("w", "a", "g", "a_saved", "attn")  # attn: attention matrices of GEMM layers (antsim.sparsity.gemm)
+# The densities of generated operands when none are given: W, A and dY at 0.1 (antsim.sparsity.densities).
+DEFAULT_DENSITIES: Mapping[str, float] = Densities()
 
 
-def operand_array(tensors: Tensors, operand: str, phase: str) -> np.ndarray:
+def operand_array(tensors: Tensors, operand: str, phase: Phase) -> np.ndarray:
     """The array a phase uses for ``operand`` (wgrad reads the SWAT-saved copy of A when there is one)."""
     if operand == "activations" and phase == "wgrad":
         return tensors.wgrad_activations
@@ -41,7 +43,7 @@ def _density(array: np.ndarray) -> float:
     return float(np.count_nonzero(array)) / array.size if array.size else 1.0
 
 
-def output_density(tensors: Tensors, phase: str) -> float:
+def output_density(tensors: Tensors, phase: Phase) -> float:
     """Density of a phase's outputs as written back (after the post-processing unit sparsifies them).
 
     [assumption] fprop: Y leaves through ReLU / top-k at the density of this layer's own input A (the
@@ -55,15 +57,15 @@ def output_density(tensors: Tensors, phase: str) -> float:
     return 1.0
 
 
-def stream_densities(arch: ArchSpec, work: Any, tensors: Tensors, phase: str) -> Densities:
+def stream_densities(arch: ArchSpec, work: Any, tensors: Tensors, phase: Phase) -> StreamDensities:
     """Densities that set the compressed sizes of the stationary, streamed and output streams.
 
     A dense design (``sparsity_support: false``) stores and moves every value, so its streams have
     density 1 whatever the tensors hold.
     """
     if not arch.sparsity_support:
-        return Densities(1.0, 1.0, 1.0)
-    return Densities(
+        return StreamDensities(1.0, 1.0, 1.0)
+    return StreamDensities(
         stationary=_density(operand_array(tensors, work.stationary_operand, phase)),
         streamed=_density(operand_array(tensors, work.streamed_operand, phase)),
         output=max(output_density(tensors, phase), 1e-6),
@@ -88,7 +90,7 @@ def design_area_mm2(arch: ArchSpec) -> float:
     return float(math.fsum(area(arch).values()))
 
 
-def simulate_layer(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fidelity: str = "exact",
+def simulate_layer(arch: ArchSpec, layer: Layer, phase: Phase, tensors: Tensors, fidelity: Fidelity = "exact",
                    seed: int = 0, params: SimParams | None = None, batch_sample: int = 0) -> LayerResult:
     """Simulate one (layer, phase) of a training step on ``arch``.
 
@@ -111,12 +113,12 @@ def simulate_layer(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, f
     """
     from antsim.dataflow import map_phase
 
-    _check_choice("phase", phase, PHASES)
-    _check_choice("fidelity", fidelity, FIDELITIES)
+    parse_phase(phase)  # a library caller may pass any string: refuse it before any work
+    parse_fidelity(fidelity)
     tensors.check_shapes(layer)
     if isinstance(layer, Gemm):  # a GEMM layer: its own mapping onto the same PhaseWork (antsim.dataflow.gemm)
         work = map_gemm_phase(arch, layer, phase, tensors, fidelity)
-        densities = Densities(*gemm_stream_densities(arch, layer, phase, tensors))
+        densities = StreamDensities(*gemm_stream_densities(arch, layer, phase, tensors))
     else:
         work = map_phase(arch, layer, phase, tensors, fidelity, batch_sample=batch_sample)
         densities = stream_densities(arch, work, tensors, phase)
@@ -143,20 +145,18 @@ def layer_seed(seed: int, index: int) -> int:
     return int(np.random.SeedSequence([int(seed), int(index)]).generate_state(1)[0])
 
 
-def check_densities(densities: Mapping[str, float] | None) -> dict[str, float]:
-    """Fill defaults and validate keys (``w``, ``a``, ``g``, optional ``a_saved``) and ranges [0, 1].
+def check_densities(densities: Mapping[str, object] | None) -> dict[str, float]:
+    """Fill the defaults (``w``, ``a``, ``g`` at 0.1) and validate by the rule of ``antsim.sparsity.densities``
+    (keys ``DENSITY_KEYS``, each density in (0, 1]); returns ``{key: float}``, the ``workload.densities`` echo.
 
     Raises:
-        AntsimError: an unknown key or a density outside [0, 1], naming both.
+        AntsimError: an unknown key or a density outside (0, 1]: ``"densities.a: density of activations must
+            be in (0, 1]; got 0"``.
     """
-    merged = dict(DEFAULT_DENSITIES)
-    merged.update(densities or {})
-    for key, value in merged.items():
-        if key not in DENSITY_KEYS:
-            raise AntsimError(f"densities: unknown key {key!r}; known: {', '.join(DENSITY_KEYS)}")
-        if not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
-            raise AntsimError(f"densities.{key} must be in [0, 1]; got {value!r}")
-    return {k: float(v) for k, v in merged.items()}
+    try:
+        return Densities.from_mapping({**DEFAULT_DENSITIES, **(densities or {})}).to_dict()
+    except DensityError as exc:
+        raise AntsimError(f"densities.{exc.key}: {exc}") from None
 
 
 def _layer_tensors(layer: Layer, index: int, densities: Mapping[str, float], sparsity: str,
@@ -177,9 +177,9 @@ def _iterate(layers: Sequence[Layer], progress: Progress | bool, desc: str) -> I
     return track(enumerate(layers), progress, total=len(layers), desc=desc, unit="layer")
 
 
-def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[str] = PHASES,
+def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[Phase] = PHASES,
                      densities: Mapping[str, float] | None = None, sparsity: str = "swat",
-                     tensors: Mapping[str, Tensors] | None = None, fidelity: str = "fast", seed: int = 0,
+                     tensors: Mapping[str, Tensors] | None = None, fidelity: Fidelity = "fast", seed: int = 0,
                      progress: Progress | bool = False, params: SimParams | None = None,
                      workload: Mapping[str, Any] | None = None, batch_sample: int = 0) -> NetworkResult:
     """Simulate every (layer, phase) of ``layers`` on ``arch``.
@@ -237,14 +237,14 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[s
                          meta={"sim_params": _params_dict(params)})
 
 
-def _check_run(arch: ArchSpec, phases: Sequence[str], fidelity: str, batch_sample: int,
-               sparsity: str | None) -> list[str]:
+def _check_run(arch: ArchSpec, phases: Sequence[Phase], fidelity: Fidelity, batch_sample: int,
+               sparsity: str | None) -> list[Phase]:
     """Refuse a bad fidelity, batch sample, phase, generator (``None``: tensors are given) or DRAM
     technology before any layer runs; returns the phases in canonical order."""
-    _check_choice("fidelity", fidelity, FIDELITIES)
+    parse_fidelity(fidelity)
     check_batch_sample(batch_sample, fidelity)
     for phase in phases:
-        _check_choice("phase", phase, PHASES)
+        parse_phase(phase)
     if sparsity is not None:
         from antsim.sparsity.generators import sparsity_models
 

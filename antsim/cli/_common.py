@@ -11,8 +11,9 @@ from typing import Any, TypeVar
 from antsim.errors import AntsimError, WorkloadError
 from antsim.progress import tqdm_bar
 from antsim.results import check_writable_folder
+from antsim.vocabulary import PHASES, Phase
 from antsim.workloads.gemm import Gemm
-from antsim.workloads.layers import PHASES, Layer, read_layers_csv
+from antsim.workloads.layers import Layer, read_layers_csv
 
 T = TypeVar("T")
 
@@ -34,7 +35,7 @@ def add_workload_arguments(parser: argparse.ArgumentParser, default_network: str
     parser.set_defaults(_default_network=default_network)
 
 
-def parse_phases(text: str) -> tuple[str, ...]:
+def parse_phases(text: str) -> tuple[Phase, ...]:
     phases = tuple(p.strip() for p in text.split(",") if p.strip())
     bad = [p for p in phases if p not in PHASES]
     if bad or not phases:

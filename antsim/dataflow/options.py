@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from antsim.spec.arch import ArchSpec
+from antsim.vocabulary import Fidelity, Policy
 
 
 @dataclass(frozen=True)
@@ -26,15 +27,15 @@ class MappingOptions:
             rather than ``(ko, u, v)``.
     """
 
-    fidelity: str = "fast"
-    policy: str = "none"
+    fidelity: Fidelity = "fast"
+    policy: Policy = "none"
     dense: bool = False
     ideal_dense: bool = False
     fetch_filter: bool = False
     channel_inner: bool = True
 
     @classmethod
-    def from_arch(cls, arch: ArchSpec, fidelity: str) -> MappingOptions:
+    def from_arch(cls, arch: ArchSpec, fidelity: Fidelity) -> MappingOptions:
         policy = arch.anticipation.policy
         dense = not arch.sparsity_support
         # An ideal dense engine forms only the pairs that meet at an output; SCNN's DCNN ("cartesian")

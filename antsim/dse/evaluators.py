@@ -27,10 +27,11 @@ from antsim.sparsity.gemm import make_gemm_tensors
 from antsim.sparsity.generators import make_tensors
 from antsim.sparsity.tensors import load_tensors
 from antsim.spec.arch import ArchSpec
+from antsim.vocabulary import Fidelity
 from antsim.workloads.gemm import Gemm
 from antsim.workloads.layers import Layer
 
-Evaluator = Callable[[ArchSpec, Workload, str, int], dict[str, float]]
+Evaluator = Callable[[ArchSpec, Workload, Fidelity, int], dict[str, float]]
 
 
 @functools.lru_cache(maxsize=4)
@@ -99,7 +100,7 @@ def check_passes(arch: ArchSpec, workload: Workload) -> None:
                                    f" {passes} stationary passes (limit {MAX_PASSES})")
 
 
-def simulator(arch: ArchSpec, workload: Workload, fidelity: str = "fast", seed: int = 0) -> dict[str, float]:
+def simulator(arch: ArchSpec, workload: Workload, fidelity: Fidelity = "fast", seed: int = 0) -> dict[str, float]:
     """Evaluate with ``antsim.simulate.simulate_network`` (the real discrete-event model); designs past
     the pass limit are refused first (``check_passes``)."""
     check_passes(arch, workload)
@@ -113,7 +114,7 @@ def simulator(arch: ArchSpec, workload: Workload, fidelity: str = "fast", seed: 
     return network_metrics(result)
 
 
-def analytic(arch: ArchSpec, workload: Workload, fidelity: str = "fast", seed: int = 0,
+def analytic(arch: ArchSpec, workload: Workload, fidelity: Fidelity = "fast", seed: int = 0,
              delay_s: float = 0.0, min_input_bytes_per_pe: float = 0.0) -> dict[str, float]:
     """A closed-form toy model for testing sweep mechanics (NOT a model of any accelerator).
 

@@ -23,6 +23,7 @@ from antsim.simulate import check_dram_technology
 from antsim.sparsity.generators import sparsity_models
 from antsim.spec.arch import ArchSpec, arch_field_paths, arch_from_dict, load_arch
 from antsim.spec.yamlio import load_yaml, validate_model
+from antsim.vocabulary import PHASES, Fidelity, Phase
 
 #: Metrics an objective or constraint may name (see ``antsim.dse.objective.metrics_of``).
 METRICS: dict[str, str] = {
@@ -63,7 +64,7 @@ class WorkloadSpec(_Model):
     layers_csv: str | None = None
     layers: tuple[dict[str, Any], ...] | None = Field(None, description="inline layer dicts (Layer fields)")
     select: tuple[str, ...] | None = Field(None, description="keep only these layer names")
-    phases: tuple[Literal["fprop", "dgrad", "wgrad"], ...] = ("fprop", "dgrad", "wgrad")
+    phases: tuple[Phase, ...] = PHASES
     batch: int | None = Field(None, ge=1, le=4096,
                               description="batch N; default: the layers' own N (layers CSV / inline), the tensors"
                                           " file's batch, or 1 for a zoo network")
@@ -106,7 +107,7 @@ class MultiFidelitySpec(_Model):
     enabled: bool = True
     proxy_layers: int = Field(2, ge=1)
     proxy_select: tuple[str, ...] | None = None
-    proxy_phases: tuple[Literal["fprop", "dgrad", "wgrad"], ...] | None = None
+    proxy_phases: tuple[Phase, ...] | None = None
     margin: float = Field(0.1, ge=0, le=10)
     warmup_trials: int = Field(6, ge=1, description="first full evaluations (calibrate the proxy ratio)")
 
@@ -127,7 +128,7 @@ class SweepSpec(_Model):
     n_trials: int = Field(50, ge=1, le=1_000_000)
     timeout_s: float | None = Field(None, gt=0)
     seed: int = Field(0, ge=0, lt=2**32, description="sampler and operand seed (numpy's seed range)")
-    fidelity: Literal["fast", "exact"] = "fast"
+    fidelity: Fidelity = "fast"
     multi_fidelity: MultiFidelitySpec | None = None
     # Filled by load_sweep (not YAML keys a user writes; extra=forbid keeps them out of files).
     source: str = Field("<dict>", exclude=True)

@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 from antsim.errors import AntsimError, SpecError
 from antsim.simulate import overall_densities
 from antsim.sparsity.tensors import load_tensors
+from antsim.vocabulary import PHASES, Phase
 from antsim.workloads.gemm import Gemm
-from antsim.workloads.layers import PHASES, Layer, read_layers_csv
+from antsim.workloads.layers import Layer, read_layers_csv
 from antsim.workloads.zoo import network
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ class Workload:
     """
 
     layers: tuple[Layer, ...]
-    phases: tuple[str, ...] = PHASES
+    phases: tuple[Phase, ...] = PHASES
     densities: dict[str, float] = field(default_factory=lambda: {"w": 0.1, "a": 0.1, "g": 0.1})
     sparsity: str = "swat"
     tensors_path: str | None = None
@@ -45,7 +46,7 @@ class Workload:
         if not self.indices:
             object.__setattr__(self, "indices", tuple(range(len(self.layers))))
 
-    def subset(self, names: tuple[str, ...], phases: tuple[str, ...] | None = None) -> Workload:
+    def subset(self, names: tuple[str, ...], phases: tuple[Phase, ...] | None = None) -> Workload:
         """The same workload restricted to the named layers (and phases)."""
         keep = [(layer, i) for layer, i in zip(self.layers, self.indices, strict=True) if layer.name in names]
         return Workload(tuple(layer for layer, _ in keep), phases or self.phases, self.densities, self.sparsity,
