@@ -156,7 +156,7 @@ def check_densities(densities: Mapping[str, object] | None) -> dict[str, float]:
     try:
         return Densities.from_mapping({**DEFAULT_DENSITIES, **(densities or {})}).to_dict()
     except DensityError as exc:
-        raise AntsimError(f"densities.{exc.key}: {exc}") from None
+        raise AntsimError(f"{exc.at('densities')}: {exc}") from None
 
 
 def _layer_tensors(layer: Layer, index: int, densities: Mapping[str, float], sparsity: str,

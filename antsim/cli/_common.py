@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 from antsim.errors import AntsimError, WorkloadError
 from antsim.progress import tqdm_bar
 from antsim.results import check_writable_folder
+from antsim.sparsity.densities import DensityError, check_density
 from antsim.vocabulary import PHASES, Phase
 from antsim.workloads.gemm import Gemm
 from antsim.workloads.layers import Layer, read_layers_csv
@@ -260,11 +261,12 @@ def add_sparsity_arguments(parser: argparse.ArgumentParser, title: str = "sparsi
 
 
 def resolve_densities(args: argparse.Namespace) -> dict[str, float]:
-    """``{"w", "a", "g"[, "a_saved"]}`` from the density flags, each checked to lie in [0, 1].
+    """``{"w", "a", "g"[, "a_saved", "attn"]}`` from the regime and the density flags, each by the one rule
+    of ``antsim.sparsity.densities`` (in (0, 1]).
 
     Raises:
-        AntsimError: a density outside [0, 1], or a density flag next to ``--tensors`` (the file's
-            operands have their own densities, so the flag could not apply).
+        AntsimError: a density outside (0, 1] (naming the flag), or a density flag next to ``--tensors``
+            (the file's operands have their own densities, so the flag could not apply).
     """
     from antsim.simulate import check_densities
 
@@ -275,8 +277,11 @@ def resolve_densities(args: argparse.Namespace) -> dict[str, float]:
         raise AntsimError(f"{flag} {given[next(iter(given))]}: cannot apply with --tensors {args.tensors}"
                           " (its operands carry their own densities, recorded in the result)")
     for key, _attr, flag in _DENSITY_FLAGS:
-        if key in given and not 0.0 <= given[key] <= 1.0:
-            raise AntsimError(f"{flag} must be in [0, 1]; got {given[key]}")
+        if key in given:
+            try:
+                check_density(key, given[key])
+            except DensityError as exc:
+                raise AntsimError(f"{flag}: {exc}") from None
     return check_densities({**base, **given})
 
 

@@ -20,6 +20,7 @@ from antsim.dse.evaluators import resolve_evaluator
 from antsim.dse.workload import proxy_workload, resolve_workload
 from antsim.errors import SpecError
 from antsim.simulate import check_dram_technology
+from antsim.sparsity.densities import Densities, DensityError
 from antsim.sparsity.generators import sparsity_models
 from antsim.spec.arch import ArchSpec, arch_field_paths, arch_from_dict, load_arch
 from antsim.spec.yamlio import load_yaml, validate_model
@@ -189,12 +190,7 @@ def _check_names(spec: SweepSpec, source: str) -> None:
     given = [k for k in ("network", "layers_csv", "layers") if getattr(w, k) is not None]
     if len(given) != 1:
         raise SpecError(source, "workload", "give exactly one of network, layers_csv, layers", given or None)
-    if set(w.densities) - {"w", "a", "g", "a_saved"}:
-        raise SpecError(source, "workload.densities", "keys must be w, a, g (and optionally a_saved)",
-                        sorted(w.densities))
-    for k, d in w.densities.items():
-        if not 0 < d <= 1:
-            raise SpecError(source, f"workload.densities.{k}", "must be in (0, 1]", d)
+    _check_densities(w.densities, source)
     if not w.phases:
         raise SpecError(source, "workload.phases", "must name at least one of fprop, dgrad, wgrad", [])
     if len(set(w.phases)) != len(w.phases):
@@ -207,6 +203,16 @@ def _check_names(spec: SweepSpec, source: str) -> None:
         key = sorted({"densities", "sparsity"} & w.model_fields_set)[0]
         raise SpecError(source, f"workload.{key}", "cannot apply with workload.tensors (the tensors file's"
                         " operands carry their own)", getattr(w, key))
+
+
+def _check_densities(densities: dict[str, float], source: str) -> None:
+    """The one density rule of ``antsim.sparsity.densities`` (known keys, each in (0, 1]), with the key path."""
+    try:
+        Densities.from_mapping(densities)
+    except DensityError as exc:
+        if exc.unknown_key:
+            raise SpecError(source, "workload.densities", exc.rule) from None
+        raise SpecError(source, exc.at("workload.densities"), exc.rule, exc.value) from None
 
 
 def _field_kind(info: Any) -> str:

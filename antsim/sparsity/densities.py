@@ -14,9 +14,9 @@ convolutions and GEMMs read are keyed as everywhere in antsim (CLI flags ``--den
 
 **The rule: a density lies in (0, 1].** 1 is a dense operand. 0 is refused: an operand with no non-zero
 at all makes the step it enters compute nothing (every product is zero), so speedups, energy per product
-and RCP fractions of that step are 0/0, and the compressed-size formulas of the simulator divide by the
-stream's density (``antsim.sim.schedule`` already clamps the one density it derives itself, the outputs',
-to 1e-6 for that reason). A density measured from given tensors may be 0 (an all-zero captured operand)
+and RCP fractions of that step are 0/0, and the compressed-size formulas are defined on (0, 1] only
+(``antsim.spec.encoding.bits_per_value``; ``antsim.simulate`` clamps the one density it derives itself,
+the outputs', to 1e-6 for that reason). A density measured from given tensors may be 0 (an all-zero captured operand)
 and is echoed as measured; this rule is for densities a user asks the generators for.
 """
 
@@ -43,15 +43,21 @@ DEFAULT_DENSITY = 0.1
 
 
 class DensityError(AntsimError):
-    """A density that breaks the rule (or an unknown key), in domain terms.
+    """A density that breaks the rule, or an unknown density key, in domain terms.
 
-    ``key`` is the density key (``"a"``), ``rule`` the rule broken, ``value`` the value received; callers
-    that know where the value came from (a CLI flag, a spec key) re-raise with that location in front.
+    ``key`` is the density key (``"a"``), ``rule`` the rule broken, ``value`` the value received (``None``
+    for an unknown key, which the message names itself). Callers that know where the densities came from
+    (a CLI flag, a spec key) re-raise with ``at(prefix)`` in front: ``"densities.a"``, or ``"densities"``
+    for an unknown key.
     """
 
-    def __init__(self, key: str, rule: str, value: object) -> None:
-        self.key, self.rule, self.value = key, rule, value
-        super().__init__(f"{rule}; got {value!r}")
+    def __init__(self, key: str, rule: str, value: object = None, *, unknown_key: bool = False) -> None:
+        self.key, self.rule, self.value, self.unknown_key = key, rule, value, unknown_key
+        super().__init__(rule if unknown_key else f"{rule}; got {value!r}")
+
+    def at(self, prefix: str) -> str:
+        """Where the error lies under ``prefix``: ``prefix.key`` for a bad value, ``prefix`` for a bad key."""
+        return prefix if self.unknown_key else f"{prefix}.{self.key}"
 
 
 def check_density(key: str, value: object, name: str | None = None) -> float:
@@ -76,7 +82,7 @@ def density_key(key: object) -> DensityKey:
         DensityError: an unknown key, listing the known ones.
     """
     if not isinstance(key, str) or key not in DENSITY_KEYS:
-        raise DensityError(str(key), f"unknown density key; known: {', '.join(DENSITY_KEYS)}", key)
+        raise DensityError(str(key), f"unknown key {key!r}; known: {', '.join(DENSITY_KEYS)}", unknown_key=True)
     return DENSITY_KEYS[DENSITY_KEYS.index(key)]
 
 
