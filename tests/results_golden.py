@@ -14,10 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = ROOT / "tests" / "data" / "results"
-GOLDEN = DATA / "golden"
+GOLDEN = ROOT / "tests" / "data" / "results" / "golden"
+# Inputs by paths relative to the repository (the cases run there), so the files echo no machine's path.
+DATA = Path("tests/data/results")
 LAYERS_CSV = DATA / "tiny_layers.csv"
-ARCH = ROOT / "arch_configs"
+ARCH = Path("arch_configs")
 
 
 def _cli(argv: list[str]) -> None:
@@ -98,8 +99,10 @@ CASES: dict[str, Callable[[Path], None]] = {
 
 def write_case(name: str, folder: Path) -> list[Path]:
     """Write case ``name`` into ``folder``; the files it wrote (a case may write a CSV beside its JSON)."""
+    folder = folder.resolve()
     before = set(folder.iterdir())
-    CASES[name](folder / name)
+    with contextlib.chdir(ROOT):
+        CASES[name](folder / name)
     return sorted(set(folder.iterdir()) - before)
 
 

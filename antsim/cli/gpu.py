@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from antsim.cli._common import add_workload_arguments, check_out_path, parse_phases, progress, resolve_workload
 from antsim.gpu.menus import DEFAULT_LIBRARY, DEFAULT_SELECTION, LIBRARIES, SELECTIONS
+from antsim.results import GpuLayerDetails
 
 if TYPE_CHECKING:
     from antsim.gpu.check import CheckRow
@@ -104,7 +105,7 @@ def _print_summary(result: NetworkResult, out: Path) -> None:
             assert len(energies) == len(recs), "the GPU model prices every record"
             lines.append(f"  {phase}: {sum(r.time_s for r in recs) * 1e3:.3f} ms, {sum(energies):.4g} J")
     if result.meta.get("scope") == "step":
-        kernels = [k for r in result.records for k in r.details["step_kernels"]]
+        kernels = [k for r in result.records for k in GpuLayerDetails.of(r).step_kernels or ()]
         lines.append(f"  of which memory-bound step kernels: {sum(k['time_s'] for k in kernels) * 1e3:.3f} ms "
                      f"({sum(k['launches'] for k in kernels)} launches)")
     lines.append(f"wrote {out}")

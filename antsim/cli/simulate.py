@@ -48,8 +48,8 @@ def run(args: argparse.Namespace) -> int:
     tensors = resolve_tensors(args, layers)
     if tensors is None:
         check_sparsity_model(args.sparsity)
-    workload.update(tensors=str(args.tensors) if args.tensors else None,
-                    sparsity=None if tensors is not None else args.sparsity, regime=args.regime)
+    workload = workload.with_keys(tensors=str(args.tensors) if args.tensors else None,
+                                  sparsity=None if tensors is not None else args.sparsity, regime=args.regime)
     from antsim.guard import guard_run
 
     guard_run([arch], layers, phases, densities, tensors, args.fidelity, force=args.force)

@@ -21,7 +21,7 @@ from antsim.dataflow.gemm import guard_layer
 from antsim.dse.workload import Workload
 from antsim.errors import MappingError, SpecError
 from antsim.guard import MAX_PASSES, phase_steps
-from antsim.results import NetworkResult
+from antsim.results import AcceleratorLayerDetails, NetworkResult
 from antsim.simulate import check_densities, layer_seed, simulate_network
 from antsim.sparsity.gemm import make_gemm_tensors
 from antsim.sparsity.generators import make_tensors
@@ -47,16 +47,16 @@ def network_metrics(result: NetworkResult) -> dict[str, float]:
     # Measured on the mapped design: the RCPs it multiplies over the products it multiplies (a policy that
     # skips RCPs lowers it; ``total`` alone is the unfiltered mapping, the same for every policy).
     multiplied = sum(p.total - p.skipped for p in products)
-    out = {"time_s": float(totals["time_s"] or 0.0), "energy_j": float(totals["energy_j"] or 0.0),
-           "area_mm2": float(totals["area_mm2"] or 0.0)}
-    if totals["cycles"] is not None:
-        out["cycles"] = float(totals["cycles"])
+    out = {"time_s": float(totals.time_s or 0.0), "energy_j": float(totals.energy_j or 0.0),
+           "area_mm2": float(totals.area_mm2 or 0.0)}
+    if totals.cycles is not None:
+        out["cycles"] = float(totals.cycles)
     if multiplied:
         out["rcp_fraction"] = sum(p.rcp - p.skipped for p in products) / multiplied
-    for key in ("passes", "accumulator_restreams"):
-        found = [float(r.details[key]) for r in result.records if key in r.details]
-        if found:
-            out["stationary_passes" if key == "passes" else key] = max(found)
+    details = [AcceleratorLayerDetails.of(r) for r in result.records]
+    if details:
+        out["stationary_passes"] = max(float(d.passes) for d in details)
+        out["accumulator_restreams"] = max(float(d.accumulator_restreams) for d in details)
     return out
 
 

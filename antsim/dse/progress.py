@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from antsim.dse import attrs
 from antsim.dse import storage as st
 from antsim.dse.pareto import non_dominated
 from antsim.dse.spec import SweepSpec
@@ -50,12 +51,12 @@ def trial_outcomes(trials: Sequence[FrozenTrial]) -> Outcomes:
     n = dict.fromkeys(("feasible", "infeasible", "screened", "failed", "abandoned", "running"), 0)
     for t in trials:
         if t.state == TrialState.COMPLETE:
-            n["feasible" if t.user_attrs.get("feasible") else "infeasible"] += 1
+            n["feasible" if attrs.is_feasible(t) else "infeasible"] += 1
         elif t.state == TrialState.PRUNED:
-            screened = str(t.user_attrs.get("reason", "")).startswith(SCREENED_PREFIX)
+            screened = attrs.reason(t).startswith(SCREENED_PREFIX)
             n["screened" if screened else "infeasible"] += 1
         elif t.state == TrialState.FAIL:
-            n["failed" if st.ERROR_ATTR in t.user_attrs else "abandoned"] += 1
+            n["failed" if attrs.error(t) is not None else "abandoned"] += 1
         else:
             n["running"] += 1
     return Outcomes(**n)
@@ -66,7 +67,7 @@ def progress_line(study: optuna.Study, spec: SweepSpec, n_trials: int, done_at_s
     """The report and the number of finished trials it counts."""
     trials = study.get_trials(deepcopy=False)
     counts = trial_outcomes(trials)
-    feasible = [t for t in trials if t.state == TrialState.COMPLETE and t.user_attrs.get("feasible")]
+    feasible = [t for t in trials if t.state == TrialState.COMPLETE and attrs.is_feasible(t)]
     signs = [1.0 if d == "minimize" else -1.0 for d in spec.directions]
     points = [[s * v for s, v in zip(signs, t.values, strict=True)] for t in feasible]
     best = ", ".join(f"{name} {min(p[i] for p in points) * signs[i]:.4g}"

@@ -197,8 +197,8 @@ def proxy_workload(spec: SweepSpec, workload: Workload) -> Workload | None:
     return workload.subset(names, tuple(mf.proxy_phases) if mf.proxy_phases else None)
 
 
-def describe(workload: Workload) -> dict[str, Any]:
-    """Workload echo for trial attributes and exports."""
-    return {"name": workload.name, "layers": [layer.name for layer in workload.layers],
-            "phases": list(workload.phases), "densities": workload.densities, "sparsity": workload.sparsity,
-            "tensors": workload.tensors_path}
+def export_echo(workload: Workload) -> dict[str, Any]:
+    """What a sweep export's ``summary.json`` says the trials ran on (``antsim report --sweep`` checks it
+    against the report's own workload): the workload's name, phases and layers."""
+    return {"name": workload.name, "phases": list(workload.phases),
+            "layers": [layer.to_dict() for layer in workload.layers]}

@@ -20,7 +20,7 @@ from antsim.gpu.menus import DEFAULT_LIBRARY, DEFAULT_SELECTION, family_of
 from antsim.gpu.model import CALIBRATION, Calibration
 from antsim.gpu.spec import GpuSpec
 from antsim.measure.deepbench import MeasuredLayer
-from antsim.results import NetworkResult, write_text_atomic
+from antsim.results import GpuLayerDetails, MeasuredLayerDetails, NetworkResult, write_text_atomic
 from antsim.workloads.gemm import Gemm as GemmLayer
 from antsim.workloads.layers import PHASES, Layer
 
@@ -92,7 +92,7 @@ def gemm_observations(measured: Sequence[Observation]) -> list[Observation]:
 def result_observations(measured: NetworkResult, layers: Sequence[Layer | GemmLayer]) -> list[Observation]:
     """The timed records of a measured ``NetworkResult``, joined by layer name to ``layers``."""
     by_name = {layer.name: layer for layer in layers}
-    return [Observation(by_name[rec.layer], rec.phase, rec.time_s, None, str(rec.details.get("algorithm", "")))
+    return [Observation(by_name[rec.layer], rec.phase, rec.time_s, None, MeasuredLayerDetails.of(rec).algorithm or "")
             for rec in measured.records if rec.time_s > 0]
 
 
@@ -111,9 +111,9 @@ def check_measured(gpu: GpuSpec, measured: Sequence[Observation], precision: str
     rows = []
     for o in measured:
         r = estimate_layer(gpu, o.layer, o.phase, precision, calibration, structured, selection, library, o.algo)
+        d = GpuLayerDetails.of(r)
         rows.append(CheckRow(o.layer.name, o.phase, o.measured_s, r.time_s + host_overhead_s, o.implicit, o.algo,
-                             r.details["M"], r.details["N"], r.details["K"], r.details["algo"],
-                             r.details["tensor_cores"]))
+                             d.M, d.N, d.K, d.algo, d.tensor_cores))
     return rows
 
 
