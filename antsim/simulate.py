@@ -17,7 +17,7 @@ from antsim.dataflow.gemm import gemm_stream_densities, map_gemm_phase
 from antsim.dataflow.sampling import check_batch_sample
 from antsim.errors import AntsimError, WorkloadError
 from antsim.progress import Progress, track
-from antsim.results import LayerResult, NetworkResult
+from antsim.results import AcceleratorLayerDetails, LayerResult, NetworkResult, WorkloadEcho
 from antsim.sim import Densities as StreamDensities
 from antsim.sim import SimParams, simulate_phase
 from antsim.sparsity.densities import Densities, DensityError
@@ -103,7 +103,7 @@ def simulate_layer(arch: ArchSpec, layer: Layer, phase: Phase, tensors: Tensors,
         seed: Echoed in ``details`` (the dataflow itself is deterministic).
         params: Timing parameters not in the arch spec (link widths, staging, lookahead).
         batch_sample: ``fast`` only: map this many images of the batch and estimate the rest
-            (``antsim.dataflow.sampling``; recorded in ``details["batch_sample"]``); 0 = every image.
+            (``antsim.dataflow.sampling``; recorded in ``details.batch_sample``); 0 = every image.
 
     Returns:
         The ``LayerResult`` with cycles, time, energy (and breakdown), area, products, stalls, actions.
@@ -125,13 +125,11 @@ def simulate_layer(arch: ArchSpec, layer: Layer, phase: Phase, tensors: Tensors,
     timing = simulate_phase(arch, work, densities, params)
     time_s = timing.cycles / (arch.technology.clock_ghz * 1e9)
     energy = _price(arch, timing.actions, time_s)
-    details = {
-        "fidelity": fidelity, "seed": int(seed), "tiling": dict(work.tiling), "notes": list(work.notes),
-        "stationary_operand": work.stationary_operand, "streamed_operand": work.streamed_operand,
-        "chunks": work.n_chunks, **timing.details,
-    }
-    if "batch_sample" in work.tiling:
-        details["batch_sample"] = work.tiling["batch_sample"]
+    details = AcceleratorLayerDetails(
+        fidelity=fidelity, seed=int(seed), tiling=dict(work.tiling), notes=tuple(work.notes),
+        stationary_operand=work.stationary_operand, streamed_operand=work.streamed_operand, chunks=work.n_chunks,
+        **timing.details, batch_sample=work.tiling.get("batch_sample"),
+    )
     return LayerResult(
         layer=layer.name, phase=phase, time_s=time_s, cycles=timing.cycles,
         energy_j=math.fsum(energy.values()), energy_breakdown_j=energy, products=work.products,
@@ -224,14 +222,13 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[P
     if tensors is not None:
         # A tensors file's operands carry their own densities: echo those, never the generator defaults.
         dens = overall_densities(used)
-    echo = {
-        "network": None, "layers": [layer.to_dict() for layer in layers],
-        "batch": _batch_of(layers[0]) if layers else None, "phases": ordered, "densities": dens,
-        "sparsity": None if tensors is not None else sparsity, "tensors": None, "seed": int(seed),
-        "fidelity": fidelity, **dict(workload or {}),
-    }
-    if any("batch_sample" in record.details for record in records):  # only where a layer was estimated
-        echo["batch_sample"] = int(batch_sample)
+    echo = WorkloadEcho.of(
+        network=None, layers=[layer.to_dict() for layer in layers], batch=_batch_of(layers[0]) if layers else None,
+        phases=ordered, densities=dens, sparsity=None if tensors is not None else sparsity, tensors=None,
+        seed=int(seed), fidelity=fidelity,
+    ).with_keys(**dict(workload or {}))
+    if any(AcceleratorLayerDetails.of(r).batch_sample is not None for r in records):  # where a layer was estimated
+        echo = echo.with_keys(batch_sample=int(batch_sample))
     return NetworkResult(design=arch.name, backend="accelerator", records=tuple(records),
                          spec=arch.to_dict(), workload=echo, area_mm2=design_area_mm2(arch),
                          meta={"sim_params": _params_dict(params)})
@@ -275,7 +272,8 @@ def _without_output(result: LayerResult, densities: Mapping[str, float] | None =
 
     if densities is None:
         return replace(result, output=None)
-    return replace(result, output=None, details={**result.details, "operand_densities": dict(densities)})
+    details = replace(AcceleratorLayerDetails.of(result), operand_densities=dict(densities))
+    return replace(result, output=None, details=details)
 
 
 _DENSITY_OPERANDS = (("w", "weights"), ("a", "activations"), ("g", "grad_output"), ("a_saved", "saved_activations"))

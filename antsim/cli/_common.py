@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from antsim.errors import AntsimError, WorkloadError
 from antsim.progress import tqdm_bar
-from antsim.results import check_writable_folder
+from antsim.results import WorkloadEcho, check_writable_folder
 from antsim.sparsity.densities import DensityError, check_density
 from antsim.vocabulary import PHASES, Phase
 from antsim.workloads.gemm import Gemm
@@ -124,7 +124,7 @@ def _chosen_batch(args: argparse.Namespace, tensors: Mapping[str, Any] | None, d
 
 
 def resolve_workload(args: argparse.Namespace, batch_hint: tuple[int, str] | None = None
-                     ) -> tuple[list[Layer], dict[str, Any]]:
+                     ) -> tuple[list[Layer], WorkloadEcho]:
     """Layers and the workload echo ``{network, layers_csv, batch, batch_source, phases, layers}``.
 
     The batch is the data's: a layers CSV's N column, else a tensors file's N (``--tensors``), else
@@ -156,14 +156,9 @@ def resolve_workload(args: argparse.Namespace, batch_hint: tuple[int, str] | Non
         data = None
     batch, source = _chosen_batch(args, tensors, data, batch_hint)
     layers = [layer.with_batch(batch) for layer in layers]
-    workload = {
-        "network": name,
-        "layers_csv": str(args.layers_csv) if args.layers_csv else None,
-        "batch": batch,
-        "batch_source": source,
-        "phases": phases,
-        "layers": [layer.to_dict() for layer in layers],
-    }
+    workload = WorkloadEcho.of(network=name, layers_csv=str(args.layers_csv) if args.layers_csv else None,
+                               batch=batch, batch_source=source, phases=phases,
+                               layers=[layer.to_dict() for layer in layers])
     return layers, workload
 
 
