@@ -56,7 +56,7 @@ ALLOWED_FUNCTION_IMPORTS: dict[str, tuple[frozenset[str], str]] = {
                               "matplotlib loads with the first figure; a capture without --report never needs it"),
     "antsim.dse.figures": (frozenset({"matplotlib.figure"}),
                            "matplotlib loads with the first figure; a sweep exported without figures never needs it"),
-    "antsim.report.figures": (frozenset({"matplotlib", "matplotlib.figure", "matplotlib.ticker"}),
+    "antsim.report.figures": (frozenset({"matplotlib", "matplotlib.ticker"}),
                               "matplotlib loads with the first figure; summary-only reports never import it"),
     "antsim.dse.storage": (frozenset({"sqlalchemy"}),
                            "sqlalchemy comes with optuna and only the RDB storage paths use it"),

@@ -21,6 +21,7 @@ from optuna.trial import FrozenTrial, TrialState
 from antsim.dse import attrs
 from antsim.dse import storage as st
 from antsim.dse.figures import write_figures
+from antsim.dse.metrics import objective_column
 from antsim.dse.objective import arch_dict
 from antsim.dse.pareto import pareto_trials
 from antsim.dse.progress import trial_outcomes
@@ -48,7 +49,7 @@ def trial_row(spec: SweepSpec, t: FrozenTrial) -> dict[str, Any]:
                            "duration_s": t.duration.total_seconds() if t.duration else None}
     row.update({f"param.{k}": t.params.get(k) for k in spec.space})
     values = t.values or [None] * len(spec.objectives)
-    row.update({f"objective.{k}": v for k, v in zip(spec.objectives, values, strict=True)})
+    row.update({objective_column(k): v for k, v in zip(spec.objectives, values, strict=True)})
     row["feasible"] = attrs.is_feasible(t) if t.state == TrialState.COMPLETE else False
     reason = attrs.reason(t) or attrs.error(t) or ""
     if t.state == TrialState.FAIL and attrs.error(t) is None:
@@ -161,7 +162,7 @@ def _export_into(spec: SweepSpec, study: optuna.Study, trials: list[FrozenTrial]
                        "objectives": dict(zip(spec.objectives, t.values, strict=True)),
                        "metrics": attrs.metrics(t) or {}, "arch": arch_path.name})
     rows = [{"number": p["number"], **{f"param.{k}": v for k, v in p["params"].items()},
-             **{f"objective.{k}": v for k, v in p["objectives"].items()}, "arch": p["arch"]} for p in points]
+             **{objective_column(k): v for k, v in p["objectives"].items()}, "arch": p["arch"]} for p in points]
     write_text_atomic(folder / "pareto.csv", _csv(rows) if rows else "number\n")
     doc = {"study": study_name, "objectives": spec.objectives, "points": points}
     write_text_atomic(folder / "pareto.json", json.dumps(doc, indent=1, sort_keys=True) + "\n")

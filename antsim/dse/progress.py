@@ -13,7 +13,7 @@ from optuna.trial import FrozenTrial, TrialState
 
 from antsim.dse import attrs
 from antsim.dse import storage as st
-from antsim.dse.pareto import non_dominated
+from antsim.dse.pareto import pareto_mask
 from antsim.dse.spec import SweepSpec
 
 SCREENED_PREFIX = "screened:"  # objective.Objective._screen's reason prefix (a design skipped, not infeasible)
@@ -72,7 +72,7 @@ def progress_line(study: optuna.Study, spec: SweepSpec, n_trials: int, done_at_s
     points = [[s * v for s, v in zip(signs, t.values, strict=True)] for t in feasible]
     best = ", ".join(f"{name} {min(p[i] for p in points) * signs[i]:.4g}"
                      for i, name in enumerate(spec.objectives)) if points else "no feasible trial yet"
-    front = len(non_dominated(points)) if points else 0
+    front = int(pareto_mask([t.values for t in feasible], spec.directions).sum()) if feasible else 0
     new = counts.finished - done_at_start
     remaining = max(n_trials - counts.finished, 0)
     eta = _duration(elapsed_s / new * remaining) if new > 0 else "?"

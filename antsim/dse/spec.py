@@ -17,6 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from antsim.dse.evaluators import resolve_evaluator
+from antsim.dse.metrics import METRICS, Direction
 from antsim.dse.workload import proxy_workload, resolve_workload
 from antsim.errors import SpecError
 from antsim.simulate import check_dram_technology
@@ -26,21 +27,7 @@ from antsim.spec.arch import ArchSpec, arch_field_paths, arch_from_dict, load_ar
 from antsim.spec.yamlio import load_yaml, validate_model
 from antsim.vocabulary import PHASES, Fidelity, Phase
 
-#: Metrics an objective or constraint may name (see ``antsim.dse.objective.metrics_of``).
-METRICS: dict[str, str] = {
-    "time_s": "training-step time of the workload (s)",
-    "energy_j": "energy of the workload (J)",
-    "area_mm2": "design area (mm²)",
-    "edp": "energy-delay product (J·s)",
-    "power_w": "average power, energy / time (W)",
-    "cycles": "accelerator cycles",
-    "rcp_fraction": "redundant Cartesian products the design multiplies / products it multiplies",
-    "stationary_passes": "most passes any (layer, phase) needs for its stationary operand to fit the input "
-                         "buffer (buffer feasibility: constrain to max 1)",
-    "accumulator_restreams": "most extra streamings any (layer, phase) needs on accumulator overflow",
-}
 SAMPLERS = ("nsga2", "tpe", "random", "grid", "qmc")
-Direction = Literal["minimize", "maximize"]  # Optuna's spelling of an objective's direction
 _DIRECTIONS = {"min": "minimize", "minimize": "minimize", "max": "maximize", "maximize": "maximize"}
 
 
