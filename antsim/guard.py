@@ -173,7 +173,8 @@ def check_resources(estimates: Sequence[Estimate], *, concurrent: int = 1, avail
         force: Run anyway.
 
     Raises:
-        AntsimError: naming the design, the layer, the estimate and the limit, and ``--force``.
+        AntsimError: naming the design, the layer, the estimate and the limit (subject ``force``: the CLI
+            names its ``--force`` flag as the way to run anyway).
     """
     if force or not estimates:
         return
@@ -182,11 +183,12 @@ def check_resources(estimates: Sequence[Estimate], *, concurrent: int = 1, avail
             raise AntsimError(
                 f"{e.design}: {e.passes_where} would take {e.passes:,} stationary passes (buffers.input_kb too"
                 f" small for one PE's tile; {e.steps:,} timing steps), above the limit {max_passes:,};"
-                " enlarge buffers.input_kb or pass --force")
+                " enlarge buffers.input_kb or force the run", subject="force")
         if e.run_pe_steps > max_run_pe_steps:
             raise AntsimError(
                 f"{e.design}: the run would take {e.run_pe_steps:.3g} timing PE-steps (15 minutes to hours),"
-                f" above the limit {max_run_pe_steps:.3g}; use fewer layers or a smaller batch, or pass --force")
+                f" above the limit {max_run_pe_steps:.3g}; use fewer layers or a smaller batch, or force the run",
+                subject="force")
     available = available_memory_bytes() if available is None else available
     if available is None:
         return
@@ -197,7 +199,8 @@ def check_resources(estimates: Sequence[Estimate], *, concurrent: int = 1, avail
         together = f" ({len(biggest)} at once)" if len(biggest) > 1 else ""
         raise AntsimError(
             f"{top.design}: estimated peak memory {_gib(need)}{together} (largest layer {top.memory_layer}) is"
-            f" above the {_gib(available)} available; use a smaller batch or fewer jobs, or pass --force")
+            f" above the {_gib(available)} available; use a smaller batch or fewer jobs, or force the run",
+            subject="force")
 
 
 def guard_run(archs: Sequence[ArchSpec], layers: Sequence[Layer], phases: Sequence[Phase],

@@ -19,6 +19,8 @@ from antsim.cli._common import (
 )
 
 HELP = "simulate an accelerator design (arch YAML) on a network's training step (fprop, dgrad, wgrad)"
+# An error's subject (antsim.errors.AntsimError) -> the flag that gave it; main() adds it to the message.
+FLAGS = {"force": "{message} (--force)"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

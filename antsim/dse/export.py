@@ -39,7 +39,8 @@ def load_existing_study(url: str, study_name: str) -> optuna.Study:
     """
     names = st.study_names(url)
     if study_name not in names:
-        raise AntsimError(f"--study {study_name!r}: no such study in {url}; known: {', '.join(names) or 'none'}")
+        raise AntsimError(f"study {study_name!r}: no such study in {url}; known: {', '.join(names) or 'none'}",
+                          subject="study")
     return optuna.load_study(study_name=study_name, storage=st.make_storage(url, heartbeat_s=60))
 
 
@@ -134,18 +135,18 @@ def check_export_target(folder: Path) -> None:
             holding a file it did not write.
     """
     if folder.exists() and not folder.is_dir():
-        raise AntsimError(f"--export {folder}: exists and is not a folder")
+        raise AntsimError(f"export folder {folder}: exists and is not a folder", subject="export")
     if not folder.is_dir() or not any(folder.iterdir()):
         return
     try:
         listed = set(json.loads((folder / EXPORT_MANIFEST).read_text(encoding="utf-8"))["files"])
     except (OSError, ValueError, KeyError, TypeError):
-        raise AntsimError(f"--export {folder}: folder exists and holds no {EXPORT_MANIFEST} (not an antsim sweep"
-                          " export); refusing to replace it") from None
+        raise AntsimError(f"export folder {folder}: exists and holds no {EXPORT_MANIFEST} (not an antsim sweep"
+                          " export); refusing to replace it", subject="export") from None
     for path in sorted(folder.iterdir()):
         if path.name != EXPORT_MANIFEST and path.name not in listed:
-            raise AntsimError(f"--export {folder}: holds {path.name}, which the export did not write; refusing"
-                              " to replace the folder")
+            raise AntsimError(f"export folder {folder}: holds {path.name}, which the export did not write; refusing"
+                              " to replace the folder", subject="export")
 
 
 def _export_into(spec: SweepSpec, study: optuna.Study, trials: list[FrozenTrial], url: str, study_name: str,

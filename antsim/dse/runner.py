@@ -154,7 +154,7 @@ def prepare_study(spec: SweepSpec, opts: SweepOptions) -> optuna.Study:
     if [d.name.lower() for d in study.directions] != spec.directions:
         raise AntsimError(f"study {opts.study_name!r} in {opts.storage_url} has directions "
                           f"{[d.name.lower() for d in study.directions]}, the spec wants {spec.directions};"
-                          " use another --study")
+                          " use another study name", subject="study")
     signature = spec_signature(spec)
     stored = attrs.study_signature(study)
     if stored is None:
@@ -164,7 +164,8 @@ def prepare_study(spec: SweepSpec, opts: SweepOptions) -> optuna.Study:
         study.set_metric_names(list(spec.objectives))
     elif stored != signature:
         raise AntsimError(f"study {opts.study_name!r} in {opts.storage_url} was made by a sweep with another "
-                          "space, objectives, constraints, base arch or workload; use another --study")
+                          "space, objectives, constraints, base arch or workload; use another study name",
+                          subject="study")
     return study
 
 
@@ -262,9 +263,9 @@ class _Worker:
                  f"{self.opts.storage_retry_s:.0f} s")
             since = now
         elif now - since > self.opts.storage_retry_s:
-            raise StorageUnreachable(f"--storage {self.opts.storage_url}: unreachable for "
+            raise StorageUnreachable(f"storage {self.opts.storage_url}: unreachable for "
                                      f"{now - since:.0f} s ({cause}); the study is consistent: rerun the same "
-                                     "command to resume once the database is back") from None
+                                     "command to resume once the database is back", subject="storage") from None
         time.sleep(1.0)
         return since
 

@@ -52,10 +52,11 @@ def normalise_url(url: str) -> str:
         try:
             import psycopg  # noqa: F401
         except ImportError:
-            raise MissingExtraError("--storage postgresql://…: needs psycopg (pip install 'antsim[postgres]')") \
-                from None
+            raise MissingExtraError("storage URL postgresql://…: needs psycopg (pip install 'antsim[postgres]')",
+                                    subject="storage") from None
     if "://" not in url:
-        raise AntsimError(f"--storage {url!r}: not an RDB URL (sqlite:///file.db or postgresql://user@host/db)")
+        raise AntsimError(f"storage URL {url!r}: not an RDB URL (sqlite:///file.db or postgresql://user@host/db)",
+                          subject="storage")
     return url
 
 
@@ -93,8 +94,8 @@ def make_storage(url: str, heartbeat_s: int) -> optuna.storages.RDBStorage:
             storage = optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_s,
                                                  grace_period=3 * heartbeat_s)
     except Exception as exc:  # SQLAlchemy raises many types; the user needs only the message
-        raise AntsimError(f"--storage {url}: cannot open ({type(exc).__name__}: {exc})".splitlines()[0]) \
-            from None
+        raise AntsimError(f"storage {url}: cannot open ({type(exc).__name__}: {exc})".splitlines()[0],
+                          subject="storage") from None
     if db is not None:
         _fast_sqlite(storage)
     storage.record_heartbeat = _TolerantHeartbeat(storage.record_heartbeat)  # type: ignore[method-assign]

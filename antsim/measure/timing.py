@@ -124,9 +124,11 @@ def measure_layer(layer: Layer, phases: Sequence[str] = PHASES, device: str = "c
         AntsimError: unknown precision, a precision the device cannot run, or too few repeats.
     """
     if precision not in PRECISIONS:
-        raise AntsimError(f"--precision {precision!r}: known: {', '.join(PRECISIONS)}")
-    if repeats < 1 or warmup < 0:
-        raise AntsimError(f"--repeats must be >= 1 and --warmup >= 0; got {repeats} and {warmup}")
+        raise AntsimError(f"precision {precision!r}: known: {', '.join(PRECISIONS)}", subject="precision")
+    if repeats < 1:
+        raise AntsimError(f"repeats must be >= 1; got {repeats}", subject="repeats")
+    if warmup < 0:
+        raise AntsimError(f"warmup runs must be >= 0; got {warmup}", subject="warmup")
     a, w, dy = _operands(layer, device, PRECISIONS[precision], seed)
     rows, env = [], environment(device)
     try:
@@ -163,9 +165,9 @@ def measure_layers(layers: Iterable[Layer], phases: Sequence[str] = PHASES, devi
                    ) -> list[dict[str, Any]]:
     """``measure_layer`` over a workload, rows in network order (layer-major, then phase)."""
     if device == "cuda" and not torch.cuda.is_available():
-        raise AntsimError("--device cuda: PyTorch sees no CUDA device (CPU-only build or no GPU)")
+        raise AntsimError("device 'cuda': PyTorch sees no CUDA device (CPU-only build or no GPU)", subject="device")
     if device not in ("cpu", "cuda"):
-        raise AntsimError(f"--device {device!r}: known: cpu, cuda")
+        raise AntsimError(f"device {device!r}: known: cpu, cuda", subject="device")
     previous = torch.backends.cudnn.benchmark
     torch.backends.cudnn.benchmark = device == "cuda"  # cuDNN picks its fastest algorithm, as in training
     try:

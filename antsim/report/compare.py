@@ -165,7 +165,7 @@ def compare_results(results: Sequence[NetworkResult], sources: Sequence[str] | N
     baseline = baseline or default_baseline(results)
     names = [r.design for r in results]
     if baseline not in names:
-        raise AntsimError(f"--baseline: unknown design {baseline!r}; designs: {', '.join(names)}")
+        raise AntsimError(f"unknown baseline design {baseline!r}; designs: {', '.join(names)}", subject="baseline")
     # the baseline leads every table and figure, however the inputs were ordered (a report rebuilt from its
     # results/*.json reads them in file-name order); the other designs keep their order
     first = names.index(baseline)

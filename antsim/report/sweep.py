@@ -42,7 +42,8 @@ def _get_sweep_info(folder: str | Path) -> SweepInfo:
     folder = Path(folder)
     trials_path = folder / "trials.csv"
     if not trials_path.is_file():
-        raise AntsimError(f"--sweep {folder}: no trials.csv there (expected 'antsim sweep --export' output)")
+        raise AntsimError(f"sweep export {folder}: no trials.csv there (not a sweep's export folder)",
+                          subject="sweep")
     header, rows = _read_csv(trials_path)
     if "number" not in header:
         raise AntsimError(f"{trials_path}: no 'number' column; columns: {', '.join(header)}")
@@ -192,5 +193,5 @@ def check_sweep_workload(folder: str | Path, workload: dict[str, Any]) -> None:
             return f"{name} ({len(layers)} layers, batch {'/'.join(map(str, batch)) or '?'}, phases {phases})"
 
         ran = describe(recorded.get("name"), theirs, recorded.get("phases"))
-        raise AntsimError(f"--sweep {folder}: its trials ran {ran}, not the report's"
-                          f" {describe(workload.get('network'), mine, workload.get('phases'))}")
+        raise AntsimError(f"sweep export {folder}: its trials ran {ran}, not the report's"
+                          f" {describe(workload.get('network'), mine, workload.get('phases'))}", subject="sweep")
