@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from antsim.errors import WorkloadError
+from antsim.vocabulary import Phase
 from antsim.workloads.layers import PHASES, Layer
 
 # Formulations whose GEMM reads dense, already transformed tensors (no per-element address decode).
@@ -73,6 +74,9 @@ class Gemm:
         gather_width: Operand elements that share one gather address computation on tensor cores:
             1 when each element is gathered alone (cuDNN 7's tensor-core kernels on NCHW tensors),
             8 fp16 / 4 tf32 channels of one 16-byte vector load on cuDNN 8's NHWC kernels.
+        tensor_shapes: The (m, n) CTA tiles the library's tensor-core kernels for this formulation come
+            in; empty: the GPU generation's whole menu (``antsim.gpu.tiles.tensor_tiles``). cuDNN 7's
+            implicit-GEMM convolutions run only ``tiles.CUDNN7_TENSOR_SHAPES``.
     """
 
     M: int
@@ -83,7 +87,7 @@ class Gemm:
     c_unique: int
     useful_macs: int
     algorithm: str = "implicit"
-    phase: str = "fprop"
+    phase: Phase = "fprop"
     gather_reuse: int = 1
     structured: bool = False
     batch: int = 1
@@ -94,6 +98,7 @@ class Gemm:
     workspace: float = 0.0
     algo: str = ""
     gather_width: int = 1
+    tensor_shapes: tuple[tuple[int, int], ...] = ()
 
     @property
     def gathered(self) -> bool:
@@ -124,7 +129,7 @@ def _touched_input(layer: Layer) -> int:
     return max(1, round(layer.N * layer.C * layer.H * layer.W * row_fraction))
 
 
-def implicit_gemm(layer: Layer, phase: str) -> Gemm:
+def implicit_gemm(layer: Layer, phase: Phase) -> Gemm:
     """The implicit GEMM of ``phase`` of ``layer``.
 
     Raises:
@@ -195,7 +200,7 @@ NARROW_C = 32  # narrower than the narrowest SIMT tile (n = 32): the implicit GE
 PHASED_MIN_C = 64
 
 
-def phase_gemms(layer: Layer, phase: str) -> list[Gemm]:
+def phase_gemms(layer: Layer, phase: Phase) -> list[Gemm]:
     """The GEMM formulations a library may run for ``phase`` (the model keeps the fastest).
 
     dgrad: the zero-inserted implicit GEMM always; the stride-phase GEMM when strided, every phase

@@ -28,6 +28,8 @@ from antsim.errors import AntsimError
 from antsim.gpu import fft, winograd
 from antsim.gpu.gemm import Gemm, phase_gemms
 from antsim.gpu.spec import PRECISIONS, GpuSpec
+from antsim.gpu.tiles import CUDNN7_TENSOR_SHAPES
+from antsim.vocabulary import Phase
 from antsim.workloads.layers import Layer
 
 LIBRARIES = ("cudnn5", "cudnn6", "cudnn7", "cudnn8")
@@ -91,7 +93,7 @@ def tensor_core_eligible(gpu: GpuSpec, layer: Layer, precision: str, library: st
     return layer.C % multiple == 0 and layer.K % multiple == 0
 
 
-def formulations(gpu: GpuSpec, layer: Layer, phase: str, precision: str,
+def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: str,
                  library: str = DEFAULT_LIBRARY) -> list[Gemm]:
     """Every formulation of the library's menu for this (layer, phase), with its cuDNN name.
 
@@ -114,8 +116,9 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: str, precision: str,
         return [replace(g, simt_only=True) for g in gemms]
     if generation >= NHWC_VECTOR_GENERATION:
         width = VECTOR_BYTES // PRECISIONS[precision][0]
-        gemms = [replace(g, gather_width=width) if g.gathered else g for g in gemms]
-    return gemms
+        return [replace(g, gather_width=width) if g.gathered else g for g in gemms]
+    # cuDNN 7's tensor-core implicit-GEMM kernels come in two big tiles only (``tiles.CUDNN7_TENSOR_SHAPES``).
+    return [replace(g, tensor_shapes=CUDNN7_TENSOR_SHAPES) if g.gathered else g for g in gemms]
 
 
 def family_of(algo: str) -> str | None:
@@ -145,7 +148,7 @@ WINOGRAD_MIN_CHANNELS = 32
 WINOGRAD_WGRAD_GENERATION = 6
 
 
-def heuristic_family(layer: Layer, phase: str, forward_algo: str = "", library: str = DEFAULT_LIBRARY) -> str:
+def heuristic_family(layer: Layer, phase: Phase, forward_algo: str = "", library: str = DEFAULT_LIBRARY) -> str:
     """The algorithm family the library's heuristics pick (not timed).
 
     With the recorded forward algorithm (DeepBench's ``fwd_algo``): its family for fprop; dgrad,

@@ -324,7 +324,7 @@ def candidate_plans(gpu: GpuSpec, g: Gemm, precision: str, cal: Calibration = CA
     """
     gpu.peak(precision)  # one-line error for a precision the GPU lacks
     if gpu.uses_tensor_cores(run_precision(gpu, g, precision)):
-        tiles = tensor_tiles(gpu)
+        tiles = tensor_tiles(gpu, g.tensor_shapes)
     elif g.algorithm in ("fft", "fft_tiling"):
         tiles = FFT_TILES
     elif g.algorithm == "winograd_fused":

@@ -10,7 +10,8 @@ from antsim.errors import AntsimError
 from antsim.gpu import estimate_layer, load_gpu
 from antsim.gpu.estimate import layer_plans
 from antsim.gpu.menus import formulations, heuristic_family, tensor_core_eligible
-from antsim.gpu.tiles import TENSOR_TILES_BY_ARCH, architecture, tensor_tiles
+from antsim.gpu.model import candidate_plans
+from antsim.gpu.tiles import CUDNN7_TENSOR_SHAPES, TENSOR_TILES_BY_ARCH, architecture, tensor_tiles
 from antsim.measure.deepbench import read_deepbench_csv
 from antsim.workloads.layers import PHASES, Layer
 
@@ -109,6 +110,29 @@ def test_tensor_core_tiles_per_generation() -> None:
     assert {t.stages for t in tensor_tiles(load_gpu("a100"))} == {3}
     assert set(TENSOR_TILES_BY_ARCH["ampere"]) < set(tensor_tiles(load_gpu("h100")))  # Hopper runs sm80 kernels
     assert max(t.k for t in tensor_tiles(load_gpu("h100"))) == 64
+
+
+def test_cudnn7_tensor_core_convolutions_run_only_the_two_big_tiles() -> None:
+    # cuDNN 7's s884cudnn / s1688cudnn kernel names carry 256x128 or 128x128 only; cuDNN 8 and cuBLAS have more.
+    t4 = load_gpu("t4")
+    assert {(t.m, t.n) for t in tensor_tiles(t4, CUDNN7_TENSOR_SHAPES)} == {(256, 128), (128, 128)}
+    assert len(tensor_tiles(t4)) > len(tensor_tiles(t4, CUDNN7_TENSOR_SHAPES))
+    narrow = Layer("k32", N=16, C=64, K=32, H=28, W=28, R=3, S=3, stride=1, pad=1)  # fprop GEMM N = K = 32
+    for phase in PHASES:
+        old = next(g for g in formulations(t4, narrow, phase, "fp16", "cudnn7") if g.algorithm == "implicit")
+        new = next(g for g in formulations(t4, narrow, phase, "fp16", "cudnn8") if g.algorithm == "implicit")
+        assert old.tensor_shapes == CUDNN7_TENSOR_SHAPES and new.tensor_shapes == (), phase
+        plans = candidate_plans(t4, old, "fp16")
+        assert plans and all((p.tile.m, p.tile.n) in CUDNN7_TENSOR_SHAPES for p in plans), phase
+        # the subset menu is never faster than the whole menu for the same GEMM
+        whole = candidate_plans(t4, dataclasses.replace(old, tensor_shapes=()), "fp16")
+        assert min(p.time_s for p in plans) >= min(p.time_s for p in whole), phase
+    # fprop of the K = 32 layer pays a 128-wide tile: at least 4x the useful MACs are executed
+    fprop = next(g for g in formulations(t4, narrow, "fprop", "fp16", "cudnn7") if g.algorithm == "implicit")
+    plan = min(candidate_plans(t4, fprop, "fp16"), key=lambda p: p.time_s)
+    assert plan.tensor_cores and plan.executed_macs >= 4 * fprop.useful_macs
+    # a SIMT fallback (C = 3) and a Winograd GEMM keep their own menus
+    assert all(g.tensor_shapes == () for g in formulations(t4, C3, "fprop", "fp16", "cudnn7"))
 
 
 def _scaled(gpu: str, **factors: float):
