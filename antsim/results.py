@@ -24,6 +24,7 @@ import numpy as np
 
 from antsim.errors import AntsimError
 from antsim.version import __version__
+from antsim.vocabulary import Phase, parse_phase
 
 SCHEMA = "antsim.result/1"
 BACKENDS = ("accelerator", "gpu", "measured", "external")
@@ -91,7 +92,7 @@ class LayerResult:
     """
 
     layer: str
-    phase: str
+    phase: Phase
     time_s: float
     cycles: int | None = None
     energy_j: float | None = None
@@ -124,7 +125,7 @@ class LayerResult:
     def from_dict(cls, d: Mapping[str, Any]) -> LayerResult:
         products = d.get("products")
         return cls(
-            layer=str(d["layer"]), phase=str(d["phase"]), time_s=float(d["time_s"]),
+            layer=str(d["layer"]), phase=parse_phase(d["phase"], "record phase"), time_s=float(d["time_s"]),
             cycles=d.get("cycles"), energy_j=d.get("energy_j"),
             energy_breakdown_j=dict(d.get("energy_breakdown_j") or {}),
             products=None if products is None else ProductCounts.from_dict(products),
@@ -173,13 +174,13 @@ class NetworkResult:
         """The workload echo, typed (``workload`` holds it; a mapping given at construction was converted)."""
         return cast(WorkloadEcho, self.workload)
 
-    def record(self, layer: str, phase: str) -> LayerResult:
+    def record(self, layer: str, phase: Phase) -> LayerResult:
         for r in self.records:
             if r.layer == layer and r.phase == phase:
                 return r
         raise KeyError((layer, phase))
 
-    def keys(self) -> list[tuple[str, str]]:
+    def keys(self) -> list[tuple[str, Phase]]:
         return [(r.layer, r.phase) for r in self.records]
 
     def to_dict(self) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from antsim.gpu.model import CALIBRATION, Calibration
 from antsim.gpu.spec import GpuSpec
 from antsim.measure.deepbench import MeasuredLayer
 from antsim.results import GpuLayerDetails, MeasuredLayerDetails, NetworkResult, write_text_atomic
+from antsim.vocabulary import Phase
 from antsim.workloads.gemm import Gemm as GemmLayer
 from antsim.workloads.layers import PHASES, Layer
 
@@ -34,7 +35,7 @@ class CheckRow:
     """
 
     name: str
-    phase: str
+    phase: Phase
     measured_s: float
     predicted_s: float
     implicit: bool | None
@@ -60,7 +61,7 @@ class Observation:
     and what ran if known."""
 
     layer: Layer | GemmLayer
-    phase: str
+    phase: Phase
     measured_s: float
     implicit: bool | None = None
     algo: str = ""
@@ -175,7 +176,7 @@ def batch_inversions(measured: Sequence[MeasuredLayer]) -> list[tuple[str, str, 
 class PhaseError:
     """One phase's rows, geomean |error| and bias over its implicit-GEMM rows and over all its rows (NaN: none)."""
 
-    phase: str
+    phase: Phase
     n_implicit: int
     err_implicit: float
     bias_implicit: float

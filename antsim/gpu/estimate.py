@@ -28,6 +28,7 @@ from antsim.gpu.menus import (
 from antsim.gpu.model import CALIBRATION, Calibration, Plan, best_plan, candidate_plans
 from antsim.gpu.spec import PRECISIONS, GpuSpec, load_gpu, precision_key
 from antsim.results import LayerResult, NetworkResult
+from antsim.vocabulary import Phase
 from antsim.workloads.gemm import Gemm as GemmLayer
 from antsim.workloads.gemm import layer_kind
 from antsim.workloads.layers import PHASES, Layer
@@ -66,7 +67,7 @@ def check_structured(gpu: GpuSpec, precision: str, structured: str | None) -> No
                           "structured sparsity needs a tensor-core precision (tf32, fp16, bf16)")
 
 
-def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer | GemmLayer, phase: str, precision: str = "fp32",
+def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer | GemmLayer, phase: Phase, precision: str = "fp32",
                    calibration: Calibration = CALIBRATION, structured: str | None = None,
                    selection: str = DEFAULT_SELECTION, library: str = DEFAULT_LIBRARY,
                    forward_algo: str = "") -> LayerResult:
@@ -115,7 +116,7 @@ def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer | GemmLayer, phase: s
                        energy_breakdown_j=energy, details=details, kind=layer_kind(layer))
 
 
-def layer_plans(gpu: GpuSpec, layer: Layer | GemmLayer, phase: str, precision: str = "fp32",
+def layer_plans(gpu: GpuSpec, layer: Layer | GemmLayer, phase: Phase, precision: str = "fp32",
                 calibration: Calibration = CALIBRATION, structured: str | None = None,
                 library: str = DEFAULT_LIBRARY) -> list[tuple[Plan, Gemm]]:
     """Every plan the model weighs for one (layer, phase): each formulation of the menu × tile × split-K.
@@ -129,7 +130,7 @@ def layer_plans(gpu: GpuSpec, layer: Layer | GemmLayer, phase: str, precision: s
             for plan in candidate_plans(gpu, g, precision, calibration)]
 
 
-def _gemms(gpu: GpuSpec, layer: Layer | GemmLayer, phase: str, precision: str, structured: str | None,
+def _gemms(gpu: GpuSpec, layer: Layer | GemmLayer, phase: Phase, precision: str, structured: str | None,
            library: str) -> list[Gemm]:
     if isinstance(layer, GemmLayer):  # one cuBLAS GEMM; 2:4 only where the weight is its B operand
         g = gemm_formulation(gpu, layer, phase, precision, library)
@@ -156,7 +157,7 @@ def _details(plan: Plan, gemm: Any, precision: str) -> dict[str, Any]:
     }
 
 
-def estimate_gpu(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer], phases: Iterable[str] = PHASES,
+def estimate_gpu(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer], phases: Iterable[Phase] = PHASES,
                  precision: str = "fp32", workload: Mapping[str, Any] | None = None,
                  calibration: Calibration = CALIBRATION,
                  progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
@@ -199,7 +200,7 @@ def estimate_gpu(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer],
                                "calibration": calibration.to_dict()})
 
 
-def _workload(layers: Sequence[Layer | GemmLayer], phases: Sequence[str]) -> dict[str, Any]:
+def _workload(layers: Sequence[Layer | GemmLayer], phases: Sequence[Phase]) -> dict[str, Any]:
     batches = {layer.batch if isinstance(layer, GemmLayer) else layer.N for layer in layers}
     return {"network": None, "layers_csv": None, "batch": batches.pop() if len(batches) == 1 else None,
             "phases": list(phases), "layers": [layer.to_dict() for layer in layers]}

@@ -54,6 +54,7 @@ from antsim.gpu.energy import energy_breakdown
 from antsim.gpu.estimate import estimate_gpu
 from antsim.gpu.spec import PRECISIONS, GpuSpec, load_gpu
 from antsim.results import LayerResult, NetworkResult
+from antsim.vocabulary import Phase
 from antsim.workloads.gemm import Gemm as GemmLayer
 from antsim.workloads.layers import PHASES, Layer
 
@@ -227,7 +228,7 @@ def _pool_kernels(pool: Pool, layer: Layer, out: int, e: int) -> list[Kernel]:
             Kernel(f"{pool.kind}pool_backward", "dgrad", pooled * (e + index) + out * e, FLOPS_ELEMENTWISE * out)]
 
 
-def estimate_step(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer], phases: Iterable[str] = PHASES,
+def estimate_step(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer], phases: Iterable[Phase] = PHASES,
                   precision: str = "fp32", workload: Mapping[str, Any] | None = None, *,
                   network: str | None = None, overhead_s: float = KERNEL_OVERHEAD_S,
                   **conv_options: Any) -> NetworkResult:

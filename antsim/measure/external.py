@@ -29,6 +29,7 @@ from antsim.errors import WorkloadError
 from antsim.measure._csv import read_csv_rows
 from antsim.measure.deepbench import distinct_layers, is_deepbench_header, read_deepbench_csv
 from antsim.results import LayerResult, MeasuredLayerDetails, NetworkResult, WorkloadEcho
+from antsim.vocabulary import Phase
 from antsim.workloads.layers import PHASES, Layer
 
 SHAPE_COLUMNS = ("N", "C", "K", "H", "W", "R", "S", "stride", "pad")
@@ -46,7 +47,7 @@ def shape_key(layer: Layer) -> ShapeKey:
 
 def read_results_csv(path: str | Path, layers: Sequence[Layer], design: str | None = None,
                      backend: str = "measured", precision: str | None = None,
-                     phases: Sequence[str] | None = None) -> NetworkResult:
+                     phases: Sequence[Phase] | None = None) -> NetworkResult:
     """Read a measurement / external-model CSV (antsim or DeepBench format) for a workload.
 
     Args:
@@ -110,7 +111,7 @@ class _Table:
         self.by_name: dict[str, dict[str, LayerResult]] = {}
         self.shape_of: dict[str, ShapeKey] = {}
         self.by_shape: dict[ShapeKey, dict[str, LayerResult]] = {}
-        self.phases: set[str] = set()
+        self.phases: set[Phase] = set()
 
     def add(self, name: str, shape: ShapeKey | None, record: LayerResult) -> None:
         self.phases.add(record.phase)
@@ -119,7 +120,7 @@ class _Table:
             self.shape_of.setdefault(name, shape)
             self.by_shape.setdefault(shape, {}).setdefault(record.phase, record)
 
-    def records(self, layer: Layer, phases: Sequence[str]) -> list[LayerResult]:
+    def records(self, layer: Layer, phases: Sequence[Phase]) -> list[LayerResult]:
         key = shape_key(layer)
         if layer.name in self.by_name:
             found = self.by_name[layer.name]

@@ -14,6 +14,7 @@ from antsim.energy.actions import ACTIONS
 from antsim.report.compare import Comparison
 from antsim.results import NetworkResult
 from antsim.sim.pe import STALL_KEYS
+from antsim.vocabulary import Phase
 
 # Stack order of the energy breakdown: datapath first, then storage, then off-chip, then leakage.
 ENERGY_COMPONENTS: tuple[str, ...] = (*ACTIONS, "leakage")
@@ -63,7 +64,7 @@ class ProductInfo(NamedTuple):
     """
 
     designs: tuple[str, ...]
-    phases: tuple[str, ...]
+    phases: tuple[Phase, ...]
     valid: np.ndarray
     rcp_skipped: np.ndarray
     rcp_issued: np.ndarray
@@ -79,7 +80,7 @@ class CycleInfo(NamedTuple):
     """
 
     designs: tuple[str, ...]
-    phases: tuple[str, ...]
+    phases: tuple[Phase, ...]
     categories: tuple[str, ...]
     cycles: np.ndarray
     total_cycles: np.ndarray
