@@ -17,6 +17,7 @@ from antsim.dse.evaluators import analytic
 from antsim.dse.export import export_study
 from antsim.dse.figures import _get_importance_info, render_pareto, render_tradeoffs, sweep_info
 from antsim.dse.objective import complete_metrics
+from antsim.dse.progress import progress_line
 from antsim.dse.spec import load_sweep
 from antsim.dse.storage import make_storage
 from antsim.dse.workload import resolve_workload
@@ -113,6 +114,14 @@ def test_the_report_reads_the_export_into_the_same_info_and_draws_the_same_figur
     # one renderer: the report's figure of the exported folder is the export's own figure, byte for byte
     assert figure_bytes(render_pareto(read), "png") == (out / "pareto.png").read_bytes()
     assert figure_bytes(render_tradeoffs(read), "png") == (out / "tradeoff.png").read_bytes()
+
+
+def test_the_progress_line_counts_the_same_mixed_direction_front(exported: tuple[Path, Path]) -> None:
+    spec_path, out = exported
+    study = optuna.load_study(study_name="exp", storage=make_storage(
+        f"sqlite:///{spec_path.parent / 'results' / 'exp.db'}", 60))
+    line, _ = progress_line(study, load_sweep(spec_path), 40, 0, 1.0)
+    assert f"| Pareto {len(json.loads((out / 'pareto.json').read_text())['points'])} |" in line
 
 
 def test_without_pareto_csv_the_report_computes_the_same_mixed_direction_front(exported: tuple[Path, Path],
