@@ -36,6 +36,7 @@ from antsim.results import NetworkResult
 from antsim.simulate import DEFAULT_DENSITIES, check_dram_technology, simulate_network
 from antsim.sparsity.tensors import Tensors
 from antsim.spec.arch import ArchSpec
+from antsim.vocabulary import Fidelity, Library, Precision, Selection
 from antsim.workloads.layers import Layer
 
 Note = Callable[[str], None]
@@ -77,7 +78,7 @@ class GpuDesign:
 
     gpu: GpuSpec
     name: str
-    precision: str = "fp32"
+    precision: Precision = "fp32"
     source: str = ""
 
     @property
@@ -92,8 +93,8 @@ class GpuOptions:
 
     structured: str | None = None
     step: bool = False
-    selection: str = DEFAULT_SELECTION
-    library: str = DEFAULT_LIBRARY
+    selection: Selection = DEFAULT_SELECTION
+    library: Library = DEFAULT_LIBRARY
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,7 @@ class SimulationOptions:
     densities: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_DENSITIES))
     sparsity: str = "swat"
     tensors: Mapping[str, Tensors] | None = None
-    fidelity: str = "fast"
+    fidelity: Fidelity = "fast"
     seed: int = 0
     batch_sample: int = 0
     echo: Mapping[str, Any] = field(default_factory=dict)

@@ -21,7 +21,7 @@ from antsim.gpu.model import CALIBRATION, Calibration
 from antsim.gpu.spec import GpuSpec
 from antsim.measure.deepbench import MeasuredLayer
 from antsim.results import GpuLayerDetails, MeasuredLayerDetails, NetworkResult, write_text_atomic
-from antsim.vocabulary import Phase
+from antsim.vocabulary import Library, Phase, Precision, Selection
 from antsim.workloads.gemm import Gemm as GemmLayer
 from antsim.workloads.layers import PHASES, Layer
 
@@ -97,9 +97,9 @@ def result_observations(measured: NetworkResult, layers: Sequence[Layer | GemmLa
             for rec in measured.records if rec.time_s > 0]
 
 
-def check_measured(gpu: GpuSpec, measured: Sequence[Observation], precision: str,
+def check_measured(gpu: GpuSpec, measured: Sequence[Observation], precision: Precision,
                    calibration: Calibration = CALIBRATION, structured: str | None = None,
-                   selection: str = DEFAULT_SELECTION, library: str = DEFAULT_LIBRARY,
+                   selection: Selection = DEFAULT_SELECTION, library: Library = DEFAULT_LIBRARY,
                    host_overhead_s: float = 0.0) -> list[CheckRow]:
     """Predict every measured (layer, phase) (layers carry their own batch; ``structured``,
     ``selection``, ``library``: see ``estimate_layer``; heuristic selection follows each row's
@@ -118,9 +118,9 @@ def check_measured(gpu: GpuSpec, measured: Sequence[Observation], precision: str
     return rows
 
 
-def oracle_rows(gpu: GpuSpec, measured: Sequence[Observation], precision: str,
+def oracle_rows(gpu: GpuSpec, measured: Sequence[Observation], precision: Precision,
                 calibration: Calibration = CALIBRATION, structured: str | None = None,
-                library: str = DEFAULT_LIBRARY, host_overhead_s: float = 0.0) -> list[CheckRow]:
+                library: Library = DEFAULT_LIBRARY, host_overhead_s: float = 0.0) -> list[CheckRow]:
     """Like ``check_measured``, but each prediction is the candidate plan *closest* to the measurement.
 
     Of all the plans the model weighs for a (layer, phase) — GEMM formulation × tile × split-K — it

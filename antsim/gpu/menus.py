@@ -29,13 +29,13 @@ from antsim.gpu import fft, winograd
 from antsim.gpu.gemm import Gemm, phase_gemms
 from antsim.gpu.spec import PRECISIONS, GpuSpec
 from antsim.gpu.tiles import CUDNN7_TENSOR_SHAPES
-from antsim.vocabulary import Phase
+from antsim.vocabulary import LIBRARIES as LIBRARIES  # re-exported: the library generations this menu knows
+from antsim.vocabulary import SELECTIONS as SELECTIONS  # re-exported
+from antsim.vocabulary import Library, Phase, Precision, Selection
 from antsim.workloads.layers import Layer
 
-LIBRARIES = ("cudnn5", "cudnn6", "cudnn7", "cudnn8")
-DEFAULT_LIBRARY = "cudnn8"
-SELECTIONS = ("timed", "heuristic")
-DEFAULT_SELECTION = "timed"
+DEFAULT_LIBRARY: Library = "cudnn8"
+DEFAULT_SELECTION: Selection = "timed"
 FAMILIES = ("gemm", "winograd", "fft")
 # Formulation (``Gemm.algorithm``) → algorithm family.
 FAMILY = {"implicit": "gemm", "phased": "gemm", "col2im": "gemm", "winograd_fused": "winograd",
@@ -64,7 +64,7 @@ def _generation(library: str) -> int:
     return int(library.removeprefix("cudnn"))
 
 
-def check_library(gpu: GpuSpec, precision: str, library: str) -> None:
+def check_library(gpu: GpuSpec, precision: Precision, library: Library) -> None:
     """One-line error for an unknown library or a precision the library lacks on this GPU.
 
     Raises:
@@ -81,7 +81,7 @@ def check_selection(selection: str) -> None:
         raise AntsimError(f"selection: unknown {selection!r}; known: {', '.join(SELECTIONS)}")
 
 
-def tensor_core_eligible(gpu: GpuSpec, layer: Layer, precision: str, library: str) -> bool:
+def tensor_core_eligible(gpu: GpuSpec, layer: Layer, precision: Precision, library: Library) -> bool:
     """True when the library runs this convolution's GEMMs on tensor cores.
 
     Needs a tensor-core precision on a tensor-core GPU, cuDNN ≥ 7, and C and K multiples of
@@ -93,8 +93,8 @@ def tensor_core_eligible(gpu: GpuSpec, layer: Layer, precision: str, library: st
     return layer.C % multiple == 0 and layer.K % multiple == 0
 
 
-def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: str,
-                 library: str = DEFAULT_LIBRARY) -> list[Gemm]:
+def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
+                 library: Library = DEFAULT_LIBRARY) -> list[Gemm]:
     """Every formulation of the library's menu for this (layer, phase), with its cuDNN name.
 
     GEMM formulations always (stride-phase dgrad from cuDNN 7 only); Winograd fused (3×3, stride 1)
@@ -148,7 +148,7 @@ WINOGRAD_MIN_CHANNELS = 32
 WINOGRAD_WGRAD_GENERATION = 6
 
 
-def heuristic_family(layer: Layer, phase: Phase, forward_algo: str = "", library: str = DEFAULT_LIBRARY) -> str:
+def heuristic_family(layer: Layer, phase: Phase, forward_algo: str = "", library: Library = DEFAULT_LIBRARY) -> str:
     """The algorithm family the library's heuristics pick (not timed).
 
     With the recorded forward algorithm (DeepBench's ``fwd_algo``): its family for fprop; dgrad,
