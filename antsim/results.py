@@ -269,22 +269,33 @@ def _optional() -> Any:
     return field(default=None, metadata={"omit_none": True})
 
 
-def _kind(annotation: str) -> tuple[str, bool]:
-    """``("int", True)`` for ``"int | None"``: the kind a field's annotation names and whether None passes."""
-    return annotation.split("[", 1)[0].split(" ", 1)[0], annotation.endswith(" | None")
+def _kind(annotation: str) -> tuple[str, bool, str | None]:
+    """What a field's annotation says: its kind, whether None passes, and the kind of its items (a mapping's
+    values, a tuple's elements; None when any value passes): ``("Mapping", True, "float")`` for
+    ``"Mapping[str, float] | None"``."""
+    nullable = annotation.endswith(" | None")
+    core = annotation.removesuffix(" | None")
+    kind, _, inside = core.partition("[")
+    inside = inside.removesuffix("]").removesuffix(", ...")
+    item = inside.split(", ", 1)[-1] if kind == "Mapping" else inside  # a mapping's value type, a tuple's element type
+    item_kind = item.split("[", 1)[0]
+    return kind, nullable, item_kind if item_kind in _KINDS and " | " not in item else None
 
 
 def _checked(key: str, annotation: str, value: Any) -> Any:
-    """``value`` in its stored form (lists as tuples, mappings as dicts), or AntsimError naming ``key``."""
-    kind, nullable = _kind(annotation)
+    """``value`` in its stored form (lists as tuples, mappings as dicts), or AntsimError naming ``key``
+    (``key[i]`` or ``key.name`` for an item of the wrong kind)."""
+    kind, nullable, item = _kind(annotation)
     if value is None and nullable:
         return None
     what, test = _KINDS[kind]
     if not test(value):
         raise AntsimError(f"{key}: expected {what}{' or null' if nullable else ''}; got {value!r}"[:300])
     if kind == "tuple":
-        return tuple(value)
-    return dict(value) if kind == "Mapping" else value
+        return tuple(value if item is None else (_checked(f"{key}[{i}]", item, v) for i, v in enumerate(value)))
+    if kind == "Mapping":
+        return {k: v if item is None else _checked(f"{key}.{k}", item, v) for k, v in value.items()}
+    return value
 
 
 def _json_value(value: Any) -> Any:
@@ -446,10 +457,16 @@ class GpuLayerDetails(LayerDetails):
     step_kernels: tuple[Mapping[str, Any], ...] | None = _optional()
     step_times_s: Mapping[str, float] | None = _optional()
 
+    @classmethod
+    def _unchecked(cls) -> tuple[str, ...]:
+        return ("step_times_s",)  # checked below, naming the step_NAME_s key the file has
+
     def __post_init__(self) -> None:
         super().__post_init__()
-        for name, value in (self.step_times_s or {}).items():
-            _checked(f"{self.where}.step_{name}_s", "float", value)
+        if self.step_times_s is not None:
+            _checked(f"{self.where}.step_times_s", "Mapping[str, Any]", self.step_times_s)
+            object.__setattr__(self, "step_times_s", {name: _checked(f"{self.where}.step_{name}_s", "float", value)
+                                                      for name, value in self.step_times_s.items()})
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: v for k, v in super().to_dict().items() if k != "step_times_s"}
@@ -541,8 +558,6 @@ class WorkloadEcho(JsonRecord):
         for f in fields(self):
             if f.name != "echoed" and f.name not in self.echoed and getattr(self, f.name) is not None:
                 object.__setattr__(self, "echoed", (*self.echoed, f.name))  # a field given directly is echoed
-        for i, phase in enumerate(self.phases or ()):
-            _checked(f"{self.where}.phases[{i}]", "str", phase)
 
     @classmethod
     def of(cls, **keys: Any) -> Self:

@@ -173,6 +173,7 @@ def _record(name: str, index: int = 0) -> LayerResult:
     (AcceleratorLayerDetails, "sim_cli_fast.json", "multiplier_utilization", True,
      "details.multiplier_utilization: expected a number; got True"),
     (AcceleratorLayerDetails, "sim_cli_fast.json", "notes", "one note", "details.notes: expected a list; got 'one"),
+    (AcceleratorLayerDetails, "sim_cli_fast.json", "notes", ["ok", 2], "details.notes[1]: expected a string; got 2"),
     (AcceleratorLayerDetails, "sim_cli_fast.json", "pases", 1, "details: unknown key 'pases'; known: fidelity, seed"),
     (AcceleratorLayerDetails, "sim_cli_fast.json", "batch_sample", 1.5,
      "details.batch_sample: expected an integer or null; got 1.5"),
@@ -182,6 +183,7 @@ def _record(name: str, index: int = 0) -> LayerResult:
     (GpuLayerDetails, "gpu_cli_step.json", "step_relu_forward_s", "5 us",
      "details.step_relu_forward_s: expected a number; got '5 us'"),
     (GpuLayerDetails, "gpu_cli_step.json", "step_kernels", {"name": "relu"}, "details.step_kernels: expected a list"),
+    (GpuLayerDetails, "gpu_cli_step.json", "step_kernels", ["relu"], "details.step_kernels[0]: expected an object"),
     (MeasuredLayerDetails, "measured.json", "device", ["cpu"], "details.device: expected a number or a string"),
 ])
 def test_a_missing_or_ill_typed_detail_is_refused_in_one_line(record_type: type[LayerDetails], name: str, key: str,
@@ -217,6 +219,8 @@ def _write_with(tmp_path: Path, name: str, **workload: Any) -> Path:
     ("phases", ["fprop", 1], "workload.phases[1]: expected a string; got 1"),
     ("densities", 0.1, "workload.densities: expected an object or null; got 0.1"),
     ("seed", 1.0, "workload.seed: expected an integer or null; got 1.0"),
+    ("densities", {"w": "0.1"}, "workload.densities.w: expected a number; got '0.1'"),
+    ("layers", [3], "workload.layers[0]: expected an object; got 3"),
 ])
 def test_an_ill_typed_workload_echo_is_refused_naming_the_file(tmp_path: Path, key: str, value: Any,
                                                                message: str) -> None:
