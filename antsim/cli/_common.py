@@ -12,7 +12,7 @@ from antsim.errors import AntsimError, WorkloadError
 from antsim.progress import tqdm_bar
 from antsim.results import WorkloadEcho, check_writable_folder
 from antsim.sparsity.densities import DensityError, check_density
-from antsim.vocabulary import PHASES, Phase
+from antsim.vocabulary import FIDELITIES, PHASES, Phase
 from antsim.workloads.gemm import Gemm
 from antsim.workloads.layers import Layer, read_layers_csv
 
@@ -246,7 +246,7 @@ def add_sparsity_arguments(parser: argparse.ArgumentParser, title: str = "sparsi
                              " topk_field | uniform | channel")
     source.add_argument("--tensors", type=Path, default=None,
                         help="tensors .npz file instead of generated ones (its batch and densities are used)")
-    group.add_argument("--fidelity", choices=("fast", "exact"), default="fast",
+    group.add_argument("--fidelity", choices=FIDELITIES, default="fast",
                        help="fast (vector granularity, default) or exact (every product)")
     group.add_argument("--batch-sample", type=batch_sample_value, default=0, metavar="K",
                        help="fast fidelity: map K images of each layer's batch and estimate the others from"
