@@ -15,6 +15,7 @@ is served by the caches, so its DRAM footprint is the activation tensor, not M·
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from antsim.errors import WorkloadError
@@ -77,6 +78,9 @@ class Gemm:
         tensor_shapes: The (m, n) CTA tiles the library's tensor-core kernels for this formulation come
             in; empty: the GPU generation's whole menu (``antsim.gpu.tiles.tensor_tiles``). cuDNN 7's
             implicit-GEMM convolutions run only ``tiles.CUDNN7_TENSOR_SHAPES``.
+        n_slabs: N is this many equal slabs that a CTA tile never straddles, each tiled on its own (so
+            each pads to the tile width): 1 for one contiguous N; R·S for cuDNN 7's tensor-core wgrad,
+            whose N = (r, s, c) tiles hold the channels of one filter tap (``menus.formulations``).
     """
 
     M: int
@@ -99,6 +103,7 @@ class Gemm:
     algo: str = ""
     gather_width: int = 1
     tensor_shapes: tuple[tuple[int, int], ...] = ()
+    n_slabs: int = 1
 
     @property
     def gathered(self) -> bool:
@@ -113,6 +118,10 @@ class Gemm:
     def scatter(self) -> bool:
         """True when the output is scatter-added (col2im) rather than stored once."""
         return self.algorithm == "col2im"
+
+    def n_tiles(self, tile_n: int) -> int:
+        """CTA tiles along N: each of the ``n_slabs`` slabs padded to the tile width on its own."""
+        return self.n_slabs * math.ceil(self.N / self.n_slabs / tile_n)
 
     @property
     def macs(self) -> int:

@@ -117,8 +117,22 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
     if generation >= NHWC_VECTOR_GENERATION:
         width = VECTOR_BYTES // PRECISIONS[precision][0]
         return [replace(g, gather_width=width) if g.gathered else g for g in gemms]
-    # cuDNN 7's tensor-core implicit-GEMM kernels come in two big tiles only (``tiles.CUDNN7_TENSOR_SHAPES``).
-    return [replace(g, tensor_shapes=CUDNN7_TENSOR_SHAPES) if g.gathered else g for g in gemms]
+    return [_cudnn7_tensor_kernel(g, layer) if g.gathered else g for g in gemms]
+
+
+def _cudnn7_tensor_kernel(g: Gemm, layer: Layer) -> Gemm:
+    """A gathered GEMM as cuDNN 7's tensor-core kernels run it: the two big tiles only
+    (``tiles.CUDNN7_TENSOR_SHAPES``) and, for wgrad, N = (r, s, c) tiled one filter tap at a time.
+
+    The tap slabs are an [assumption, inferred from DeepBench's T4 fp16 wgrads (NHWC tensors,
+    baidu-research/DeepBench code/nvidia/conv_bench.cu)]: below C = 128 their time does not fall with C —
+    before this rule the 3×3 rows of C = 64, 32, 16 ran 0.55, 0.31, 0.27× the speed of dense 128-wide tiles,
+    those of C = 128–512 0.75–0.85× — as when a CTA's 128 columns are channels of one tap, so C pads to
+    the tile width per tap. No free constant: the slab is the tile's own width; a 1×1 wgrad (one tap) is
+    unaffected.
+    """
+    slabs = layer.R * layer.S if g.phase == "wgrad" and g.algorithm == "implicit" else 1
+    return replace(g, tensor_shapes=CUDNN7_TENSOR_SHAPES, n_slabs=slabs)
 
 
 def family_of(algo: str) -> str | None:

@@ -174,7 +174,7 @@ def _operand_reloads(unique_bytes: float, passes: int, concurrent: int, l2_bytes
 def _traffic(gpu: GpuSpec, g: Gemm, tile: Tile, split: int, k_slice: int, ob: int, wave: int,
              cal: Calibration, structured: bool) -> _Traffic:
     """Operand and output traffic of one plan (DeLTA-style reuse: L2 serves what fits in it)."""
-    tm, tn = math.ceil(g.M / tile.m), math.ceil(g.N / tile.n)
+    tm, tn = math.ceil(g.M / tile.m), g.n_tiles(tile.n)
     l2_room = cal.l2_residency * gpu.l2.size_mb * 2**20
     b_bytes = structured_b_bytes(ob) if structured else ob
     cols_in_flight = max(1, wave // max(1, tm * split))
@@ -273,7 +273,7 @@ def plan_gemm(gpu: GpuSpec, g: Gemm, precision: Precision, tile: Tile, split: in
     if resident == 0:
         return None
     k_slice = math.ceil(math.ceil(g.K / split) / tile.k) * tile.k
-    ctas = math.ceil(g.M / tile.m) * math.ceil(g.N / tile.n) * split * g.batch
+    ctas = math.ceil(g.M / tile.m) * g.n_tiles(tile.n) * split * g.batch
     per_sm = math.ceil(ctas / gpu.sms)
     rate = _sm_macs_per_s(gpu, g, precision, tile, min(resident, per_sm), cal)
     smem_rate = SMEM_BYTES_PER_CLOCK * gpu.clock_mhz * 1e6 / max(1e-30, tile.smem_bytes_per_mac(ob))
@@ -307,7 +307,7 @@ def split_candidates(g: Gemm, tile: Tile, sms: int, cal: Calibration = CALIBRATI
     layer_gemm = g.algorithm == "gemm"
     if g.phase == "fprop" and not layer_gemm:
         return [1]
-    output_tiles = math.ceil(g.M / tile.m) * math.ceil(g.N / tile.n) * (g.batch if layer_gemm else 1)
+    output_tiles = math.ceil(g.M / tile.m) * g.n_tiles(tile.n) * (g.batch if layer_gemm else 1)
     if (g.phase != "wgrad" or layer_gemm) and 2 * output_tiles >= sms:
         return [1]
     splits, s = [1], 2

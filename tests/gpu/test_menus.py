@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 
@@ -133,6 +134,25 @@ def test_cudnn7_tensor_core_convolutions_run_only_the_two_big_tiles() -> None:
     assert plan.tensor_cores and plan.executed_macs >= 4 * fprop.useful_macs
     # a SIMT fallback (C = 3) and a Winograd GEMM keep their own menus
     assert all(g.tensor_shapes == () for g in formulations(t4, C3, "fprop", "fp16", "cudnn7"))
+
+
+def test_cudnn7_tensor_core_wgrad_pads_the_channels_of_each_filter_tap_to_the_tile() -> None:
+    t4 = load_gpu("t4")
+
+    def wgrad(c: int, r: int, library: str = "cudnn7"):
+        layer = Layer("w", N=16, C=c, K=128, H=28, W=28, R=r, S=r, stride=1, pad=r // 2)
+        g = next(g for g in formulations(t4, layer, "wgrad", "fp16", library) if g.algorithm == "implicit")
+        return g, min(candidate_plans(t4, g, "fp16"), key=lambda p: p.time_s)
+
+    g64, p64 = wgrad(64, 3)
+    g128, p128 = wgrad(128, 3)
+    assert g64.n_slabs == 9 and g64.n_tiles(128) == 9 and math.ceil(g64.N / 128) == 5  # 576 columns, 9 taps
+    # below C = 128 a tap's slab is padded to the 128-wide tile: C = 64 executes as many MACs as C = 128
+    assert p64.tile.n == p128.tile.n == 128 and p64.split_k == p128.split_k
+    assert p64.executed_macs == p128.executed_macs == 2 * g64.useful_macs
+    assert wgrad(64, 1)[0].n_slabs == 1  # a 1x1 wgrad is one tap
+    assert wgrad(64, 3, "cudnn8")[0].n_slabs == 1  # cuDNN 8 keeps one contiguous N
+    assert all(g.n_slabs == 1 for phase in ("fprop", "dgrad") for g in formulations(t4, C64, phase, "fp16", "cudnn7"))
 
 
 def _scaled(gpu: str, **factors: float):
