@@ -64,7 +64,7 @@ def tiles(layer: Layer, phase: Phase, m: int) -> int:
     return layer.N * math.ceil(rows / m) * math.ceil(cols / m)
 
 
-def fused_tile_slots(layer: Layer, phase: str) -> int:
+def fused_tile_slots(layer: Layer, phase: Phase) -> int:
     """Output-tile slots the fused kernel computes: the tiles padded to whole CTA blocks, in the
     ``FUSED_BLOCKS`` shape that pads least (a plane edge or a batch not a multiple of the block wastes slots)."""
     rows, cols = (layer.H, layer.W) if phase == "dgrad" else (layer.P, layer.Q)
