@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from antsim.cli._common import add_workload_arguments, check_out_path, parse_phases, progress, resolve_workload
 from antsim.gpu.menus import DEFAULT_LIBRARY, DEFAULT_SELECTION, LIBRARIES, SELECTIONS
 from antsim.results import GpuLayerDetails
+from antsim.vocabulary import PHASES
 
 if TYPE_CHECKING:
     from antsim.gpu.check import CheckRow
@@ -98,7 +99,7 @@ def _print_summary(result: NetworkResult, out: Path) -> None:
     lines = [f"{result.design}: {len(result.records)} (layer, phase) records at {result.meta['precision']} "
              f"({result.meta.get('library')}, {result.meta.get('selection')} selection), "
              f"{time_s * 1e3:.3f} ms, {energy_j:.4g} J"]
-    for phase in ("fprop", "dgrad", "wgrad"):
+    for phase in PHASES:
         recs = [r for r in result.records if r.phase == phase]
         if recs:
             energies = [r.energy_j for r in recs if r.energy_j is not None]
