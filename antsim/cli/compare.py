@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -131,7 +132,7 @@ def gather_results(args: argparse.Namespace) -> DesignComparison:
 
     cache: dict[str, Any] = {}
 
-    def workload() -> tuple[list[Any], dict[str, Any]]:
+    def workload() -> tuple[list[Any], Mapping[str, Any]]:
         if not cache:
             cache["value"] = resolve_workload(args, batch_hint=csv_batch_hint(args.results))
         return cache["value"]
