@@ -209,6 +209,25 @@ NARROW_C = 32  # narrower than the narrowest SIMT tile (n = 32): the implicit GE
 PHASED_MIN_C = 64
 
 
+# cuDNN 7.4.1 made the strided backward-data convolution faster "when the filter is in NHWC format ...
+# For strides u,v < r,s the performance is further enhanced" (cuDNN 7.4.1 release notes,
+# https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn_765/cudnn-release-notes/rel_741.html). cuDNN's
+# tensor-core kernels run on NHWC tensors (DeepBench times its tensor-core rows in NHWC,
+# baidu-research/DeepBench code/nvidia/conv_bench.cu), and their stride-phase dgrad runs any C: DeepBench's
+# T4 fp16 DeepSpeech 5×10 stride-2 dgrad (C = 32) takes 1.2× its fprop, where the zero-inserted GEMM
+# would take 4× (it does on the NCHW fp32 sheets of cuDNN 5–7.0: 4.0–5.0×). ``menus.formulations``
+# offers it there (``phased_for_any_c``).
+
+
+def phased_for_any_c(layer: Layer, phase: Phase) -> list[Gemm]:
+    """The stride-phase dgrad of a strided layer narrower than ``PHASED_MIN_C`` whose filter reaches every
+    phase (the NHWC kernels' enhanced strided dgrad); empty otherwise (wider layers have it already)."""
+    strided = layer.stride_h > 1 or layer.stride_w > 1
+    if phase == "dgrad" and strided and layer.C < PHASED_MIN_C and _every_phase_reached(layer):
+        return [dgrad_phased(layer)]
+    return []
+
+
 def phase_gemms(layer: Layer, phase: Phase) -> list[Gemm]:
     """The GEMM formulations a library may run for ``phase`` (the model keeps the fastest).
 

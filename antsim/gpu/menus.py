@@ -26,7 +26,7 @@ from dataclasses import replace
 
 from antsim.errors import AntsimError
 from antsim.gpu import fft, winograd
-from antsim.gpu.gemm import Gemm, phase_gemms
+from antsim.gpu.gemm import Gemm, phase_gemms, phased_for_any_c
 from antsim.gpu.spec import PRECISIONS, GpuSpec
 from antsim.gpu.tiles import CUDNN7_TENSOR_SHAPES
 from antsim.vocabulary import LIBRARIES as LIBRARIES  # re-exported: the library generations this menu knows
@@ -114,6 +114,7 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
         gemms.append(fft.fft_gemm(layer, phase, tiled=True))
     if not tensor_core_eligible(gpu, layer, precision, library):
         return [replace(g, simt_only=True) for g in gemms]
+    gemms[1:1] = [replace(g, algo=_GEMM_ALGO[phase, g.algorithm]) for g in phased_for_any_c(layer, phase)]
     if generation >= NHWC_VECTOR_GENERATION:
         width = VECTOR_BYTES // PRECISIONS[precision][0]
         return [replace(g, gather_width=width) if g.gathered else g for g in gemms]

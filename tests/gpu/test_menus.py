@@ -155,6 +155,27 @@ def test_cudnn7_tensor_core_wgrad_pads_the_channels_of_each_filter_tap_to_the_ti
     assert all(g.n_slabs == 1 for phase in ("fprop", "dgrad") for g in formulations(t4, C64, phase, "fp16", "cudnn7"))
 
 
+def test_tensor_core_strided_dgrad_skips_the_inserted_zeros_at_any_channel_count() -> None:
+    # cuDNN 7.4.1: faster strided dgrad for NHWC filters, the layout of cuDNN's tensor-core kernels.
+    t4 = load_gpu("t4")
+    speech = Layer("ds2", N=16, C=32, K=32, H=79, W=341, R=5, S=10, stride=2, pad=0)
+
+    def phased(layer: Layer, precision: str, library: str = "cudnn7") -> list:
+        return [g for g in formulations(t4, layer, "dgrad", precision, library) if g.algorithm == "phased"]
+
+    [g] = phased(speech, "fp16")
+    assert g.K == 32 * 3 * 5 and g.M == 16 * 79 * 341 and g.N == 32  # taps per phase: ceil(5/2) x ceil(10/2)
+    assert g.tensor_shapes and g.algo == "BWD_DATA_ALGO_1"
+    assert phased(speech, "fp16", "cudnn8") and not phased(speech, "fp32")  # SIMT NCHW kernels: C >= 64 only
+    assert not phased(dataclasses.replace(speech, C=3), "fp16")  # C = 3 runs no tensor-core kernel
+    assert len(phased(dataclasses.replace(speech, C=64), "fp16")) == 1 == len(phased(dataclasses.replace(speech, C=64),
+                                                                                     "fp32"))
+    one_by_one = dataclasses.replace(speech, R=1, S=1)
+    assert not phased(one_by_one, "fp16")  # a 1x1 filter at stride 2 reaches one phase in four
+    fast = estimate_layer(t4, speech, "dgrad", "fp16", library="cudnn7", selection="heuristic")
+    assert fast.details["algorithm"] == "phased"
+
+
 def _scaled(gpu: str, **factors: float):
     """The GPU with some resources multiplied (peaks by ``compute``, DRAM by ``dram``, L2 by ``l2``)."""
     spec = load_gpu(gpu)
