@@ -2,8 +2,9 @@
 
 Each file is read with the library generation, selection mode and harness overhead it was measured
 with (``RUNS``): DeepBench's cuDNN heuristics (``heuristic``, following each row's recorded forward
-algorithm), NeuSight's ``cudnn.benchmark`` (``timed``) with its per-call PyTorch dispatch time inside
-each timed interval (``--host-overhead-us``). Printed as Markdown:
+algorithm) and, for its tensor-core rows, the C and K it padded up to a multiple of 8 before timing
+(``Run.pad_channels``), NeuSight's ``cudnn.benchmark`` (``timed``) with its per-call PyTorch dispatch time
+inside each timed interval (``--host-overhead-us``). Printed as Markdown:
 
 1. per GPU, precision and phase: error = exp(mean |ln(pred/meas)|) − 1 and bias on all rows, on the
    implicit-GEMM rows, per recorded forward-algorithm family (fprop), and the plan-space floor (every
