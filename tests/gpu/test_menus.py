@@ -201,6 +201,21 @@ def test_more_bandwidth_or_compute_is_never_slower(gpu: str, precision: str, res
                     assert fast.time_s <= slow.time_s * (1 + 1e-12), (layer.name, batch, phase, selection)
 
 
+@pytest.mark.parametrize("resource", ["compute", "dram", "l2"])
+def test_cudnn7_tensor_core_rules_keep_the_model_monotone(resource: str) -> None:
+    # the cuDNN 7 tile menu, the wgrad tap slabs and the any-C strided dgrad, with more of one resource
+    base, more = load_gpu("t4"), _scaled("t4", **{resource: 2.0})
+    speech = Layer("ds2", N=4, C=32, K=32, H=79, W=341, R=5, S=10, stride=2, pad=0)
+    for layer in (*LAYERS, speech):
+        for phase in PHASES:
+            for selection in ("timed", "heuristic"):
+                slow = estimate_layer(base, layer, phase, "fp16", selection=selection, library="cudnn7")
+                fast = estimate_layer(more, layer, phase, "fp16", selection=selection, library="cudnn7")
+                assert fast.time_s <= slow.time_s * (1 + 1e-12), (layer.name, phase, selection)
+                timed = estimate_layer(base, layer, phase, "fp16", selection="timed", library="cudnn7")
+                assert timed.time_s <= slow.time_s * (1 + 1e-12), (layer.name, phase)
+
+
 def test_deepbench_fp16_mixed_rows_are_read_as_fp16_and_the_algo_typo_is_fixed(deepbench) -> None:
     rows = read_deepbench_csv(deepbench / "deepbench_conv_T4.csv", "fp16")
     assert len(rows) == 94 and {m.precision for m in rows} == {"fp16_mixed"}
