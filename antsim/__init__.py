@@ -6,6 +6,7 @@ Public API (docs/api.md)::
     layer = antsim.Layer(name="l", N=2, C=4, K=8, H=9, W=7, R=3, S=3, stride=2, pad=1)
     t = antsim.Tensors(weights=W, activations=A, grad_output=dY)
     r = antsim.simulate_layer(arch, layer, phase="wgrad", tensors=t, fidelity="exact")
+    c = antsim.compare_designs(layers, workload, archs=[...], gpus=[...])   # antsim.compare
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ _LAZY = {
     "simulate_layer": "antsim.simulate",
     "simulate_network": "antsim.simulate",
     "estimate_gpu": "antsim.gpu",
+    "compare_designs": "antsim.compare",
 }
 
 

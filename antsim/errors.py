@@ -12,7 +12,16 @@ _MISSING = object()
 
 
 class AntsimError(Exception):
-    """A user error: its message is one line that names the file, key and value at fault."""
+    """A user error: its message is one line that names the file, key and value at fault.
+
+    The message speaks the library's terms (``storage URL 'x': not an RDB URL``). ``subject`` names the
+    input it is about when that input came from no file or key (``"storage"``, ``"baseline"``); a front
+    end that took the input from a flag adds the flag's name (``antsim.cli`` maps subjects to flags).
+    """
+
+    def __init__(self, *args: object, subject: str | None = None) -> None:
+        super().__init__(*args)
+        self.subject = subject  # kept through pickling (BaseException pickles __dict__): worker errors keep it
 
 
 class SpecError(AntsimError):

@@ -29,6 +29,7 @@ from antsim.phases import phase_problem
 from antsim.simulate import overall_densities
 from antsim.spec.arch import ArchSpec
 from antsim.spec.encoding import bits_per_value
+from antsim.vocabulary import Fidelity, Phase
 from antsim.workloads import Layer
 
 # Peak RSS of `import antsim` + numpy/simpy/pydantic and one simulated layer's bookkeeping (measured
@@ -82,14 +83,14 @@ class Estimate:
     run_pe_steps: int
 
 
-def _density_of(densities: Mapping[str, float], operand: str, phase: str) -> float:
+def _density_of(densities: Mapping[str, float], operand: str, phase: Phase) -> float:
     key = {"weights": "w", "activations": "a", "grad_output": "g"}[operand]
     if operand == "activations" and phase == "wgrad" and densities.get("a_saved") is not None:
         key = "a_saved"  # wgrad's stationary operand is SWAT's saved top-k copy when there is one
     return float(densities.get(key, 1.0))
 
 
-def phase_steps(arch: ArchSpec, layer: Layer, phase: str, densities: Mapping[str, float]) -> tuple[int, int]:
+def phase_steps(arch: ArchSpec, layer: Layer, phase: Phase, densities: Mapping[str, float]) -> tuple[int, int]:
     """(steps, passes) of one (layer, phase): chunks x passes of the mean PE (see the module docstring)."""
     problem = phase_problem(layer, phase)
     pe = arch.pe_array
@@ -103,8 +104,8 @@ def phase_steps(arch: ArchSpec, layer: Layer, phase: str, densities: Mapping[str
     return chunks * passes, passes
 
 
-def layer_memory(arch: ArchSpec, layer: Layer, phases: Sequence[str], densities: Mapping[str, float],
-                 fidelity: str) -> float:
+def layer_memory(arch: ArchSpec, layer: Layer, phases: Sequence[Phase], densities: Mapping[str, float],
+                 fidelity: Fidelity) -> float:
     """Bytes one layer adds to the process at its peak (operands + the dataflow's bookkeeping)."""
     a, w, g = layer.N * layer.C * layer.H * layer.W, layer.K * layer.C * layer.R * layer.S, \
         layer.N * layer.K * layer.P * layer.Q
@@ -123,8 +124,8 @@ def layer_memory(arch: ArchSpec, layer: Layer, phases: Sequence[str], densities:
     return (2 * a + w + g) * OPERAND_BYTES_PER_ELEMENT + bookkeeping
 
 
-def estimate_run(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[str],
-                 densities: Mapping[str, float], fidelity: str = "fast") -> Estimate:
+def estimate_run(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[Phase],
+                 densities: Mapping[str, float], fidelity: Fidelity = "fast") -> Estimate:
     """Peak memory and the worst (layer, phase) step count of simulating ``layers`` on ``arch``."""
     memory, memory_layer = 0.0, ""
     passes, where, steps, total = 0, "", 0, 0
@@ -172,7 +173,8 @@ def check_resources(estimates: Sequence[Estimate], *, concurrent: int = 1, avail
         force: Run anyway.
 
     Raises:
-        AntsimError: naming the design, the layer, the estimate and the limit, and ``--force``.
+        AntsimError: naming the design, the layer, the estimate and the limit (subject ``force``: the CLI
+            names its ``--force`` flag as the way to run anyway).
     """
     if force or not estimates:
         return
@@ -181,11 +183,12 @@ def check_resources(estimates: Sequence[Estimate], *, concurrent: int = 1, avail
             raise AntsimError(
                 f"{e.design}: {e.passes_where} would take {e.passes:,} stationary passes (buffers.input_kb too"
                 f" small for one PE's tile; {e.steps:,} timing steps), above the limit {max_passes:,};"
-                " enlarge buffers.input_kb or pass --force")
+                " enlarge buffers.input_kb or force the run", subject="force")
         if e.run_pe_steps > max_run_pe_steps:
             raise AntsimError(
                 f"{e.design}: the run would take {e.run_pe_steps:.3g} timing PE-steps (15 minutes to hours),"
-                f" above the limit {max_run_pe_steps:.3g}; use fewer layers or a smaller batch, or pass --force")
+                f" above the limit {max_run_pe_steps:.3g}; use fewer layers or a smaller batch, or force the run",
+                subject="force")
     available = available_memory_bytes() if available is None else available
     if available is None:
         return
@@ -196,11 +199,12 @@ def check_resources(estimates: Sequence[Estimate], *, concurrent: int = 1, avail
         together = f" ({len(biggest)} at once)" if len(biggest) > 1 else ""
         raise AntsimError(
             f"{top.design}: estimated peak memory {_gib(need)}{together} (largest layer {top.memory_layer}) is"
-            f" above the {_gib(available)} available; use a smaller batch or fewer jobs, or pass --force")
+            f" above the {_gib(available)} available; use a smaller batch or fewer jobs, or force the run",
+            subject="force")
 
 
-def guard_run(archs: Sequence[ArchSpec], layers: Sequence[Layer], phases: Sequence[str],
-              densities: Mapping[str, float], tensors: Mapping[str, object] | None = None, fidelity: str = "fast",
+def guard_run(archs: Sequence[ArchSpec], layers: Sequence[Layer], phases: Sequence[Phase],
+              densities: Mapping[str, float], tensors: Mapping[str, object] | None = None, fidelity: Fidelity = "fast",
               *, concurrent: int = 1, force: bool = False) -> list[Estimate]:
     """Estimate every design (densities measured on ``tensors`` when given) and ``check_resources``."""
     if tensors is not None:

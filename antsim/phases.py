@@ -28,7 +28,8 @@ import numpy as np
 
 from antsim.errors import WorkloadError
 from antsim.sparsity.tensors import Tensors
-from antsim.workloads.layers import PHASES, Layer
+from antsim.vocabulary import PHASES, Phase
+from antsim.workloads.layers import Layer
 
 
 def _output_size(size: int, kernel: int, stride: int, pad: int) -> int:
@@ -79,7 +80,7 @@ def conv_wgrad(A: np.ndarray, dY: np.ndarray, kernel_rs: tuple[int, int], stride
     return dW
 
 
-def reference(layer: Layer, phase: str, tensors: Tensors) -> np.ndarray:
+def reference(layer: Layer, phase: Phase, tensors: Tensors) -> np.ndarray:
     """The dense result of ``phase``: Y (N,K,P,Q) | dA (N,C,H,W) | dW (K,C,R,S), float64."""
     _check_phase(phase)
     if phase == "fprop":
@@ -90,7 +91,7 @@ def reference(layer: Layer, phase: str, tensors: Tensors) -> np.ndarray:
                       layer.pad)
 
 
-def _check_phase(phase: str) -> None:
+def _check_phase(phase: object) -> None:
     if phase not in PHASES:
         raise WorkloadError(f"phase must be one of {', '.join(PHASES)}; got {phase!r}")
 
@@ -161,7 +162,7 @@ class PhaseProblem:
             (``[ko, ch, o1, o2]``: every PE accumulates partial sums of the same entries).
     """
 
-    phase: str
+    phase: Phase
     stationary_operand: str
     streamed_operand: str
     stationary_shape: tuple[int, int, int, int]
@@ -196,7 +197,7 @@ class PhaseProblem:
         return np.asarray(tensors.grad_output)[:, None]
 
 
-def phase_problem(layer: Layer, phase: str) -> PhaseProblem:
+def phase_problem(layer: Layer, phase: Phase) -> PhaseProblem:
     """The Cartesian-product description of ``phase`` of ``layer``.
 
     Raises:

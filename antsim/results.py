@@ -9,17 +9,22 @@ from __future__ import annotations
 
 import contextlib
 import csv
+import functools
 import io
 import json
 import math
+import numbers
 import os
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self, cast
+
+import numpy as np
 
 from antsim.errors import AntsimError
 from antsim.version import __version__
+from antsim.vocabulary import Phase, parse_phase
 
 SCHEMA = "antsim.result/1"
 BACKENDS = ("accelerator", "gpu", "measured", "external")
@@ -76,7 +81,10 @@ class LayerResult:
         stalls: Cycle breakdown, category → cycles (accelerator) — e.g. ``busy``, ``bank_conflict``,
             ``barrier_wait``, ``halo``, ``reduction``, ``memory_stall``, ``anticipation``.
         actions: Component → action → count (accelerator only; the input to energy pricing).
-        details: Backend-specific extras (GEMM shape and tile for the GPU, tiling for the accelerator).
+        details: Backend-specific extras: the backend's record (``AcceleratorLayerDetails``,
+            ``GpuLayerDetails``, ``MeasuredLayerDetails``) as its producer stores it, or the plain mapping read
+            from a file; a stage reads them through ``<Record>.of(result)``, which refuses a missing or
+            ill-typed key in one line.
         area_mm2: Area of the design that produced it (None for GPU/measured).
         output: The phase's functional result (numpy array) when the backend computed it; never serialised.
         kind: The layer's kind, ``conv`` or ``gemm`` (``antsim.workloads.gemm``); serialised only when not
@@ -84,7 +92,7 @@ class LayerResult:
     """
 
     layer: str
-    phase: str
+    phase: Phase
     time_s: float
     cycles: int | None = None
     energy_j: float | None = None
@@ -117,7 +125,7 @@ class LayerResult:
     def from_dict(cls, d: Mapping[str, Any]) -> LayerResult:
         products = d.get("products")
         return cls(
-            layer=str(d["layer"]), phase=str(d["phase"]), time_s=float(d["time_s"]),
+            layer=str(d["layer"]), phase=parse_phase(d["phase"], "record phase"), time_s=float(d["time_s"]),
             cycles=d.get("cycles"), energy_j=d.get("energy_j"),
             energy_breakdown_j=dict(d.get("energy_breakdown_j") or {}),
             products=None if products is None else ProductCounts.from_dict(products),
@@ -135,7 +143,8 @@ class NetworkResult:
         backend: One of ``BACKENDS``.
         records: Layer results in network order (layer-major, then phase).
         spec: The design echoed (arch spec or GPU spec as a plain dict) so a reader can rerun it.
-        workload: The workload echoed: ``network``, ``layers`` (list of layer dicts), ``batch``,
+        workload: The workload echoed, a ``WorkloadEcho`` (a mapping given is converted, and refused when a
+            key is unknown or of the wrong type): ``network``, ``layers`` (list of layer dicts), ``batch``,
             ``phases``, and for the accelerator ``densities``, ``sparsity``, ``tensors``, ``seed``, ``fidelity``.
         area_mm2: Design area (accelerator only).
         meta: Anything else worth echoing (antsim version, GPU precision, …).
@@ -151,28 +160,27 @@ class NetworkResult:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "records", tuple(self.records))
+        object.__setattr__(self, "workload", WorkloadEcho.from_mapping(self.workload))
         if self.backend not in BACKENDS:
             raise ValueError(f"unknown backend {self.backend!r}; known: {', '.join(BACKENDS)}")
 
     @property
-    def totals(self) -> dict[str, float | int | None]:
+    def totals(self) -> Totals:
         """Sums over records: ``cycles``, ``time_s``, ``energy_j`` (None if any record lacks it), ``area_mm2``."""
-        cycles = [r.cycles for r in self.records]
-        energy = [r.energy_j for r in self.records]
-        return {
-            "cycles": None if any(c is None for c in cycles) else int(sum(cycles)),  # type: ignore[arg-type]
-            "time_s": float(math.fsum(r.time_s for r in self.records)),
-            "energy_j": None if any(e is None for e in energy) else float(math.fsum(energy)),  # type: ignore[arg-type]
-            "area_mm2": self.area_mm2,
-        }
+        return Totals.of(self.records, self.area_mm2)
 
-    def record(self, layer: str, phase: str) -> LayerResult:
+    @property
+    def echo(self) -> WorkloadEcho:
+        """The workload echo, typed (``workload`` holds it; a mapping given at construction was converted)."""
+        return cast(WorkloadEcho, self.workload)
+
+    def record(self, layer: str, phase: Phase) -> LayerResult:
         for r in self.records:
             if r.layer == layer and r.phase == phase:
                 return r
         raise KeyError((layer, phase))
 
-    def keys(self) -> list[tuple[str, str]]:
+    def keys(self) -> list[tuple[str, Phase]]:
         return [(r.layer, r.phase) for r in self.records]
 
     def to_dict(self) -> dict[str, Any]:
@@ -185,7 +193,7 @@ class NetworkResult:
             "workload": _jsonable(self.workload),
             "meta": _jsonable(self.meta),
             "records": [r.to_dict() for r in self.records],
-            "totals": self.totals,
+            "totals": self.totals.to_dict(),
         }
 
     @classmethod
@@ -201,6 +209,8 @@ class NetworkResult:
                 spec=d.get("spec") or {}, workload=d.get("workload") or {},
                 area_mm2=(d.get("totals") or {}).get("area_mm2"), meta=d.get("meta") or {},
             )
+        except AntsimError as exc:  # an echo key unknown or of the wrong type: the message names it
+            raise AntsimError(f"{source}: {exc}") from None
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise AntsimError(f"{source}: malformed {SCHEMA} result: {exc!r}".replace("\n", " ")) from None
 
@@ -235,6 +245,362 @@ class NetworkResult:
         buffer = io.StringIO()
         csv.writer(buffer, lineterminator="\n").writerows(lines)
         write_text_atomic(path, buffer.getvalue())
+
+
+# --- Typed records: the workload echo, the totals and each backend's details -----------------------------------
+#
+# Each record is a frozen dataclass whose fields are the JSON keys it writes, in the order it writes them, and
+# also reads as that JSON object (a read-only ``Mapping``), so code and files that treat ``workload``,
+# ``details`` or ``totals`` as a mapping read the same keys and values as before. A value of the wrong type is
+# refused with one line naming the key; an optional key (``_optional``) is left out of the JSON when None.
+
+_KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
+    "int": ("an integer", lambda v: isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_))),
+    "float": ("a number", lambda v: isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_))),
+    "str": ("a string", lambda v: isinstance(v, str)),
+    "bool": ("true or false", lambda v: isinstance(v, (bool, np.bool_))),
+    "Mapping": ("an object", lambda v: isinstance(v, Mapping)),
+    "tuple": ("a list", lambda v: isinstance(v, (list, tuple))),
+}
+
+
+def _optional() -> Any:
+    """A field whose key is left out of the JSON when it is None (absent in files that lack it)."""
+    return field(default=None, metadata={"omit_none": True})
+
+
+def _kind(annotation: str) -> tuple[str, bool, str | None]:
+    """What a field's annotation says: its kind, whether None passes, and the kind of its items (a mapping's
+    values, a tuple's elements; None when any value passes): ``("Mapping", True, "float")`` for
+    ``"Mapping[str, float] | None"``."""
+    nullable = annotation.endswith(" | None")
+    core = annotation.removesuffix(" | None")
+    kind, _, inside = core.partition("[")
+    inside = inside.removesuffix("]").removesuffix(", ...")
+    item = inside.split(", ", 1)[-1] if kind == "Mapping" else inside  # a mapping's value type, a tuple's element type
+    item_kind = item.split("[", 1)[0]
+    return kind, nullable, item_kind if item_kind in _KINDS and " | " not in item else None
+
+
+def _checked(key: str, annotation: str, value: Any) -> Any:
+    """``value`` in its stored form (lists as tuples, mappings as dicts), or AntsimError naming ``key``
+    (``key[i]`` or ``key.name`` for an item of the wrong kind)."""
+    kind, nullable, item = _kind(annotation)
+    if value is None and nullable:
+        return None
+    what, test = _KINDS[kind]
+    if not test(value):
+        raise AntsimError(f"{key}: expected {what}{' or null' if nullable else ''}; got {value!r}"[:300])
+    if kind == "tuple":
+        return tuple(value if item is None else (_checked(f"{key}[{i}]", item, v) for i, v in enumerate(value)))
+    if kind == "Mapping":
+        return {k: v if item is None else _checked(f"{key}.{k}", item, v) for k, v in value.items()}
+    return value
+
+
+def _json_value(value: Any) -> Any:
+    """A stored value as the JSON form the producers wrote before the records (tuples were lists)."""
+    if isinstance(value, tuple):
+        return [_json_value(v) for v in value]
+    if isinstance(value, Mapping):
+        return {k: _json_value(v) for k, v in value.items()}
+    return value
+
+
+class JsonRecord(Mapping[str, Any]):
+    """A frozen dataclass of JSON keys that also reads as the JSON object ``to_dict`` builds."""
+
+    where: ClassVar[str] = "record"  # the JSON key a record sits at, for error messages
+
+    def __post_init__(self) -> None:
+        for f in fields(self):  # type: ignore[arg-type]
+            if f.name in self._unchecked():
+                continue
+            object.__setattr__(self, f.name, _checked(f"{self.where}.{f.name}", str(f.type), getattr(self, f.name)))
+
+    @classmethod
+    def _unchecked(cls) -> tuple[str, ...]:
+        return ()
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object: every field in order, optional ones only when set."""
+        return {f.name: _json_value(getattr(self, f.name)) for f in fields(self)  # type: ignore[arg-type]
+                if not (f.metadata.get("omit_none") and getattr(self, f.name) is None)}
+
+    @functools.cached_property
+    def _view(self) -> dict[str, Any]:
+        return self.to_dict()
+
+    def __getitem__(self, key: str) -> Any:
+        return self._view[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._view)
+
+    def __len__(self) -> int:
+        return len(self._view)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> Self:
+        """The record of a JSON object; an unknown key, a missing required one or a wrong type is refused."""
+        known = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+        for key in data:
+            if key not in known:
+                raise AntsimError(f"{cls.where}: unknown key {key!r}; known: {', '.join(known)}")
+        for f in fields(cls):  # type: ignore[arg-type]
+            if f.name not in data and f.default is MISSING and f.default_factory is MISSING:
+                raise AntsimError(f"{cls.where}.{f.name}: missing")
+        return cls(**{k: data[k] for k in known if k in data})
+
+
+class LayerDetails(JsonRecord):
+    """Base of the per-backend ``LayerResult.details`` records."""
+
+    where: ClassVar[str] = "details"
+
+    @classmethod
+    def of(cls, record: LayerResult) -> Self:
+        """``record``'s details as this backend's record: the record itself when the producer stored one,
+        else parsed from the mapping (a result read from a file).
+
+        Raises:
+            AntsimError: naming the (layer, phase) and the key missing, unknown or of the wrong type.
+        """
+        if isinstance(record.details, cls):
+            return record.details
+        try:
+            return cls.from_mapping(record.details)
+        except AntsimError as exc:
+            raise AntsimError(f"record {record.layer}/{record.phase}: {exc}") from None
+
+
+@dataclass(frozen=True, eq=False)
+class AcceleratorLayerDetails(LayerDetails):
+    """What the accelerator simulator (``antsim.simulate.simulate_layer``) records about one (layer, phase).
+
+    Attributes:
+        fidelity, seed: How the layer was run. tiling: The dataflow's tiling choices (``antsim.dataflow``).
+        notes: The dataflow's notes on estimates it made. stationary_operand, streamed_operand: Operand roles.
+        chunks: Work chunks mapped. passes: Stationary passes over the input buffer.
+        accumulator_restreams: Extra passes of partial sums through the accumulators.
+        steps: Timing steps. dram_busy_cycles, anticipation_busy_cycles: Busy cycles of the DRAM link and of
+            an anticipation unit (averaged over PEs). multiplier_utilization: busy / total cycles.
+        batch_sample: Images mapped per batch when the rest were estimated (``antsim.dataflow.sampling``).
+        operand_densities: Measured densities of the operands when they were given (a tensors file).
+    """
+
+    fidelity: str
+    seed: int
+    tiling: Mapping[str, Any]
+    notes: tuple[str, ...]
+    stationary_operand: str
+    streamed_operand: str
+    chunks: int
+    passes: int
+    accumulator_restreams: int
+    steps: int
+    dram_busy_cycles: float
+    anticipation_busy_cycles: float
+    multiplier_utilization: float
+    batch_sample: int | None = _optional()
+    operand_densities: Mapping[str, float] | None = _optional()
+
+
+@dataclass(frozen=True, eq=False)
+class GpuLayerDetails(LayerDetails):
+    """What the GPU model (``antsim.gpu.estimate.estimate_layer``) records about one (layer, phase).
+
+    Attributes:
+        M, N, K, algorithm: The chosen GEMM formulation. precision: The requested precision; run_precision: the
+            one the kernel runs at. tile, split_k, ctas, ctas_per_sm, waves, kernels: The launch plan.
+        bound: The limiting term. compute_s, l2_s, dram_s, store_s, reduce_s, side_s: Its time terms (s).
+        dram_bytes, l2_bytes, executed_flops, useful_flops, workspace_bytes: Its traffic and work.
+        structured: ``2:4`` when it ran sparse tensor-core MMA. algo, family: cuDNN's name and its family.
+        tensor_cores: Whether it ran on tensor cores. selection, library: The kernel menu (``antsim.gpu.menus``).
+        conv_time_s, step_time_s, step_kernels, step_times_s: A training-step estimate only
+            (``antsim.gpu.step``): the kernels' own time, the step kernels' time, each step kernel, and each
+            one's time by name (written as ``step_NAME_s`` keys).
+    """
+
+    M: int
+    N: int
+    K: int
+    algorithm: str
+    precision: str
+    tile: str
+    split_k: int
+    ctas: int
+    ctas_per_sm: int
+    waves: float
+    bound: str
+    compute_s: float
+    l2_s: float
+    dram_s: float
+    store_s: float
+    reduce_s: float
+    kernels: int
+    dram_bytes: float
+    l2_bytes: float
+    executed_flops: float
+    useful_flops: float
+    structured: str | None
+    algo: str
+    family: str
+    tensor_cores: bool
+    run_precision: str
+    side_s: float
+    workspace_bytes: float
+    selection: str
+    library: str
+    conv_time_s: float | None = _optional()
+    step_time_s: float | None = _optional()
+    step_kernels: tuple[Mapping[str, Any], ...] | None = _optional()
+    step_times_s: Mapping[str, float] | None = _optional()
+
+    @classmethod
+    def _unchecked(cls) -> tuple[str, ...]:
+        return ("step_times_s",)  # checked below, naming the step_NAME_s key the file has
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.step_times_s is not None:
+            _checked(f"{self.where}.step_times_s", "Mapping[str, Any]", self.step_times_s)
+            object.__setattr__(self, "step_times_s", {name: _checked(f"{self.where}.step_{name}_s", "float", value)
+                                                      for name, value in self.step_times_s.items()})
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: v for k, v in super().to_dict().items() if k != "step_times_s"}
+        return out | {f"step_{name}_s": t for name, t in (self.step_times_s or {}).items()}
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> Self:
+        """As ``JsonRecord.from_mapping``; the ``step_NAME_s`` keys become ``step_times_s``."""
+        steps = {k[len("step_"):-len("_s")]: v for k, v in data.items() if _is_step_time(k)}
+        plain = {k: v for k, v in data.items() if not _is_step_time(k)}
+        return super().from_mapping({**plain, "step_times_s": steps} if steps else plain)
+
+
+def _is_step_time(key: str) -> bool:
+    """A ``step_NAME_s`` key of one step kernel's time (``step_time_s`` is their sum, not a kernel)."""
+    return key.startswith("step_") and key.endswith("_s") and key != "step_time_s" and len(key) > len("step__s")
+
+
+@dataclass(frozen=True, eq=False)
+class MeasuredLayerDetails(LayerDetails):
+    """What a measurement or an external model's CSV says about one (layer, phase) beyond its time and energy.
+
+    Attributes:
+        columns: The row's other columns in file order (numbers as floats, text kept): ``device``,
+            ``time_min_s``, ``algorithm``, …; a DeepBench row gives ``source``, ``deepbench_line`` and, for
+            fprop, ``algorithm`` (``antsim.measure.external``).
+    """
+
+    columns: Mapping[str, float | int | str]
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for key, value in self.columns.items():
+            if not isinstance(key, str) or isinstance(value, bool) or not isinstance(value, (str, numbers.Real)):
+                raise AntsimError(f"{self.where}.{key}: expected a number or a string; got {value!r}"[:300])
+
+    @property
+    def algorithm(self) -> str | None:
+        """The algorithm the measurement recorded (its text), or None."""
+        value = self.columns.get("algorithm")
+        return None if value is None else str(value)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.columns)
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> Self:
+        return cls(columns=dict(data))
+
+
+@dataclass(frozen=True, eq=False)
+class WorkloadEcho(JsonRecord):
+    """The workload a result was computed on, echoed so a reader can rerun or join it (``NetworkResult.workload``).
+
+    Every key is optional: ``echoed`` lists the keys the producer gave, in order, and only those are written
+    (a GPU result has no ``densities``; ``layers_csv`` is written as null when the layers came from a network).
+
+    Attributes:
+        network: Network name or layers-file stem. layers_csv: The layers file, when one was read.
+        batch: The training batch. batch_source: Where the batch came from (``--batch``, the CSV's N, …).
+        phases: The phases run. layers: Each layer's ``to_dict``.
+        densities, sparsity, tensors, seed, fidelity, regime, batch_sample: How the accelerator's operands
+            were made and run (``antsim.simulate.simulate_network``).
+    """
+
+    where: ClassVar[str] = "workload"
+
+    network: str | None = None
+    layers_csv: str | None = None
+    batch: int | None = None
+    batch_source: str | None = None
+    phases: tuple[str, ...] | None = None
+    layers: tuple[Mapping[str, Any], ...] | None = None
+    densities: Mapping[str, float] | None = None
+    sparsity: str | None = None
+    tensors: str | None = None
+    seed: int | None = None
+    fidelity: str | None = None
+    regime: str | None = None
+    batch_sample: int | None = None
+    echoed: tuple[str, ...] = ()
+
+    @classmethod
+    def _unchecked(cls) -> tuple[str, ...]:
+        return ("echoed",)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for f in fields(self):
+            if f.name != "echoed" and f.name not in self.echoed and getattr(self, f.name) is not None:
+                object.__setattr__(self, "echoed", (*self.echoed, f.name))  # a field given directly is echoed
+
+    @classmethod
+    def of(cls, **keys: Any) -> Self:
+        """The echo of exactly these keys, in this order (the one constructor every producer calls)."""
+        known = [f.name for f in fields(cls) if f.name != "echoed"]
+        for key in keys:
+            if key not in known:
+                raise AntsimError(f"{cls.where}: unknown key {key!r}; known: {', '.join(known)}")
+        return cls(**keys, echoed=tuple(keys))
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> Self:
+        return data if isinstance(data, cls) else cls.of(**{str(k): v for k, v in data.items()})
+
+    def with_keys(self, **keys: Any) -> WorkloadEcho:
+        """This echo with ``keys`` added or replaced (a new key goes last, a replaced one keeps its place)."""
+        return WorkloadEcho.of(**{**{k: getattr(self, k) for k in self.echoed}, **keys})
+
+    def to_dict(self) -> dict[str, Any]:
+        return {k: _json_value(getattr(self, k)) for k in self.echoed}
+
+
+@dataclass(frozen=True, eq=False)
+class Totals(JsonRecord):
+    """Sums over a result's records (``NetworkResult.totals``): cycles and energy are None when any record
+    lacks them; ``area_mm2`` is the design's."""
+
+    where: ClassVar[str] = "totals"
+
+    cycles: int | None
+    time_s: float
+    energy_j: float | None
+    area_mm2: float | None
+
+    @classmethod
+    def of(cls, records: Sequence[LayerResult], area_mm2: float | None) -> Totals:
+        cycles = [r.cycles for r in records]
+        energy = [r.energy_j for r in records]
+        return cls(cycles=None if any(c is None for c in cycles) else int(sum(c or 0 for c in cycles)),
+                   time_s=float(math.fsum(r.time_s for r in records)),
+                   energy_j=None if any(e is None for e in energy) else float(math.fsum(e or 0.0 for e in energy)),
+                   area_mm2=area_mm2)
+
 
 
 def flatten_record(record: LayerResult) -> dict[str, Any]:

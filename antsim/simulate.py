@@ -17,20 +17,22 @@ from antsim.dataflow.gemm import gemm_stream_densities, map_gemm_phase
 from antsim.dataflow.sampling import check_batch_sample
 from antsim.errors import AntsimError, WorkloadError
 from antsim.progress import Progress, track
-from antsim.results import LayerResult, NetworkResult
-from antsim.sim import Densities, SimParams, simulate_phase
+from antsim.results import AcceleratorLayerDetails, LayerResult, NetworkResult, WorkloadEcho
+from antsim.sim import Densities as StreamDensities
+from antsim.sim import SimParams, simulate_phase
+from antsim.sparsity.densities import Densities, DensityError
 from antsim.sparsity.gemm import make_gemm_tensors
 from antsim.sparsity.tensors import Tensors
 from antsim.spec.arch import ArchSpec
+from antsim.vocabulary import PHASES, Fidelity, Phase, parse_fidelity, parse_phase
 from antsim.workloads.gemm import Gemm, layer_kind
-from antsim.workloads.layers import PHASES, Layer
+from antsim.workloads.layers import Layer
 
-FIDELITIES = ("fast", "exact")
-DEFAULT_DENSITIES: Mapping[str, float] = {"w": 0.1, "a": 0.1, "g": 0.1}
-DENSITY_KEYS = ("w", "a", "g", "a_saved", "attn")  # attn: attention matrices of GEMM layers (antsim.sparsity.gemm)
+# The densities of generated operands when none are given: W, A and dY at 0.1 (antsim.sparsity.densities).
+DEFAULT_DENSITIES: Mapping[str, float] = Densities()
 
 
-def operand_array(tensors: Tensors, operand: str, phase: str) -> np.ndarray:
+def operand_array(tensors: Tensors, operand: str, phase: Phase) -> np.ndarray:
     """The array a phase uses for ``operand`` (wgrad reads the SWAT-saved copy of A when there is one)."""
     if operand == "activations" and phase == "wgrad":
         return tensors.wgrad_activations
@@ -41,7 +43,7 @@ def _density(array: np.ndarray) -> float:
     return float(np.count_nonzero(array)) / array.size if array.size else 1.0
 
 
-def output_density(tensors: Tensors, phase: str) -> float:
+def output_density(tensors: Tensors, phase: Phase) -> float:
     """Density of a phase's outputs as written back (after the post-processing unit sparsifies them).
 
     [assumption] fprop: Y leaves through ReLU / top-k at the density of this layer's own input A (the
@@ -55,15 +57,15 @@ def output_density(tensors: Tensors, phase: str) -> float:
     return 1.0
 
 
-def stream_densities(arch: ArchSpec, work: Any, tensors: Tensors, phase: str) -> Densities:
+def stream_densities(arch: ArchSpec, work: Any, tensors: Tensors, phase: Phase) -> StreamDensities:
     """Densities that set the compressed sizes of the stationary, streamed and output streams.
 
     A dense design (``sparsity_support: false``) stores and moves every value, so its streams have
     density 1 whatever the tensors hold.
     """
     if not arch.sparsity_support:
-        return Densities(1.0, 1.0, 1.0)
-    return Densities(
+        return StreamDensities(1.0, 1.0, 1.0)
+    return StreamDensities(
         stationary=_density(operand_array(tensors, work.stationary_operand, phase)),
         streamed=_density(operand_array(tensors, work.streamed_operand, phase)),
         output=max(output_density(tensors, phase), 1e-6),
@@ -88,7 +90,7 @@ def design_area_mm2(arch: ArchSpec) -> float:
     return float(math.fsum(area(arch).values()))
 
 
-def simulate_layer(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fidelity: str = "exact",
+def simulate_layer(arch: ArchSpec, layer: Layer, phase: Phase, tensors: Tensors, fidelity: Fidelity = "exact",
                    seed: int = 0, params: SimParams | None = None, batch_sample: int = 0) -> LayerResult:
     """Simulate one (layer, phase) of a training step on ``arch``.
 
@@ -101,7 +103,7 @@ def simulate_layer(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, f
         seed: Echoed in ``details`` (the dataflow itself is deterministic).
         params: Timing parameters not in the arch spec (link widths, staging, lookahead).
         batch_sample: ``fast`` only: map this many images of the batch and estimate the rest
-            (``antsim.dataflow.sampling``; recorded in ``details["batch_sample"]``); 0 = every image.
+            (``antsim.dataflow.sampling``; recorded in ``details.batch_sample``); 0 = every image.
 
     Returns:
         The ``LayerResult`` with cycles, time, energy (and breakdown), area, products, stalls, actions.
@@ -111,25 +113,23 @@ def simulate_layer(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, f
     """
     from antsim.dataflow import map_phase
 
-    _check_choice("phase", phase, PHASES)
-    _check_choice("fidelity", fidelity, FIDELITIES)
+    parse_phase(phase)  # a library caller may pass any string: refuse it before any work
+    parse_fidelity(fidelity)
     tensors.check_shapes(layer)
     if isinstance(layer, Gemm):  # a GEMM layer: its own mapping onto the same PhaseWork (antsim.dataflow.gemm)
         work = map_gemm_phase(arch, layer, phase, tensors, fidelity)
-        densities = Densities(*gemm_stream_densities(arch, layer, phase, tensors))
+        densities = StreamDensities(*gemm_stream_densities(arch, layer, phase, tensors))
     else:
         work = map_phase(arch, layer, phase, tensors, fidelity, batch_sample=batch_sample)
         densities = stream_densities(arch, work, tensors, phase)
     timing = simulate_phase(arch, work, densities, params)
     time_s = timing.cycles / (arch.technology.clock_ghz * 1e9)
     energy = _price(arch, timing.actions, time_s)
-    details = {
-        "fidelity": fidelity, "seed": int(seed), "tiling": dict(work.tiling), "notes": list(work.notes),
-        "stationary_operand": work.stationary_operand, "streamed_operand": work.streamed_operand,
-        "chunks": work.n_chunks, **timing.details,
-    }
-    if "batch_sample" in work.tiling:
-        details["batch_sample"] = work.tiling["batch_sample"]
+    details = AcceleratorLayerDetails(
+        fidelity=fidelity, seed=int(seed), tiling=dict(work.tiling), notes=tuple(work.notes),
+        stationary_operand=work.stationary_operand, streamed_operand=work.streamed_operand, chunks=work.n_chunks,
+        **timing.details, batch_sample=work.tiling.get("batch_sample"),
+    )
     return LayerResult(
         layer=layer.name, phase=phase, time_s=time_s, cycles=timing.cycles,
         energy_j=math.fsum(energy.values()), energy_breakdown_j=energy, products=work.products,
@@ -143,20 +143,18 @@ def layer_seed(seed: int, index: int) -> int:
     return int(np.random.SeedSequence([int(seed), int(index)]).generate_state(1)[0])
 
 
-def check_densities(densities: Mapping[str, float] | None) -> dict[str, float]:
-    """Fill defaults and validate keys (``w``, ``a``, ``g``, optional ``a_saved``) and ranges [0, 1].
+def check_densities(densities: Mapping[str, object] | None) -> dict[str, float]:
+    """Fill the defaults (``w``, ``a``, ``g`` at 0.1) and validate by the rule of ``antsim.sparsity.densities``
+    (keys ``DENSITY_KEYS``, each density in (0, 1]); returns ``{key: float}``, the ``workload.densities`` echo.
 
     Raises:
-        AntsimError: an unknown key or a density outside [0, 1], naming both.
+        AntsimError: an unknown key or a density outside (0, 1]: ``"densities.a: density of activations must
+            be in (0, 1]; got 0"``.
     """
-    merged = dict(DEFAULT_DENSITIES)
-    merged.update(densities or {})
-    for key, value in merged.items():
-        if key not in DENSITY_KEYS:
-            raise AntsimError(f"densities: unknown key {key!r}; known: {', '.join(DENSITY_KEYS)}")
-        if not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
-            raise AntsimError(f"densities.{key} must be in [0, 1]; got {value!r}")
-    return {k: float(v) for k, v in merged.items()}
+    try:
+        return Densities.from_mapping({**DEFAULT_DENSITIES, **(densities or {})}).to_dict()
+    except DensityError as exc:
+        raise AntsimError(f"{exc.at('densities')}: {exc}") from None
 
 
 def _layer_tensors(layer: Layer, index: int, densities: Mapping[str, float], sparsity: str,
@@ -177,9 +175,9 @@ def _iterate(layers: Sequence[Layer], progress: Progress | bool, desc: str) -> I
     return track(enumerate(layers), progress, total=len(layers), desc=desc, unit="layer")
 
 
-def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[str] = PHASES,
+def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[Phase] = PHASES,
                      densities: Mapping[str, float] | None = None, sparsity: str = "swat",
-                     tensors: Mapping[str, Tensors] | None = None, fidelity: str = "fast", seed: int = 0,
+                     tensors: Mapping[str, Tensors] | None = None, fidelity: Fidelity = "fast", seed: int = 0,
                      progress: Progress | bool = False, params: SimParams | None = None,
                      workload: Mapping[str, Any] | None = None, batch_sample: int = 0) -> NetworkResult:
     """Simulate every (layer, phase) of ``layers`` on ``arch``.
@@ -224,27 +222,26 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[s
     if tensors is not None:
         # A tensors file's operands carry their own densities: echo those, never the generator defaults.
         dens = overall_densities(used)
-    echo = {
-        "network": None, "layers": [layer.to_dict() for layer in layers],
-        "batch": _batch_of(layers[0]) if layers else None, "phases": ordered, "densities": dens,
-        "sparsity": None if tensors is not None else sparsity, "tensors": None, "seed": int(seed),
-        "fidelity": fidelity, **dict(workload or {}),
-    }
-    if any("batch_sample" in record.details for record in records):  # only where a layer was estimated
-        echo["batch_sample"] = int(batch_sample)
+    echo = WorkloadEcho.of(
+        network=None, layers=[layer.to_dict() for layer in layers], batch=_batch_of(layers[0]) if layers else None,
+        phases=ordered, densities=dens, sparsity=None if tensors is not None else sparsity, tensors=None,
+        seed=int(seed), fidelity=fidelity,
+    ).with_keys(**dict(workload or {}))
+    if any(AcceleratorLayerDetails.of(r).batch_sample is not None for r in records):  # where a layer was estimated
+        echo = echo.with_keys(batch_sample=int(batch_sample))
     return NetworkResult(design=arch.name, backend="accelerator", records=tuple(records),
                          spec=arch.to_dict(), workload=echo, area_mm2=design_area_mm2(arch),
                          meta={"sim_params": _params_dict(params)})
 
 
-def _check_run(arch: ArchSpec, phases: Sequence[str], fidelity: str, batch_sample: int,
-               sparsity: str | None) -> list[str]:
+def _check_run(arch: ArchSpec, phases: Sequence[Phase], fidelity: Fidelity, batch_sample: int,
+               sparsity: str | None) -> list[Phase]:
     """Refuse a bad fidelity, batch sample, phase, generator (``None``: tensors are given) or DRAM
     technology before any layer runs; returns the phases in canonical order."""
-    _check_choice("fidelity", fidelity, FIDELITIES)
+    parse_fidelity(fidelity)
     check_batch_sample(batch_sample, fidelity)
     for phase in phases:
-        _check_choice("phase", phase, PHASES)
+        parse_phase(phase)
     if sparsity is not None:
         from antsim.sparsity.generators import sparsity_models
 
@@ -275,7 +272,8 @@ def _without_output(result: LayerResult, densities: Mapping[str, float] | None =
 
     if densities is None:
         return replace(result, output=None)
-    return replace(result, output=None, details={**result.details, "operand_densities": dict(densities)})
+    details = replace(AcceleratorLayerDetails.of(result), operand_densities=dict(densities))
+    return replace(result, output=None, details=details)
 
 
 _DENSITY_OPERANDS = (("w", "weights"), ("a", "activations"), ("g", "grad_output"), ("a_saved", "saved_activations"))

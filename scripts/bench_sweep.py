@@ -28,7 +28,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from antsim.dse.pareto import non_dominated  # noqa: E402
+from antsim.dse.pareto import pareto_mask  # noqa: E402
 from antsim.dse.storage import make_storage  # noqa: E402
 
 
@@ -102,7 +102,9 @@ def _mf_comparison(folder: Path, n_trials: int, proxy_layers: int) -> dict:
 def _front_loss(full: list, screened: list) -> dict:
     """Designs on the full run's Pareto front (feasible) that the screen pruned (same params by number)."""
     feasible = [t for t in full if t.user_attrs.get("feasible") and t.values]
-    front = {feasible[i].number for i in non_dominated([t.values for t in feasible])}
+    directions = ["minimize"] * len(feasible[0].values) if feasible else []  # the spec minimises all three
+    front = {t.number for t, on in zip(feasible, pareto_mask([t.values for t in feasible], directions),
+                                       strict=True) if on} if feasible else set()
     by_number = {t.number: t for t in screened}
     same_params = all(by_number[t.number].params == t.params for t in full if t.number in by_number)
     lost = sorted(n for n in front if by_number.get(n) and by_number[n].user_attrs.get("stage") == "proxy")

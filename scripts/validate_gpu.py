@@ -2,8 +2,9 @@
 
 Each file is read with the library generation, selection mode and harness overhead it was measured
 with (``RUNS``): DeepBench's cuDNN heuristics (``heuristic``, following each row's recorded forward
-algorithm), NeuSight's ``cudnn.benchmark`` (``timed``) with its per-call PyTorch dispatch time inside
-each timed interval (``--host-overhead-us``). Printed as Markdown:
+algorithm) and, for its tensor-core rows, the C and K it padded up to a multiple of 8 before timing
+(``Run.pad_channels``), NeuSight's ``cudnn.benchmark`` (``timed``) with its per-call PyTorch dispatch time
+inside each timed interval (``--host-overhead-us``). Printed as Markdown:
 
 1. per GPU, precision and phase: error = exp(mean |ln(pred/meas)|) − 1 and bias on all rows, on the
    implicit-GEMM rows, per recorded forward-algorithm family (fprop), and the plan-space floor (every
@@ -29,6 +30,7 @@ from pathlib import Path
 from antsim.gpu import CALIBRATION, load_gpu
 from antsim.gpu.check import (
     CheckRow,
+    Observation,
     bias,
     check_measured,
     family_rows,
@@ -39,7 +41,7 @@ from antsim.gpu.check import (
 )
 from antsim.gpu.model import Calibration
 from antsim.measure.deepbench import read_deepbench_csv
-from antsim.workloads.layers import PHASES
+from antsim.workloads.layers import PHASES, Layer
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
 # NeuSight's harness: CUDA events around a Python torch.nn.Conv2d call, so the dispatch time lands in
@@ -49,9 +51,17 @@ DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
 NEUSIGHT_HOST_US = 60.0
 
 
+# DeepBench's conv_bench pads C and K up to a multiple of 8 before timing a tensor-core ("half") training
+# convolution (baidu-research/DeepBench, code/nvidia/conv_bench.cu: "Tensor cores need channels to be a
+# multiple of 8. So, added padding for some kernels", PAD_KERNELS = 1 by default), so its fp16_mixed rows
+# of C = 1 or 3 input layers time the C = 8 convolution, on tensor cores.
+DEEPBENCH_TENSOR_PAD = 8
+
+
 @dataclass(frozen=True)
 class Run:
-    """One measured file read as it was measured."""
+    """One measured file read as it was measured (``pad_channels``: the multiple the harness padded C and K
+    up to before timing; 0: none)."""
 
     file: str
     gpu: str
@@ -59,6 +69,7 @@ class Run:
     library: str
     selection: str
     harness: str  # "deepbench" (no host time inside the interval) or "neusight"
+    pad_channels: int = 0
 
 
 RUNS: tuple[Run, ...] = (
@@ -69,7 +80,7 @@ RUNS: tuple[Run, ...] = (
     Run("deepbench/deepbench_conv_TitanX_Maxwell.csv", "titanx-maxwell", "fp32", "cudnn5", "heuristic", "deepbench"),
     Run("deepbench/deepbench_conv_M40.csv", "m40", "fp32", "cudnn5", "heuristic", "deepbench"),
     Run("deepbench/deepbench_conv_T4.csv", "t4", "fp32", "cudnn7", "heuristic", "deepbench"),
-    Run("deepbench/deepbench_conv_T4.csv", "t4", "fp16", "cudnn7", "heuristic", "deepbench"),
+    Run("deepbench/deepbench_conv_T4.csv", "t4", "fp16", "cudnn7", "heuristic", "deepbench", DEEPBENCH_TENSOR_PAD),
     Run("neusight/neusight_conv_fwd_A100_80GB_PCIe.csv", "a100-80gb-pcie", "fp32", "cudnn8", "timed", "neusight"),
     Run("neusight/neusight_conv_fwd_P100_PCIe_16GB.csv", "p100-pcie", "fp32", "cudnn8", "timed", "neusight"),
     Run("neusight/neusight_conv_fwd_P4.csv", "p4", "fp32", "cudnn8", "timed", "neusight"),
@@ -82,7 +93,7 @@ def run_rows(run: Run, cal: Calibration = CALIBRATION, host_us: float = NEUSIGHT
              data: Path = DATA, floor: bool = False) -> list[CheckRow]:
     """The check rows of one run (``floor``: the plan-space floor's rows instead)."""
     gpu = load_gpu(run.gpu)
-    measured = observations(read_deepbench_csv(data / run.file, run.precision))
+    measured = padded(observations(read_deepbench_csv(data / run.file, run.precision)), run.pad_channels)
     host = host_us * 1e-6 if run.harness == "neusight" else 0.0
     if floor:
         return oracle_rows(gpu, measured, run.precision, cal, library=run.library, host_overhead_s=host)
@@ -90,11 +101,25 @@ def run_rows(run: Run, cal: Calibration = CALIBRATION, host_us: float = NEUSIGHT
                           host_overhead_s=host)
 
 
+def padded(measured: Sequence[Observation], multiple: int) -> list[Observation]:
+    """The observations with each conv's C and K rounded up to ``multiple`` (the layer the harness timed);
+    unchanged for ``multiple`` 0."""
+    if not multiple:
+        return list(measured)
+    return [dataclasses.replace(o, layer=dataclasses.replace(o.layer, C=_round_up(o.layer.C, multiple),
+                                                             K=_round_up(o.layer.K, multiple)))
+            if isinstance(o.layer, Layer) else o for o in measured]
+
+
+def _round_up(value: int, multiple: int) -> int:
+    return -(-value // multiple) * multiple
+
+
 def gemm_path_rows(run: Run, data: Path = DATA) -> tuple[list[CheckRow], list[CheckRow]]:
     """DeepBench's 1×1 stride-1 rows of one run through the GEMM-layer path, and the same rows through
     the conv path (``antsim.gpu.check.gemm_observations``)."""
     gpu = load_gpu(run.gpu)
-    measured = observations(read_deepbench_csv(data / run.file, run.precision))
+    measured = padded(observations(read_deepbench_csv(data / run.file, run.precision)), run.pad_channels)
     gemms = gemm_observations(measured)
     keys = {(o.layer.name, o.phase) for o in gemms}
     convs = [o for o in measured if (o.layer.name, o.phase) in keys]

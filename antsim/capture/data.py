@@ -74,8 +74,8 @@ def _digits() -> tuple[np.ndarray, np.ndarray]:
         from sklearn.datasets import load_digits
     except ImportError:
         raise MissingExtraError(
-            "--data digits needs scikit-learn; install it with: pip install 'antsim[capture]' "
-            "(or use --data synthetic)") from None
+            "data source 'digits' needs scikit-learn; install it with: pip install 'antsim[capture]' "
+            "(or use the 'synthetic' source)", subject="data") from None
     digits = load_digits()
     return digits.images.astype(np.float32), digits.target.astype(np.int64)
 
@@ -108,7 +108,8 @@ def load_images(source: str = "digits", seed: int = 0) -> tuple[np.ndarray, np.n
         WorkloadError: a source other than these two. MissingExtraError: ``digits`` without scikit-learn.
     """
     if source not in ("digits", "synthetic"):
-        raise WorkloadError(f"--data {source!r}: load_images knows digits, synthetic (see training_data)")
+        raise WorkloadError(f"data source {source!r}: load_images knows digits, synthetic (see training_data)",
+                            subject="data")
     images, labels = _digits() if source == "digits" else _synthetic(seed)
     big = _upsample(images)
     big = (big - big.mean()) / (big.std() or 1.0)
@@ -152,8 +153,8 @@ def _sklearn_photos() -> list[tuple[str, np.ndarray]]:
         from sklearn.datasets import load_sample_images
     except ImportError:
         raise MissingExtraError(
-            "--data natural needs scikit-learn's sample photos; install it with: pip install 'antsim[capture]' "
-            "(or use --data synthetic)") from None
+            "data source 'natural' needs scikit-learn's sample photos; install it with: pip install"
+            " 'antsim[capture]' (or use the 'synthetic' source)", subject="data") from None
     bunch = load_sample_images()
     return [(f"sklearn:{Path(f).name}", img) for f, img in zip(bunch.filenames, bunch.images, strict=True)]
 
@@ -252,8 +253,8 @@ class _ArrayUnpickler(pickle.Unpickler):
 
 def _cifar_batch(path: Path) -> tuple[np.ndarray, np.ndarray]:
     if not path.is_file():
-        raise WorkloadError(f"--data-dir {path.parent}: {path.name} is missing (a CIFAR-10 python-version "
-                            f"folder holds {', '.join(CIFAR_BATCHES)})")
+        raise WorkloadError(f"data folder {path.parent}: {path.name} is missing (a CIFAR-10 python-version "
+                            f"folder holds {', '.join(CIFAR_BATCHES)})", subject="data_dir")
     try:
         with path.open("rb") as fh:
             entry = _ArrayUnpickler(fh, encoding="bytes").load()
@@ -284,7 +285,8 @@ def cifar10_data(data_dir: Path) -> TrainingData:
     """
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
-        raise WorkloadError(f"--data-dir {data_dir}: not a folder (give the cifar-10-batches-py folder)")
+        raise WorkloadError(f"data folder {data_dir}: not a folder (give the cifar-10-batches-py folder)",
+                            subject="data_dir")
     parts = [_cifar_batch(data_dir / name) for name in CIFAR_BATCHES]
     images = np.concatenate([p[0] for p in parts])
     labels = np.concatenate([p[1] for p in parts])
@@ -303,13 +305,15 @@ def training_data(source: str, seed: int = 0, data_dir: Path | None = None) -> T
             with another source. MissingExtraError: ``natural`` / ``digits`` without scikit-learn.
     """
     if source not in DATA_SOURCES:
-        raise WorkloadError(f"--data {source!r}: known sources: {', '.join(DATA_SOURCES)}")
+        raise WorkloadError(f"data source {source!r}: known sources: {', '.join(DATA_SOURCES)}", subject="data")
     if source == "cifar10":
         if data_dir is None:
-            raise WorkloadError("--data cifar10 needs --data-dir DIR (the cifar-10-batches-py folder)")
+            raise WorkloadError("data source 'cifar10' needs its data folder (the cifar-10-batches-py folder)",
+                                subject="data_dir")
         return cifar10_data(data_dir)
     if data_dir is not None:
-        raise WorkloadError(f"--data-dir {data_dir}: only --data cifar10 reads a folder; got --data {source}")
+        raise WorkloadError(f"data folder {data_dir}: only data source 'cifar10' reads a folder; got data source"
+                            f" {source!r}", subject="data_dir")
     if source == "natural":
         return natural_data()
     images, labels = load_images(source, seed)

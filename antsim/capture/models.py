@@ -242,9 +242,9 @@ def build_model(name: str, state: SwatState, width_mult: float = 1.0, classes: i
         WorkloadError: a name outside ``CAPTURE_NETWORKS`` or a non-positive ``width_mult``.
     """
     if name not in _BUILDERS:
-        raise WorkloadError(f"--network {name!r}: capture supports {', '.join(CAPTURE_NETWORKS)}")
+        raise WorkloadError(f"network {name!r}: capture supports {', '.join(CAPTURE_NETWORKS)}", subject="network")
     if not width_mult > 0:
-        raise WorkloadError(f"--width-mult must be > 0; got {width_mult!r}")
+        raise WorkloadError(f"width_mult must be > 0; got {width_mult!r}", subject="width_mult")
     return _BUILDERS[name](state, width_mult, classes)
 
 

@@ -78,16 +78,17 @@ def curve_markdown(title: str, settings: Mapping[str, Any], description: str, ro
 
 def draw_curve(path: Path, losses: Sequence[float], accuracies: Sequence[float], lrs: Sequence[float],
                classes: int, title: str) -> None:
-    """Per-step loss (and its windowed mean), accuracy and learning rate against the step, as a PNG."""
-    import matplotlib
+    """Per-step loss (and its windowed mean), accuracy and learning rate against the step, as a PNG.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    Drawn on a bare ``Figure`` (no pyplot, no ``matplotlib.use``): the caller's backend stays as it was.
+    """
+    from matplotlib.figure import Figure
 
     steps = list(range(1, len(losses) + 1))
     rows = windows(losses, accuracies, lrs)
     centres = [(w.first + w.last) / 2 for w in rows]
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(6.5, 5.5), sharex=True)
+    fig = Figure(figsize=(6.5, 5.5))
+    top, bottom = fig.subplots(2, 1, sharex=True)
     top.plot(steps, losses, lw=0.6, alpha=0.45, label="loss per step")
     top.plot(centres, [w.loss for w in rows], "o-", label="window mean")
     top.axhline(math.log(classes), ls="--", c="grey", lw=0.8, label=f"chance ln({classes})")
@@ -102,4 +103,3 @@ def draw_curve(path: Path, losses: Sequence[float], accuracies: Sequence[float],
     lr_axis.set_ylabel("learning rate", color="tab:red")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
-    plt.close(fig)

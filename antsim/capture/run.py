@@ -74,16 +74,16 @@ def deterministic(threads: int = 1) -> Iterator[None]:
 
 def _check(steps: int, batch: int, density: float, grad_density: float, threads: int, momentum: float,
            weight_decay: float) -> None:
-    for flag, value in (("--steps", steps), ("--batch", batch), ("--threads", threads)):
+    for name, value in (("steps", steps), ("batch", batch), ("threads", threads)):
         if not isinstance(value, int) or value < 1:
-            raise WorkloadError(f"{flag} must be an integer >= 1; got {value!r}")
-    for flag, fraction in (("--density", density), ("--grad-density", grad_density)):
+            raise WorkloadError(f"{name} must be an integer >= 1; got {value!r}", subject=name)
+    for name, fraction in (("density", density), ("grad_density", grad_density)):
         if not 0.0 < fraction <= 1.0:
-            raise WorkloadError(f"{flag} must be in (0, 1]; got {fraction!r}")
+            raise WorkloadError(f"{name} must be in (0, 1]; got {fraction!r}", subject=name)
     if not 0.0 <= momentum < 1.0:
-        raise WorkloadError(f"--momentum must be in [0, 1); got {momentum!r}")
+        raise WorkloadError(f"momentum must be in [0, 1); got {momentum!r}", subject="momentum")
     if not (math.isfinite(weight_decay) and weight_decay >= 0):
-        raise WorkloadError(f"--weight-decay must be >= 0; got {weight_decay!r}")
+        raise WorkloadError(f"weight_decay must be >= 0; got {weight_decay!r}", subject="weight_decay")
 
 
 def _sgd_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, lr: float, images: np.ndarray,

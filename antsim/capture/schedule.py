@@ -39,12 +39,12 @@ class LrSchedule:
 
     def __post_init__(self) -> None:
         if self.kind not in SCHEDULES:
-            raise WorkloadError(f"--schedule {self.kind!r}: known schedules: {', '.join(SCHEDULES)}")
+            raise WorkloadError(f"schedule {self.kind!r}: known schedules: {', '.join(SCHEDULES)}", subject="schedule")
         if not (math.isfinite(self.lr) and self.lr > 0):
-            raise WorkloadError(f"--lr must be a positive number; got {self.lr!r}")
+            raise WorkloadError(f"learning rate must be a positive number; got {self.lr!r}", subject="lr")
         if not isinstance(self.warmup, int) or not 0 <= self.warmup < max(self.steps, 1):
-            raise WorkloadError(f"--warmup must be an integer in [0, steps); got {self.warmup!r} "
-                                f"for {self.steps} steps")
+            raise WorkloadError(f"warm-up steps must be an integer in [0, steps); got {self.warmup!r} "
+                                f"for {self.steps} steps", subject="warmup")
 
     def at(self, step: int) -> float:
         """The learning rate used by step ``step`` (0 ≤ step < steps)."""

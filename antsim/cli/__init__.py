@@ -3,7 +3,9 @@
 Each command lives in ``antsim/cli/<name>.py`` and defines ``HELP`` (one line), ``add_arguments(parser)``
 and ``run(args) -> int``. ``main`` alone turns an ``AntsimError`` into one line on stderr and exit
 status 2, and any other exception (an internal error) into one line, a hint and exit status 1;
-``--debug`` shows the traceback instead.
+``--debug`` shows the traceback instead. A command may define ``FLAGS`` (an error's ``subject`` → the flag
+that gave that input, or a ``{message}`` template where the flag is the remedy): ``main`` adds the flag to
+such an error's message, which speaks the library's terms.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import argparse
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from antsim.errors import AntsimError
 
@@ -51,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
             raise
         command = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(command)
-        command.set_defaults(_run=module.run)
+        command.set_defaults(_run=module.run, _flags=getattr(module, "FLAGS", {}))
     return parser
 
 
@@ -68,7 +70,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.debug:
             raise
         message = " ".join(str(exc).split("\n"))  # a user error is one line, whatever its parts held
-        sys.stderr.write(f"antsim {args.command}: error: {message}\n")
+        sys.stderr.write(f"antsim {args.command}: error: {with_flag(message, exc, args._flags)}\n")
         return 2
     except KeyboardInterrupt:
         sys.stderr.write("antsim: interrupted\n")
@@ -84,6 +86,14 @@ def main(argv: Sequence[str] | None = None) -> int:
                          f"{': ' + what if what else ''} (rerun with 'antsim --debug {args.command} ...'"
                          " for the traceback)\n")
         return 1
+
+
+def with_flag(message: str, exc: AntsimError, flags: Mapping[str, str]) -> str:
+    """``message`` naming the flag of ``exc.subject``: ``--flag: message``, or the command's template filled."""
+    flag = flags.get(getattr(exc, "subject", None) or "")
+    if flag is None:
+        return message
+    return flag.replace("{message}", message) if "{message}" in flag else f"{flag}: {message}"
 
 
 def _silence_stdout() -> None:

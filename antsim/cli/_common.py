@@ -10,9 +10,11 @@ from typing import Any, TypeVar
 
 from antsim.errors import AntsimError, WorkloadError
 from antsim.progress import tqdm_bar
-from antsim.results import check_writable_folder
+from antsim.results import WorkloadEcho, check_writable_folder
+from antsim.sparsity.densities import DensityError, check_density
+from antsim.vocabulary import FIDELITIES, PHASES, Phase
 from antsim.workloads.gemm import Gemm
-from antsim.workloads.layers import PHASES, Layer, read_layers_csv
+from antsim.workloads.layers import Layer, read_layers_csv
 
 T = TypeVar("T")
 
@@ -34,7 +36,7 @@ def add_workload_arguments(parser: argparse.ArgumentParser, default_network: str
     parser.set_defaults(_default_network=default_network)
 
 
-def parse_phases(text: str) -> tuple[str, ...]:
+def parse_phases(text: str) -> tuple[Phase, ...]:
     phases = tuple(p.strip() for p in text.split(",") if p.strip())
     bad = [p for p in phases if p not in PHASES]
     if bad or not phases:
@@ -122,7 +124,7 @@ def _chosen_batch(args: argparse.Namespace, tensors: Mapping[str, Any] | None, d
 
 
 def resolve_workload(args: argparse.Namespace, batch_hint: tuple[int, str] | None = None
-                     ) -> tuple[list[Layer], dict[str, Any]]:
+                     ) -> tuple[list[Layer], WorkloadEcho]:
     """Layers and the workload echo ``{network, layers_csv, batch, batch_source, phases, layers}``.
 
     The batch is the data's: a layers CSV's N column, else a tensors file's N (``--tensors``), else
@@ -154,14 +156,9 @@ def resolve_workload(args: argparse.Namespace, batch_hint: tuple[int, str] | Non
         data = None
     batch, source = _chosen_batch(args, tensors, data, batch_hint)
     layers = [layer.with_batch(batch) for layer in layers]
-    workload = {
-        "network": name,
-        "layers_csv": str(args.layers_csv) if args.layers_csv else None,
-        "batch": batch,
-        "batch_source": source,
-        "phases": phases,
-        "layers": [layer.to_dict() for layer in layers],
-    }
+    workload = WorkloadEcho.of(network=name, layers_csv=str(args.layers_csv) if args.layers_csv else None,
+                               batch=batch, batch_source=source, phases=phases,
+                               layers=[layer.to_dict() for layer in layers])
     return layers, workload
 
 
@@ -249,7 +246,7 @@ def add_sparsity_arguments(parser: argparse.ArgumentParser, title: str = "sparsi
                              " topk_field | uniform | channel")
     source.add_argument("--tensors", type=Path, default=None,
                         help="tensors .npz file instead of generated ones (its batch and densities are used)")
-    group.add_argument("--fidelity", choices=("fast", "exact"), default="fast",
+    group.add_argument("--fidelity", choices=FIDELITIES, default="fast",
                        help="fast (vector granularity, default) or exact (every product)")
     group.add_argument("--batch-sample", type=batch_sample_value, default=0, metavar="K",
                        help="fast fidelity: map K images of each layer's batch and estimate the others from"
@@ -259,11 +256,12 @@ def add_sparsity_arguments(parser: argparse.ArgumentParser, title: str = "sparsi
 
 
 def resolve_densities(args: argparse.Namespace) -> dict[str, float]:
-    """``{"w", "a", "g"[, "a_saved"]}`` from the density flags, each checked to lie in [0, 1].
+    """``{"w", "a", "g"[, "a_saved", "attn"]}`` from the regime and the density flags, each by the one rule
+    of ``antsim.sparsity.densities`` (in (0, 1]).
 
     Raises:
-        AntsimError: a density outside [0, 1], or a density flag next to ``--tensors`` (the file's
-            operands have their own densities, so the flag could not apply).
+        AntsimError: a density outside (0, 1] (naming the flag), or a density flag next to ``--tensors``
+            (the file's operands have their own densities, so the flag could not apply).
     """
     from antsim.simulate import check_densities
 
@@ -274,8 +272,11 @@ def resolve_densities(args: argparse.Namespace) -> dict[str, float]:
         raise AntsimError(f"{flag} {given[next(iter(given))]}: cannot apply with --tensors {args.tensors}"
                           " (its operands carry their own densities, recorded in the result)")
     for key, _attr, flag in _DENSITY_FLAGS:
-        if key in given and not 0.0 <= given[key] <= 1.0:
-            raise AntsimError(f"{flag} must be in [0, 1]; got {given[key]}")
+        if key in given:
+            try:
+                check_density(key, given[key])
+            except DensityError as exc:
+                raise AntsimError(f"{flag}: {exc}") from None
     return check_densities({**base, **given})
 
 

@@ -14,6 +14,11 @@ if TYPE_CHECKING:
     from antsim.capture.run import CaptureResult
 
 HELP = "train a CIFAR network with SWAT top-k sparsity (PyTorch) and save each conv's W, A, saved A, dY"
+# An error's subject (antsim.errors.AntsimError) -> the flag that gave it; main() adds it to the message.
+FLAGS = {"schedule": "--schedule", "lr": "--lr", "warmup": "--warmup", "data": "--data", "data_dir": "--data-dir",
+         "network": "--network", "width_mult": "--width-mult", "steps": "--steps", "batch": "--batch",
+         "threads": "--threads", "density": "--density", "grad_density": "--grad-density", "momentum": "--momentum",
+         "weight_decay": "--weight-decay"}
 
 _NETWORKS = ("resnet18-cifar", "vgg16-cifar", "wrn-16-8-cifar")  # = antsim.capture.models.CAPTURE_NETWORKS
 _DATA = ("natural", "cifar10", "digits", "synthetic")  # = antsim.capture.data.DATA_SOURCES

@@ -9,13 +9,11 @@ arguments. Writes ``antsim.compare/1`` JSON or CSV (``--out``) and optionally a 
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import sys
-import time
-from collections.abc import Callable
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from antsim.cli._common import (
     add_sparsity_arguments,
@@ -29,9 +27,13 @@ from antsim.cli._common import (
 )
 from antsim.errors import AntsimError
 from antsim.gpu.menus import DEFAULT_LIBRARY, DEFAULT_SELECTION, LIBRARIES, SELECTIONS
-from antsim.results import NetworkResult
+
+if TYPE_CHECKING:
+    from antsim.compare import ArchDesign, DesignComparison, GpuDesign, GpuOptions, SimulationOptions
 
 HELP = "compare designs on one workload (result files, --arch, --gpu): speedups and energy reductions"
+# An error's subject (antsim.errors.AntsimError) -> the flag that gave it; main() adds it to the message.
+FLAGS = {"baseline": "--baseline", "sweep": "--sweep", "force": "{message} (--force)"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -78,19 +80,16 @@ def _add_simulation_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _check_outputs(args)
-    results, sources = gather_results(args)
-    from antsim.report.compare import compare_results, format_summary
+    comparison = gather_results(args).comparison
+    from antsim.report.build import build_report
+    from antsim.report.compare import format_summary
 
-    comparison = compare_results(results, sources, baseline=args.baseline)
     if args.out is None and args.report_out is None:  # noted once the inputs are good: an error stays one line
         _note("no --out or --report-out: printing the summary only")
     if args.out is not None:
         comparison.write(str(args.out))
     if args.report_out is not None:
-        from antsim.report.build import build_report
-
-        build_report(comparison, args.report_out, sweep_dir=args.sweep, progress=_note,
-                     command=command_line())
+        build_report(comparison, args.report_out, sweep_dir=args.sweep, progress=_note, command=command_line())
         _note(f"report written to {args.report_out}/index.html")
     sys.stdout.write(format_summary(comparison) + "\n")
     return 0
@@ -115,22 +114,25 @@ def _check_outputs(args: argparse.Namespace) -> None:
     if args.report_out is not None:
         from antsim.report.build import check_report_target
 
-        check_report_target(args.report_out, flag="--report-out")
+        check_report_target(args.report_out, what="--report-out")
         if args.out is not None and args.report_out.resolve() in args.out.resolve().parents:
             raise AntsimError(f"--out {args.out}: inside --report-out {args.report_out}, which is replaced whole;"
                               " the report holds data/comparison.json already")
 
 
-def gather_results(args: argparse.Namespace) -> tuple[list[NetworkResult], list[str]]:
-    """Results from files, then from ``--arch`` simulations, then from ``--gpu`` models.
+def gather_results(args: argparse.Namespace) -> DesignComparison:
+    """Results from files, then from ``--arch`` simulations, then from ``--gpu`` models, compared
+    (``antsim.compare.compare_designs``).
 
     Every spec is loaded and every file checked against the workload before the first (slow) simulation.
     """
-    from antsim.report.inputs import check_layers, layers_of, load_results
+    from antsim.compare import compare_designs
+    from antsim.report.build import check_sweep_workload
+    from antsim.report.inputs import load_results
 
     cache: dict[str, Any] = {}
 
-    def workload() -> tuple[list[Any], dict[str, Any]]:
+    def workload() -> tuple[list[Any], Mapping[str, Any]]:
         if not cache:
             cache["value"] = resolve_workload(args, batch_hint=csv_batch_hint(args.results))
         return cache["value"]
@@ -141,105 +143,60 @@ def gather_results(args: argparse.Namespace) -> tuple[list[NetworkResult], list[
     if not args.gpu and (args.gpu_precision or args.gpu_structured or args.gpu_step):
         raise AntsimError("--gpu-precision / --gpu-structured / --gpu-step need --gpu NAME")
     archs, gpus = _load_specs(args)
-    if archs or gpus:
-        for result, source in zip(results, sources, strict=True):
-            check_layers(workload()[0], layers_of(result, source), "the workload arguments", source)
-    if args.sweep is not None and (archs or gpus):  # a sweep of another workload fails before any simulation
-        from antsim.report.build import check_sweep_workload
-
-        layers, echo = workload()
+    if not (archs or gpus):
+        return compare_designs(results=results, sources=sources, baseline=args.baseline)
+    layers, echo = workload()
+    simulation = _simulation_options(args, layers) if archs else None
+    if args.sweep is not None:  # a sweep of another workload fails before any simulation
         check_sweep_workload(args.sweep, {"network": echo.get("network"), "phases": echo.get("phases"),
                                           "layers": [layer.to_dict() for layer in layers]})
-    if archs:
-        results += _simulate_all(archs, args, *workload())
-        sources += [f"--arch {path}" for path, _arch in archs]
-    for name, gpu, precision in gpus:
-        _note(f"GPU model {name} ({precision}{', ' + args.gpu_structured if args.gpu_structured else ''})")
-        results.append(_gpu(gpu, precision, args, *workload()))
-        structured = f" --gpu-structured {args.gpu_structured}" if args.gpu_structured else ""
-        step = " --gpu-step" if args.gpu_step else ""
-        menu = f" --gpu-selection {args.gpu_selection} --gpu-library {args.gpu_library}"
-        sources.append(f"--gpu {name} --gpu-precision {precision}{structured}{step}{menu}")
-    return results, sources
+    return compare_designs(layers, echo, results=results, sources=sources, archs=archs, gpus=gpus,
+                           simulation=simulation, gpu_options=_gpu_options(args), baseline=args.baseline,
+                           jobs=args.jobs, progress=not args.no_progress, note=_note, force=args.force,
+                           workload_source="the workload arguments")
 
 
-def _load_specs(args: argparse.Namespace) -> tuple[list[tuple[Path, Any]], list[tuple[str, Any, str]]]:
-    archs: list[tuple[Path, Any]] = []
-    gpus: list[tuple[str, Any, str]] = []
-    if args.arch:
-        from antsim.simulate import check_dram_technology
-        from antsim.spec.arch import load_arch
+def _load_specs(args: argparse.Namespace) -> tuple[list[ArchDesign], list[GpuDesign]]:
+    """The ``--arch`` and ``--gpu`` designs, each checked alone as it is loaded (``check_specs``)."""
+    from antsim.compare import ArchDesign, GpuDesign, check_specs
+    from antsim.gpu import load_gpu
+    from antsim.spec.arch import load_arch
 
-        archs = [(path, load_arch(path)) for path in args.arch]
-        for path, arch in archs:
-            check_dram_technology(arch, str(path))
-    if args.gpu:
-        from antsim.gpu import load_gpu
-        from antsim.gpu.estimate import check_structured
-        from antsim.gpu.menus import check_library
-
-        precisions = list(dict.fromkeys(args.gpu_precision or ["fp32"]))
-        gpus = [(name, load_gpu(name), precision) for name in args.gpu for precision in precisions]
-        for _name, gpu, precision in gpus:
-            gpu.peak(precision)  # an unknown precision fails here, before any simulation
-            check_structured(gpu, precision, args.gpu_structured)
-            check_library(gpu, precision, args.gpu_library)
+    options = _gpu_options(args)
+    archs = [ArchDesign(load_arch(path), label=str(path), source=f"--arch {path}") for path in args.arch]
+    check_specs(archs, [], options)
+    precisions = list(dict.fromkeys(args.gpu_precision or ["fp32"]))
+    gpus = [GpuDesign(load_gpu(name), name, precision, _gpu_source(args, name, precision))
+            for name in args.gpu for precision in precisions]
+    check_specs([], gpus, options)
     return archs, gpus
 
 
-def _simulate_all(archs: list[tuple[Path, Any]], args: argparse.Namespace, layers: list[Any],
-                  echo: dict[str, Any]) -> list[NetworkResult]:
-    """Simulate every arch; several at once in worker processes when ``--jobs`` allows (same results)."""
-    from antsim.simulate import simulate_network
+def _gpu_options(args: argparse.Namespace) -> GpuOptions:
+    from antsim.compare import GpuOptions
 
-    options = _simulation_options(args, layers, echo)
-    jobs = args.jobs if args.jobs > 0 else min(len(archs), os.cpu_count() or 1)
-    from antsim.guard import guard_run
-
-    guard_run([arch for _path, arch in archs], layers, options["phases"], options["densities"], options["tensors"],
-              options["fidelity"], concurrent=1 if len(archs) == 1 else jobs, force=args.force)
-    if jobs <= 1 or len(archs) == 1:
-        results = []
-        for path, arch in archs:
-            _note(f"simulating {path} on {echo['network']} (batch {echo['batch']})")
-            results.append(simulate_network(arch, layers, progress=not args.no_progress, **options))
-        return results
-    from concurrent.futures import ProcessPoolExecutor, as_completed
-
-    _note(f"simulating {len(archs)} designs on {echo['network']} (batch {echo['batch']}), {jobs} at a time")
-    start = time.monotonic()
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = {pool.submit(simulate_network, arch, layers, progress=False, **options): path
-                   for path, arch in archs}
-        for future in as_completed(futures):
-            future.result()  # re-raises a worker's error here
-            _note(f"simulated {futures[future]} ({time.monotonic() - start:.0f} s)")
-        return [future.result() for future in futures]
+    return GpuOptions(structured=args.gpu_structured, step=args.gpu_step, selection=args.gpu_selection,
+                      library=args.gpu_library)
 
 
-def _simulation_options(args: argparse.Namespace, layers: list[Any], echo: dict[str, Any]) -> dict[str, Any]:
-    """Keyword arguments of ``simulate_network``, checked as ``antsim simulate`` checks them."""
+def _gpu_source(args: argparse.Namespace, name: str, precision: str) -> str:
+    """The flags that reproduce one GPU design (the comparison's source of its result)."""
+    structured = f" --gpu-structured {args.gpu_structured}" if args.gpu_structured else ""
+    step = " --gpu-step" if args.gpu_step else ""
+    menu = f" --gpu-selection {args.gpu_selection} --gpu-library {args.gpu_library}"
+    return f"--gpu {name} --gpu-precision {precision}{structured}{step}{menu}"
+
+
+def _simulation_options(args: argparse.Namespace, layers: list[Any]) -> SimulationOptions:
+    """The simulations' options, checked as ``antsim simulate`` checks them."""
     # The checks are antsim simulate's own, so both commands accept and reject the same values.
+    from antsim.compare import SimulationOptions
 
     densities = resolve_densities(args)
     tensors = resolve_tensors(args, layers)
     if tensors is None:
         check_sparsity_model(args.sparsity)
-    workload = {**echo, "tensors": str(args.tensors) if args.tensors else None,
-                "sparsity": None if tensors is not None else args.sparsity, "regime": args.regime}
-    return {"phases": tuple(echo["phases"]), "densities": densities, "sparsity": args.sparsity,
-            "tensors": tensors, "fidelity": args.fidelity, "seed": args.seed, "workload": workload,
-            "batch_sample": args.batch_sample}
-
-
-def _gpu(gpu: Any, precision: str, args: argparse.Namespace, layers: list[Any],
-         echo: dict[str, Any]) -> NetworkResult:
-    from antsim.gpu import estimate_gpu
-
-    estimate: Callable[..., NetworkResult] = estimate_gpu
-    if args.gpu_step:
-        from antsim.gpu.step import estimate_step
-
-        estimate = estimate_step
-    return estimate(gpu, layers, phases=tuple(echo["phases"]), precision=precision, workload=echo,
-                    structured=args.gpu_structured, selection=args.gpu_selection, library=args.gpu_library)
+    echo = {"tensors": str(args.tensors) if args.tensors else None,
+            "sparsity": None if tensors is not None else args.sparsity, "regime": args.regime}
+    return SimulationOptions(densities=densities, sparsity=args.sparsity, tensors=tensors, fidelity=args.fidelity,
+                             seed=args.seed, batch_sample=args.batch_sample, echo=echo)

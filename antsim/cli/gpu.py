@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 from antsim.cli._common import add_workload_arguments, check_out_path, parse_phases, progress, resolve_workload
 from antsim.gpu.menus import DEFAULT_LIBRARY, DEFAULT_SELECTION, LIBRARIES, SELECTIONS
+from antsim.results import GpuLayerDetails
+from antsim.vocabulary import PHASES
 
 if TYPE_CHECKING:
     from antsim.gpu.check import CheckRow
@@ -97,14 +99,14 @@ def _print_summary(result: NetworkResult, out: Path) -> None:
     lines = [f"{result.design}: {len(result.records)} (layer, phase) records at {result.meta['precision']} "
              f"({result.meta.get('library')}, {result.meta.get('selection')} selection), "
              f"{time_s * 1e3:.3f} ms, {energy_j:.4g} J"]
-    for phase in ("fprop", "dgrad", "wgrad"):
+    for phase in PHASES:
         recs = [r for r in result.records if r.phase == phase]
         if recs:
             energies = [r.energy_j for r in recs if r.energy_j is not None]
             assert len(energies) == len(recs), "the GPU model prices every record"
             lines.append(f"  {phase}: {sum(r.time_s for r in recs) * 1e3:.3f} ms, {sum(energies):.4g} J")
     if result.meta.get("scope") == "step":
-        kernels = [k for r in result.records for k in r.details["step_kernels"]]
+        kernels = [k for r in result.records for k in GpuLayerDetails.of(r).step_kernels or ()]
         lines.append(f"  of which memory-bound step kernels: {sum(k['time_s'] for k in kernels) * 1e3:.3f} ms "
                      f"({sum(k['launches'] for k in kernels)} launches)")
     lines.append(f"wrote {out}")

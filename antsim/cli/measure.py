@@ -19,6 +19,8 @@ from antsim.cli._common import (
 )
 
 HELP = "measure per-layer fprop/dgrad/wgrad times with PyTorch (CPU or CUDA baseline) into a CSV"
+# An error's subject (antsim.errors.AntsimError) -> the flag that gave it; main() adds it to the message.
+FLAGS = {"precision": "--precision", "repeats": "--repeats", "warmup": "--warmup", "device": "--device"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -14,6 +14,8 @@ from antsim.cli._common import add_workload_arguments, csv_batch_hint, resolve_w
 from antsim.errors import AntsimError
 
 HELP = "write an HTML/Markdown report (figures, data, inputs) comparing result files"
+# An error's subject (antsim.errors.AntsimError) -> the flag that gave it; main() adds it to the message.
+FLAGS = {"baseline": "--baseline", "sweep": "--sweep"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -34,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from antsim.report.compare import compare_results, format_summary
     from antsim.report.inputs import load_results
 
-    check_report_target(args.out)
+    check_report_target(args.out, what="--out")
     if args.sweep is not None and not args.sweep.is_dir():
         raise AntsimError(f"--sweep {args.sweep}: not a folder")
     def fallback() -> list:  # layers for CSV results when no JSON result echoes them; the CSV's N is the batch

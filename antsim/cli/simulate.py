@@ -19,6 +19,8 @@ from antsim.cli._common import (
 )
 
 HELP = "simulate an accelerator design (arch YAML) on a network's training step (fprop, dgrad, wgrad)"
+# An error's subject (antsim.errors.AntsimError) -> the flag that gave it; main() adds it to the message.
+FLAGS = {"force": "{message} (--force)"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -48,8 +50,8 @@ def run(args: argparse.Namespace) -> int:
     tensors = resolve_tensors(args, layers)
     if tensors is None:
         check_sparsity_model(args.sparsity)
-    workload.update(tensors=str(args.tensors) if args.tensors else None,
-                    sparsity=None if tensors is not None else args.sparsity, regime=args.regime)
+    workload = workload.with_keys(tensors=str(args.tensors) if args.tensors else None,
+                                  sparsity=None if tensors is not None else args.sparsity, regime=args.regime)
     from antsim.guard import guard_run
 
     guard_run([arch], layers, phases, densities, tensors, args.fidelity, force=args.force)

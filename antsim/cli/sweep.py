@@ -10,6 +10,8 @@ from antsim.cli._common import seed_value
 from antsim.errors import AntsimError
 
 HELP = "run or resume an Optuna design-space sweep (area / energy / speed) and export its Pareto set"
+# An error's subject (antsim.errors.AntsimError) -> the flag that gave it; main() adds it to the message.
+FLAGS = {"storage": "--storage", "study": "--study", "export": "--export", "force": "{message} (--force)"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

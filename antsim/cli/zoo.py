@@ -12,6 +12,8 @@ from antsim.workloads.layers import Layer, write_layers_csv
 from antsim.workloads.onnx_import import NOT_MODELLED, SkippedNode, read_onnx
 
 HELP = "list the network zoo, or the layers (conv and GEMM) and MACs of one network or of an ONNX model (--onnx)"
+# An error's subject (antsim.errors.AntsimError) -> the flag that gave it; main() adds it to the message.
+FLAGS = {"onnx": "--onnx"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

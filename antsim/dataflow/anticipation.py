@@ -22,8 +22,8 @@ from antsim.dataflow.context import MappingContext
 from antsim.dataflow.fibers import Vectors
 from antsim.dataflow.pairing import PairBatch, iter_pairs
 from antsim.phases import PhaseProblem
-
-POLICIES = ("none", "ant", "oracle")
+from antsim.vocabulary import POLICIES as POLICIES  # re-exported: the policies this module implements
+from antsim.vocabulary import Policy
 
 
 def screen(problem: PhaseProblem, stationary: Vectors, streamed: Vectors, pairs: PairBatch) -> np.ndarray:
@@ -52,7 +52,7 @@ def _bincount(slot: np.ndarray, weights: np.ndarray | None, n_slots: int) -> np.
     return np.rint(out).astype(np.int64)
 
 
-def count_pairs(context: MappingContext, policy: str) -> PairCounts:
+def count_pairs(context: MappingContext, policy: Policy) -> PairCounts:
     """Candidate/issued pairs, issued products and stationary reads per slot for ``none`` and ``ant``
     (exact at vector level; ``oracle`` is finished by ``oracle_counts`` once valid products are known)."""
     cells, n_slots = context.cells, context.n_slots

@@ -23,6 +23,7 @@ from antsim.dataflow.footprint import Footprint
 from antsim.dataflow.pairing import Cells, PairBatch, iter_pairs
 from antsim.dataflow.tiling import Tiling
 from antsim.phases import PhaseProblem
+from antsim.vocabulary import Policy
 
 # Pairs per expansion batch of the exact path. It bounds memory, not results (batches only cut the
 # enumeration): a batch expands to ≤ 2^15 · F·I products (524,288 at F = I = 4), each carried through
@@ -143,7 +144,7 @@ def _max_load_extra(group: np.ndarray, bank: np.ndarray, banks: int, n_groups: i
     return np.maximum(worst - 1, 0)
 
 
-def run_exact(context: MappingContext, policy: str) -> ExactResult:
+def run_exact(context: MappingContext, policy: Policy) -> ExactResult:
     """Enumerate the products of the issued pairs (all candidate pairs for ``oracle``, which then packs
     each slot's valid products into groups of F·I)."""
     n_slots, banks = context.n_slots, context.banks.banks
@@ -192,7 +193,7 @@ def _shrunk(extra_sum: np.ndarray, sample_slot: np.ndarray, n_slots: int, issued
     return np.rint(rate * issued_pairs).astype(np.int64)
 
 
-def sampled_conflicts(context: MappingContext, policy: str, budget: int = _CONFLICT_SAMPLE_PAIRS,
+def sampled_conflicts(context: MappingContext, policy: Policy, budget: int = _CONFLICT_SAMPLE_PAIRS,
                       issued_pairs: np.ndarray | None = None) -> ConflictEstimate:
     """Bank-conflict cycles per slot from a systematic 1-in-step sample of the candidate pairs.
 

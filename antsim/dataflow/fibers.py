@@ -14,7 +14,10 @@ With the fetch filter on, fetch sets are per PE: using the row
 pointers (rows ``u``) and the sorted column indices within a row (columns ``v``, a binary search
 per row), the fetcher delivers to each PE only the streamed non-zeros whose row *and* column can
 reach that PE's tile (interval test on the tile extent); PEs with the same reach share a set. Without the
-filter there is one fetch set: SCNN broadcasts the whole block to every PE.
+filter there is one fetch set: SCNN broadcasts the whole block to every PE. The sets do not hold copies:
+a vector is a run of an element store (the non-zeros once, plus one copy per column pattern that cuts
+some), so a fiber a set keeps whole shares the unfiltered fiber's vectors and a row-cut fiber is a run
+of its column copy; ``Vectors.vec_start`` may point anywhere in that store.
 """
 
 from __future__ import annotations
@@ -30,12 +33,13 @@ from antsim.phases import PhaseProblem
 
 @dataclass(frozen=True)
 class Vectors:
-    """Vectors of one operand and the elements they hold (all arrays in vector order).
+    """Vectors of one operand and the elements they hold.
 
     Attributes:
         fiber_keys: sorted distinct fiber keys (nf,). fiber_vec0 / fiber_nvec / fiber_nnz: first
-            vector, vector count and non-zero count of each fiber (nf,).
-        vec_start, vec_size: first element and element count of each vector (nv,).
+            vector, vector count and non-zero count of each fiber (nf,); streamed fibers may share vectors.
+        vec_start, vec_size: first element and element count of each vector (nv,): a run of the element
+            arrays (stationary: in vector order; streamed: runs may overlap — see the module docstring).
         box: (4, nv) inclusive bounding box ``lo1, hi1, lo2, hi2`` of the vectors' spatial coordinates.
         sp1, sp2: element spatial coordinates (y, x stationary; u, v streamed).
         chan: element channel (stationary ``ch``; streamed output channel ``ko``).
@@ -89,32 +93,36 @@ def pack_vectors(fiber: np.ndarray, elements: Elements, width: int) -> Vectors:
         elements: per-element coordinates and values in the same order.
         width: vector width (F or I).
     """
-    n = len(fiber)
-    idx = np.arange(n)
-    new_fiber = np.ones(n, bool)
-    new_fiber[1:] = fiber[1:] != fiber[:-1]
-    fiber_start = idx[new_fiber]
-    fiber_id = np.cumsum(new_fiber)
-    fiber_id -= 1
-    # rank within the fiber, then "starts a vector", in place: n can be ~10^7 on a dense design
-    rank = fiber_start[fiber_id]
-    np.subtract(idx, rank, out=rank)
-    np.remainder(rank, width, out=rank)
-    new_vec = rank == 0
-    del rank
-    new_vec |= new_fiber
-    vec_start = idx[new_vec]
-    del idx, new_vec
-    vec_size = np.diff(np.append(vec_start, n))
-    vec_fiber_id = fiber_id[vec_start]
-    del fiber_id
-    nvec = np.bincount(vec_fiber_id, minlength=len(fiber_start))
-    vec0 = np.concatenate(([0], np.cumsum(nvec)[:-1])) if len(nvec) else nvec
-    box = _boxes(elements.sp1, elements.sp2, vec_start)
-    return Vectors(fiber[fiber_start], vec0.astype(np.int64), nvec.astype(np.int64),
-                   np.diff(np.append(fiber_start, n)).astype(np.int64), vec_start.astype(np.int64),
-                   vec_size.astype(np.int64), box, elements.sp1, elements.sp2, elements.chan, elements.image,
-                   elements.value)
+    new_fiber = np.ones(len(fiber), bool)
+    np.not_equal(fiber[1:], fiber[:-1], out=new_fiber[1:])
+    fiber_start = np.flatnonzero(new_fiber)
+    del new_fiber
+    fiber_nnz = np.diff(np.append(fiber_start, len(fiber)))
+    vec0, nvec, vec_start, vec_size = cut_segments(fiber_nnz, width)
+    return Vectors(fiber[fiber_start].astype(np.int64), vec0, nvec, fiber_nnz.astype(np.int64), vec_start, vec_size,
+                   _boxes(elements.sp1, elements.sp2, vec_start), elements.sp1, elements.sp2, elements.chan,
+                   elements.image, elements.value)
+
+
+def cut_segments(lengths: np.ndarray, width: int, starts: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Vectors of ≤ ``width`` consecutive elements of segments of ``lengths`` elements from ``starts``
+    (default: the segments laid end to end).
+
+    Returns:
+        first vector and vector count of each segment; first element and size of each vector (int64).
+        Work is per segment and per vector, not per element.
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
+    nvec = -(-lengths // width)
+    vec0 = np.cumsum(nvec) - nvec
+    seg_start = np.cumsum(lengths) - lengths if starts is None else np.asarray(starts, dtype=np.int64)
+    seg_of_vec = np.repeat(np.arange(len(lengths)), nvec)
+    along = np.arange(int(nvec.sum()), dtype=np.int64) - vec0[seg_of_vec]  # vector rank within its segment
+    along *= width
+    vec_size = np.minimum(lengths[seg_of_vec] - along, width)
+    along += seg_start[seg_of_vec]
+    return vec0, nvec, along, vec_size
 
 
 def _boxes(sp1: np.ndarray, sp2: np.ndarray, vec_start: np.ndarray) -> np.ndarray:
@@ -222,80 +230,222 @@ def _reach_patterns(problem: PhaseProblem, tiling: Tiling) -> tuple[np.ndarray, 
     return row_pat, col_pat, set_of_pe.astype(np.int64)
 
 
-def _fetch_sets(problem: PhaseProblem, tiling: Tiling, u: np.ndarray, v: np.ndarray
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Streamed non-zeros each fetch set receives under the fetch filter.
+@dataclass(frozen=True)
+class _BaseFibers:
+    """The streamed non-zeros sorted once into their unfiltered fibers ``(block, class)``, each fiber in the
+    streamed order; ``fiber`` is each element's ``block · n_classes + class`` (ascending)."""
 
-    PEs whose row and column reach patterns are identical receive identical streams, so they share a
-    fetch set (a weight block usually reaches every interior tile: a handful of sets, not one per PE).
+    fiber: np.ndarray
+    u: np.ndarray
+    v: np.ndarray
+    out_channel: np.ndarray
+    image: np.ndarray
+    value: np.ndarray
 
-    Returns:
-        (set, element) pairs, set-major with elements in order; the set of each PE; the set count.
+
+def _base_fibers(tiling: Tiling, classes: StrideClasses, streamed_tensor: np.ndarray, options: MappingOptions
+                 ) -> _BaseFibers:
+    """The streamed non-zeros of (Nt, Ct, Ko, U, V) in unfiltered fiber order, without a sort: the non-zero
+    mask, padded with zeros to whole output-channel groups and whole stride phases, is laid out as
+    (Nt, Ct, G, phase_u, phase_v, U', V', Kc) — (…, Kc, U', V') for ``spatial_inner`` — whose C order is
+    block, class, then (u, v, ko) (or (ko, u, v)) within the fiber."""
+    Nt, Ct, n_ko, n_u, n_v = streamed_tensor.shape
+    (mh, mw), kc, n_groups = classes.mt, tiling.kc, tiling.n_groups
+    rows, cols = -(-n_u // mh), -(-n_v // mw)
+    mask = np.zeros((Nt, Ct, n_groups * kc, rows * mh, cols * mw), bool)
+    mask[:, :, :n_ko, :n_u, :n_v] = nonzero_mask(streamed_tensor, options.dense)
+    grid = mask.reshape(Nt, Ct, n_groups, kc, rows, mh, cols, mw)
+    axes = (0, 1, 2, 5, 7, 4, 6, 3) if options.channel_inner else (0, 1, 2, 5, 7, 3, 4, 6)
+    fiber, rest = np.divmod(np.flatnonzero(grid.transpose(axes)), rows * cols * kc)
+    del mask, grid
+    if options.channel_inner:
+        u, rest = np.divmod(rest, cols * kc)
+        v, k_local = np.divmod(rest, kc)
+    else:
+        k_local, rest = np.divmod(rest, rows * cols)
+        u, v = np.divmod(rest, cols)
+    block, cls = np.divmod(fiber, classes.n_streamed)
+    u *= mh
+    u += cls // mw
+    v *= mw
+    v += cls % mw
+    rest, group = np.divmod(block, n_groups)
+    image, channel = np.divmod(rest, Ct)
+    out_channel = group * kc + k_local
+    values = np.asarray(streamed_tensor, dtype=np.float64)[image, channel, out_channel, u, v]
+    return _BaseFibers(fiber, u, v, out_channel, image, values)
+
+
+@dataclass(frozen=True)
+class _SetPieces:
+    """Where each fetch set's fibers lie. A set's fiber is its unfiltered fiber filtered by the set's reach,
+    in the same order: a set that keeps every element shares the unfiltered fiber's vectors; otherwise its
+    fiber is a run of consecutive elements of the element store, which holds the base elements, one copy of
+    them per column pattern that cuts some, and copies of the (rare) fibers that are neither.
+
+    Attributes:
+        key: streamed fiber key of every non-empty (base fiber, set), ascending — see ``StreamedLayout``.
+        nnz: its non-zeros. whole: the base fiber it keeps whole (sharing its vectors), or −1.
+        start: first element (in the store) of its run when not whole.
+        store: base-order element index of every element of the store.
     """
-    row_pat, col_pat, set_of_pe = _reach_patterns(problem, tiling)
-    sets, elems = [], []
-    for a in range(len(row_pat)):
-        in_row = np.nonzero(row_pat[a, u])[0]
-        for b in range(len(col_pat)):
-            sel = in_row[col_pat[b, v[in_row]]]
-            sets.append(np.full(len(sel), a * len(col_pat) + b))
-            elems.append(sel)
-    return (np.concatenate(sets).astype(np.int64), np.concatenate(elems).astype(np.int64), set_of_pe,
-            len(row_pat) * len(col_pat))
+
+    key: np.ndarray
+    nnz: np.ndarray
+    whole: np.ndarray
+    start: np.ndarray
+    store: np.ndarray
 
 
-def _fiber_then_uvk_order(fiber: np.ndarray, uvk: np.ndarray, n_uvk: int) -> np.ndarray | None:
-    """Stable order of ``fiber`` then ``uvk`` (the element's ``(u·V + v)·Ko + ko``), as one stable sort of a
-    combined int64 key — 4–12× faster than a 4-key ``lexsort`` (measured here) on the millions of elements of a dense
-    design's streamed operand, built in place to spare memory. None when the key would not fit in int64."""
-    if len(fiber) and (int(fiber.max()) + 1) * n_uvk >= 2**62:
-        return None
-    key = fiber.astype(np.int64)
-    key *= n_uvk
-    key += uvk
-    return np.argsort(key, kind="stable")
+def _runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """First index and length of each run of equal values in ``sorted_keys``."""
+    if len(sorted_keys) == 0:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    start = np.flatnonzero(np.concatenate(([True], sorted_keys[1:] != sorted_keys[:-1])))
+    return start, np.diff(np.append(start, len(sorted_keys)))
+
+
+def _interval(pattern: np.ndarray) -> tuple[int, int] | None:
+    """``(lo, hi)`` when the True entries of ``pattern`` are exactly ``lo..hi``, else None."""
+    true = np.flatnonzero(pattern)
+    return (int(true[0]), int(true[-1])) if len(true) and true[-1] - true[0] + 1 == len(true) else None
+
+
+class _Store:
+    """The element store under construction: base-order element indices, appended piece by piece."""
+
+    def __init__(self, n_base: int) -> None:
+        self.parts: list[np.ndarray] = [np.arange(n_base, dtype=np.int64)]
+        self.size = n_base
+
+    def append(self, elements: np.ndarray) -> int:
+        """Append ``elements``; return where they start in the store."""
+        self.parts.append(elements)
+        self.size += len(elements)
+        return self.size - len(elements)
+
+
+def _row_table(fiber: np.ndarray, u: np.ndarray, n_fibers: int, n_u: int) -> np.ndarray:
+    """(n_fibers, n_u + 1): per base fiber, where in a column selection (elements with fibers ``fiber`` and
+    rows ``u``, ordered by fiber, then u first) its first element with row ≥ r lies, for r = 0..n_u."""
+    table = np.zeros((n_fibers, n_u + 1), np.int64)
+    np.cumsum(np.bincount(fiber * n_u + u, minlength=n_fibers * n_u).reshape(n_fibers, n_u), axis=1,
+              out=table[:, 1:])
+    table += (np.cumsum(table[:, -1]) - table[:, -1])[:, None]
+    return table
+
+
+def _filtered_runs(base: _BaseFibers, column: np.ndarray, row: np.ndarray, store: _Store
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per fiber of a column selection, its elements whose row ``row`` keeps, copied into the store (the
+    general case: any order, any row pattern). Returns fiber, first element in the store, count."""
+    kept = column[row[base.u[column]]]
+    start, count = _runs(base.fiber[kept])
+    return base.fiber[kept[start]], store.append(kept) + start, count
+
+
+def _set_pieces(base: _BaseFibers, unfiltered: np.ndarray, row_pat: np.ndarray, col_pat: np.ndarray,
+                channel_inner: bool) -> _SetPieces:
+    """Each fetch set ``a · n_col_patterns + b``'s fibers (row pattern a on ``u``, column pattern b on ``v``):
+    one column selection per column pattern (the base itself when it cuts nothing), then per row pattern
+    the run of each fiber of that selection whose rows it keeps — consecutive when the fibers are ordered
+    (u, v, ko) and the row pattern is an interval (``_row_table``), else copied (``_filtered_runs``)."""
+    n_sets, n_u, n_fibers = len(row_pat) * len(col_pat), row_pat.shape[1], len(unfiltered)
+    store = _Store(len(base.fiber))
+    pieces: list[tuple[np.ndarray, ...]] = []
+    for b in range(len(col_pat)):
+        in_column = col_pat[b, base.v]
+        table: np.ndarray | None = None
+        if in_column.all():
+            column, offset = store.parts[0], 0
+        else:
+            column = np.flatnonzero(in_column)
+            offset = store.append(column)
+        for a in range(len(row_pat)):
+            rows = _interval(row_pat[a]) if channel_inner else None
+            if rows is None:
+                fiber, first, count = _filtered_runs(base, column, row_pat[a], store)
+            else:
+                if table is None:
+                    table = _row_table(base.fiber[column], base.u[column], n_fibers, n_u)
+                count = table[:, rows[1] + 1] - table[:, rows[0]]
+                fiber = np.flatnonzero(count)
+                first, count = table[fiber, rows[0]] + offset, count[fiber]
+            some = count > 0
+            fiber, first, count = fiber[some], first[some], count[some]
+            pieces.append((fiber * n_sets + a * len(col_pat) + b, count,
+                           np.where(count == unfiltered[fiber], fiber, -1), first))
+    key, nnz, whole, first = (np.concatenate(x).astype(np.int64, copy=False) for x in zip(*pieces, strict=True))
+    order = np.argsort(key, kind="stable")  # the sets' keys are each ascending: a merge of sorted runs
+    return _SetPieces(key[order], nnz[order], whole[order], first[order], np.concatenate(store.parts))
 
 
 def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, streamed_tensor: np.ndarray,
                      options: MappingOptions, width: int) -> StreamedOperand:
     """F-vectors of the canonical streamed operand (Nt, Ct, Ko, U, V) under ``options`` (``dense``: every
-    element a non-zero; ``fetch_filter``; ``channel_inner``: fibers ordered (u, v, ko))."""
+    element a non-zero; ``fetch_filter``; ``channel_inner``: fibers ordered (u, v, ko)).
+
+    The non-zeros are laid out once in unfiltered fiber order (``_base_fibers``), not copied per fetch set:
+    a set's fiber that keeps every element of its unfiltered fiber points at that fiber's vectors, and
+    the others are runs of an element store that adds one copy per cutting column pattern
+    (``_set_pieces``). Every PE sees the vectors it saw when each set held its own sorted copy
+    (``tests/dataflow/test_streamed_sets.py`` compares them with that representation).
+    """
     Nt, Ct = streamed_tensor.shape[:2]
-    image, channel, out_channel, u, v = np.nonzero(nonzero_mask(streamed_tensor, options.dense))
-    block = (image * Ct + channel) * tiling.n_groups + out_channel // tiling.kc
-    cls = classes.streamed_class(u, v)
-    values = np.asarray(streamed_tensor, dtype=np.float64)[image, channel, out_channel, u, v]
-    n_blocks = Nt * Ct * tiling.n_groups
-    unfiltered = np.bincount(block * classes.n_streamed + cls, minlength=n_blocks * classes.n_streamed)
+    n_blocks, n_classes = Nt * Ct * tiling.n_groups, classes.n_streamed
+    base = _base_fibers(tiling, classes, streamed_tensor, options)
+    unfiltered = np.bincount(base.fiber, minlength=n_blocks * n_classes)
     if options.fetch_filter:
-        fetch_set, elem, set_of_pe, n_sets = _fetch_sets(problem, tiling, u, v)
-        reached = np.zeros(len(u), bool)
-        reached[elem] = True
-        fetched = np.bincount(block, weights=reached, minlength=n_blocks)
-        layout = StreamedLayout(n_blocks, classes.n_streamed, n_sets, set_of_pe)
+        row_pat, col_pat, set_of_pe = _reach_patterns(problem, tiling)
+        reached = np.asarray(row_pat.any(axis=0))[base.u] & np.asarray(col_pat.any(axis=0))[base.v]  # some set gets it
+        fetched = np.bincount(base.fiber[reached] // n_classes, minlength=n_blocks)
     else:
-        fetch_set, elem = np.zeros(len(u), dtype=np.int64), np.arange(len(u))
-        fetched = np.bincount(block, minlength=n_blocks)
-        layout = StreamedLayout(n_blocks, classes.n_streamed, 1, np.zeros(tiling.n_pes, np.int64))
-    # A dense design streams every element to several fetch sets (≈13 M on a 512×512×3×3 layer): free
-    # each temporary of that length (~100 MB) as soon as it is used.
-    fiber = layout.key(block[elem], cls[elem], fetch_set)
-    del fetch_set
-    if options.channel_inner:
-        n_ko, n_u, n_v = streamed_tensor.shape[2:]
-        order = _fiber_then_uvk_order(fiber, ((u * n_v + v) * n_ko + out_channel)[elem], n_u * n_v * n_ko)
-        if order is None:
-            order = np.lexsort((out_channel[elem], v[elem], u[elem], fiber))
-    else:
-        order = np.argsort(fiber, kind="stable")  # np.nonzero's (ko, u, v) order within a fiber
-    picked = elem[order]
-    del elem
-    fiber = fiber[order]
-    del order
-    elements = Elements(u[picked], v[picked], out_channel[picked], image[picked], values[picked])
-    vectors = pack_vectors(fiber, elements, width)
-    return StreamedOperand(vectors, layout, unfiltered.reshape(n_blocks, classes.n_streamed),
-                           np.rint(fetched).astype(np.int64))
+        row_pat, col_pat = np.ones((1, streamed_tensor.shape[3]), bool), np.ones((1, streamed_tensor.shape[4]), bool)
+        set_of_pe = np.zeros(tiling.n_pes, np.int64)
+        fetched = np.bincount(base.fiber // n_classes, minlength=n_blocks)
+    layout = StreamedLayout(n_blocks, n_classes, len(row_pat) * len(col_pat), set_of_pe)
+    pieces = _set_pieces(base, unfiltered, row_pat, col_pat, options.channel_inner)
+    vectors = _shared_vectors(base, pieces, width, options.channel_inner)
+    return StreamedOperand(vectors, layout, unfiltered.reshape(n_blocks, n_classes), fetched.astype(np.int64))
+
+
+def _shared_vectors(base: _BaseFibers, sets: _SetPieces, width: int, channel_inner: bool) -> Vectors:
+    """The vectors of the base fibers some set keeps whole, then of every other set fiber (a run of the
+    element store); each set key's fiber table points at its vectors."""
+    starts, lengths = _runs(base.fiber)
+    kept_whole = np.zeros(len(starts) and int(base.fiber[-1]) + 1, bool)
+    kept_whole[sets.whole[sets.whole >= 0]] = True
+    run_of_fiber = np.full(len(kept_whole), -1, np.int64)
+    run_of_fiber[base.fiber[starts]] = np.arange(len(starts))
+    run = run_of_fiber[np.flatnonzero(kept_whole)]  # base runs shared, ascending
+    own = sets.whole < 0
+    vec0, nvec, vec_start, vec_size = cut_segments(np.concatenate((lengths[run], sets.nnz[own])), width,
+                                                   np.concatenate((starts[run], sets.start[own])))
+    shared_rank = np.cumsum(kept_whole) - 1
+    segment = np.where(own, len(run) + np.cumsum(own) - 1, shared_rank[np.maximum(sets.whole, 0)])
+    sp1, sp2 = base.u[sets.store], base.v[sets.store]
+    return Vectors(sets.key, vec0[segment], nvec[segment], sets.nnz, vec_start, vec_size,
+                   _vector_boxes(sp1, sp2, vec_start, vec_size, width, channel_inner), sp1, sp2,
+                   base.out_channel[sets.store], base.image[sets.store], base.value[sets.store])
+
+
+def _vector_boxes(sp1: np.ndarray, sp2: np.ndarray, vec_start: np.ndarray, vec_size: np.ndarray, width: int,
+                  sp1_ascending: bool) -> np.ndarray:
+    """``_boxes`` for vectors anywhere in the element arrays (runs of ``vec_size`` from ``vec_start``): min and
+    max over each vector's element ``j`` (its last element where ``j`` is past its end), one gather per
+    ``j < width``; with ``sp1_ascending`` (fibers ordered (u, v, ko)) sp1's are its first and last elements."""
+    last = vec_start + vec_size - 1
+    box = np.empty((4, len(vec_start)), np.int64)
+    box[0], box[2] = sp1[vec_start], sp2[vec_start]
+    box[1], box[3] = (sp1[last] if sp1_ascending else box[0]), box[2]
+    looped = ((2, sp2),) if sp1_ascending else ((0, sp1), (2, sp2))
+    for j in range(1, width):
+        at = np.minimum(vec_start + j, last)
+        for row, coordinate in looped:
+            element = coordinate[at]
+            np.minimum(box[row], element, out=box[row])
+            np.maximum(box[row + 1], element, out=box[row + 1])
+    return box
 
 
 def dense_streamed_fibers(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, width: int,

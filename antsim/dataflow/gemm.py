@@ -57,6 +57,7 @@ from antsim.results import ProductCounts
 from antsim.sparsity.gemm import GemmTensors
 from antsim.sparsity.tensors import Tensors
 from antsim.spec.arch import ArchSpec
+from antsim.vocabulary import Fidelity, Phase
 from antsim.workloads.gemm import Gemm, GemmPhase, gemm_phase
 from antsim.workloads.layers import Layer
 
@@ -115,7 +116,7 @@ def _arch_for(arch: ArchSpec, mapping: str) -> ArchSpec:
     return arch.model_copy(update={"mapping": arch.mapping.model_copy(update={"streamed_order": "spatial_inner"})})
 
 
-def map_gemm_phase(arch: ArchSpec, gemm: Gemm, phase: str, tensors: GemmTensors, fidelity: str = "fast"
+def map_gemm_phase(arch: ArchSpec, gemm: Gemm, phase: Phase, tensors: GemmTensors, fidelity: Fidelity = "fast"
                    ) -> PhaseWork:
     """Map ``phase`` of ``gemm`` onto ``arch`` (mapping ``mapping.gemm``) and count its work per chunk and PE.
 
@@ -167,7 +168,7 @@ def _density(array: np.ndarray) -> float:
     return float(np.count_nonzero(array)) / array.size if array.size else 1.0
 
 
-def gemm_stream_densities(arch: ArchSpec, gemm: Gemm, phase: str, tensors: GemmTensors
+def gemm_stream_densities(arch: ArchSpec, gemm: Gemm, phase: Phase, tensors: GemmTensors
                           ) -> tuple[float, float, float]:
     """(stationary, streamed, output) densities that size the compressed streams of ``phase``.
 

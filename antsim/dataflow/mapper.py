@@ -32,7 +32,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from antsim.dataflow.anticipation import POLICIES, PairCounts, count_pairs, oracle_counts
+from antsim.dataflow.anticipation import PairCounts, count_pairs, oracle_counts
 from antsim.dataflow.banks import BankMap
 from antsim.dataflow.batching import BatchTiles, batch_tiled, choose_tile_size
 from antsim.dataflow.context import MappingContext
@@ -61,12 +61,11 @@ from antsim.results import ProductCounts
 from antsim.sparsity.tensors import Tensors
 from antsim.spec.arch import ArchSpec
 from antsim.spec.encoding import bits_per_value
+from antsim.vocabulary import FIDELITIES, POLICIES, Fidelity, Phase
 from antsim.workloads.layers import Layer
 
-FIDELITIES = ("fast", "exact")
 
-
-def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fidelity: str = "fast",
+def map_phase(arch: ArchSpec, layer: Layer, phase: Phase, tensors: Tensors, fidelity: Fidelity = "fast",
               batch_sample: int = 0) -> PhaseWork:
     """Map ``phase`` of ``layer`` onto ``arch`` and count its work per chunk and PE.
 
@@ -104,7 +103,7 @@ def map_phase(arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors, fideli
     return batch_tiled(work, tiles, work.tiling["groups"], per_image, streamed_per_image=streamed_per_image)
 
 
-def _map_dense_batch(arch: ArchSpec, options: MappingOptions, layer: Layer, phase: str, tensors: Tensors
+def _map_dense_batch(arch: ArchSpec, options: MappingOptions, layer: Layer, phase: Phase, tensors: Tensors
                      ) -> tuple[PhaseWork, BatchTiles, np.ndarray]:
     """A dense design's image-major work for the batch: it counts every element as a non-zero, so every
     image's work is the same — mapped on one image and repeated (exact; tested against the full batch)."""
@@ -118,7 +117,7 @@ def _map_dense_batch(arch: ArchSpec, options: MappingOptions, layer: Layer, phas
     return replace(work, layer_name=layer.name), tiles, per_image
 
 
-def _map_sampled(arch: ArchSpec, options: MappingOptions, layer: Layer, phase: str, tensors: Tensors,
+def _map_sampled(arch: ArchSpec, options: MappingOptions, layer: Layer, phase: Phase, tensors: Tensors,
                  batch_sample: int) -> tuple[PhaseWork, BatchTiles, np.ndarray]:
     """Image-major work of the batch estimated from ``batch_sample`` images (``antsim.dataflow.sampling``),
     its batch tiles and the exact (N, n_pes) stationary values per image."""
@@ -180,7 +179,7 @@ class _MappingInputs:
     per_image: np.ndarray
 
     @classmethod
-    def build(cls, arch: ArchSpec, layer: Layer, phase: str, tensors: Tensors) -> _MappingInputs:
+    def build(cls, arch: ArchSpec, layer: Layer, phase: Phase, tensors: Tensors) -> _MappingInputs:
         problem = phase_problem(layer, phase)
         pe = arch.pe_array
         tiling = make_tiling(problem, pe.rows, pe.cols, arch.mapping.output_channel_group)
@@ -276,7 +275,7 @@ def _conflicts(context: MappingContext, options: MappingOptions, counts: PairCou
     return sampled_conflicts(context, options.policy, issued_pairs=counts.issued_pairs)
 
 
-def _output_partition(arch: ArchSpec, phase: str) -> bool:
+def _output_partition(arch: ArchSpec, phase: Phase) -> bool:
     return not arch.sparsity_support and phase == "wgrad" and arch.mapping.wgrad_partition == "output"
 
 

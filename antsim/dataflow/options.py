@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from antsim.spec.arch import ArchSpec
+from antsim.vocabulary import Fidelity, Phase, Policy
 
 
 @dataclass(frozen=True)
@@ -30,8 +31,8 @@ class MappingOptions:
             not RCPs some unit skipped).
     """
 
-    fidelity: str = "fast"
-    policy: str = "none"
+    fidelity: Fidelity = "fast"
+    policy: Policy = "none"
     dense: bool = False
     ideal_dense: bool = False
     fetch_filter: bool = False
@@ -39,7 +40,7 @@ class MappingOptions:
     tiled_dy: bool = False
 
     @classmethod
-    def from_arch(cls, arch: ArchSpec, fidelity: str, phase: str = "fprop") -> MappingOptions:
+    def from_arch(cls, arch: ArchSpec, fidelity: Fidelity, phase: Phase = "fprop") -> MappingOptions:
         policy = arch.anticipation.policy
         dense = not arch.sparsity_support
         # An ideal dense engine forms only the pairs that meet at an output; SCNN's DCNN ("cartesian")

@@ -44,9 +44,10 @@ from antsim.dataflow.work import PER_PE_FIELDS, PhaseWork
 from antsim.errors import MappingError
 from antsim.results import ProductCounts
 from antsim.sparsity.tensors import Tensors
+from antsim.vocabulary import Fidelity
 
 
-def check_batch_sample(batch_sample: int, fidelity: str) -> None:
+def check_batch_sample(batch_sample: int, fidelity: Fidelity) -> None:
     """Refuse a negative or non-integer sample, and any sample at ``exact`` fidelity (which must
     enumerate every product of every image)."""
     if not isinstance(batch_sample, int) or isinstance(batch_sample, bool) or batch_sample < 0:

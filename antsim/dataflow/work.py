@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from antsim.results import ProductCounts
+from antsim.vocabulary import Phase
 
 PER_PE_FIELDS = (
     "candidate_pairs", "issued_pairs", "conflict_cycles", "issued_products", "valid_products",
@@ -76,7 +77,7 @@ class PhaseWork:
     """
 
     layer_name: str
-    phase: str
+    phase: Phase
     n_pes: int
     candidate_pairs: np.ndarray
     issued_pairs: np.ndarray

@@ -21,16 +21,17 @@ from antsim.dataflow.gemm import guard_layer
 from antsim.dse.workload import Workload
 from antsim.errors import MappingError, SpecError
 from antsim.guard import MAX_PASSES, phase_steps
-from antsim.results import NetworkResult
+from antsim.results import AcceleratorLayerDetails, NetworkResult
 from antsim.simulate import check_densities, layer_seed, simulate_network
 from antsim.sparsity.gemm import make_gemm_tensors
 from antsim.sparsity.generators import make_tensors
 from antsim.sparsity.tensors import load_tensors
 from antsim.spec.arch import ArchSpec
+from antsim.vocabulary import Fidelity
 from antsim.workloads.gemm import Gemm
 from antsim.workloads.layers import Layer
 
-Evaluator = Callable[[ArchSpec, Workload, str, int], dict[str, float]]
+Evaluator = Callable[[ArchSpec, Workload, Fidelity, int], dict[str, float]]
 
 
 @functools.lru_cache(maxsize=4)
@@ -46,16 +47,16 @@ def network_metrics(result: NetworkResult) -> dict[str, float]:
     # Measured on the mapped design: the RCPs it multiplies over the products it multiplies (a policy that
     # skips RCPs lowers it; ``total`` alone is the unfiltered mapping, the same for every policy).
     multiplied = sum(p.total - p.skipped for p in products)
-    out = {"time_s": float(totals["time_s"] or 0.0), "energy_j": float(totals["energy_j"] or 0.0),
-           "area_mm2": float(totals["area_mm2"] or 0.0)}
-    if totals["cycles"] is not None:
-        out["cycles"] = float(totals["cycles"])
+    out = {"time_s": float(totals.time_s or 0.0), "energy_j": float(totals.energy_j or 0.0),
+           "area_mm2": float(totals.area_mm2 or 0.0)}
+    if totals.cycles is not None:
+        out["cycles"] = float(totals.cycles)
     if multiplied:
         out["rcp_fraction"] = sum(p.rcp - p.skipped for p in products) / multiplied
-    for key in ("passes", "accumulator_restreams"):
-        found = [float(r.details[key]) for r in result.records if key in r.details]
-        if found:
-            out["stationary_passes" if key == "passes" else key] = max(found)
+    details = [AcceleratorLayerDetails.of(r) for r in result.records]
+    if details:
+        out["stationary_passes"] = max(float(d.passes) for d in details)
+        out["accumulator_restreams"] = max(float(d.accumulator_restreams) for d in details)
     return out
 
 
@@ -99,7 +100,7 @@ def check_passes(arch: ArchSpec, workload: Workload) -> None:
                                    f" {passes} stationary passes (limit {MAX_PASSES})")
 
 
-def simulator(arch: ArchSpec, workload: Workload, fidelity: str = "fast", seed: int = 0) -> dict[str, float]:
+def simulator(arch: ArchSpec, workload: Workload, fidelity: Fidelity = "fast", seed: int = 0) -> dict[str, float]:
     """Evaluate with ``antsim.simulate.simulate_network`` (the real discrete-event model); designs past
     the pass limit are refused first (``check_passes``)."""
     check_passes(arch, workload)
@@ -113,7 +114,7 @@ def simulator(arch: ArchSpec, workload: Workload, fidelity: str = "fast", seed: 
     return network_metrics(result)
 
 
-def analytic(arch: ArchSpec, workload: Workload, fidelity: str = "fast", seed: int = 0,
+def analytic(arch: ArchSpec, workload: Workload, fidelity: Fidelity = "fast", seed: int = 0,
              delay_s: float = 0.0, min_input_bytes_per_pe: float = 0.0) -> dict[str, float]:
     """A closed-form toy model for testing sweep mechanics (NOT a model of any accelerator).
 

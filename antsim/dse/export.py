@@ -18,13 +18,15 @@ import optuna
 import yaml
 from optuna.trial import FrozenTrial, TrialState
 
+from antsim.dse import attrs
 from antsim.dse import storage as st
 from antsim.dse.figures import write_figures
+from antsim.dse.metrics import objective_column
 from antsim.dse.objective import arch_dict
 from antsim.dse.pareto import pareto_trials
 from antsim.dse.progress import trial_outcomes
 from antsim.dse.spec import SweepSpec
-from antsim.dse.workload import resolve_workload
+from antsim.dse.workload import export_echo, resolve_workload
 from antsim.errors import AntsimError
 from antsim.results import write_text_atomic
 
@@ -37,26 +39,27 @@ def load_existing_study(url: str, study_name: str) -> optuna.Study:
     """
     names = st.study_names(url)
     if study_name not in names:
-        raise AntsimError(f"--study {study_name!r}: no such study in {url}; known: {', '.join(names) or 'none'}")
+        raise AntsimError(f"study {study_name!r}: no such study in {url}; known: {', '.join(names) or 'none'}",
+                          subject="study")
     return optuna.load_study(study_name=study_name, storage=st.make_storage(url, heartbeat_s=60))
 
 
 def trial_row(spec: SweepSpec, t: FrozenTrial) -> dict[str, Any]:
     """One flat row per trial: identity, parameters, objectives, feasibility, metrics, user attributes."""
-    attrs = t.user_attrs
     row: dict[str, Any] = {"number": t.number, "state": t.state.name,
                            "duration_s": t.duration.total_seconds() if t.duration else None}
     row.update({f"param.{k}": t.params.get(k) for k in spec.space})
     values = t.values or [None] * len(spec.objectives)
-    row.update({f"objective.{k}": v for k, v in zip(spec.objectives, values, strict=True)})
-    row["feasible"] = attrs.get("feasible", False) if t.state == TrialState.COMPLETE else False
-    reason = attrs.get("reason") or attrs.get(st.ERROR_ATTR) or ""
-    if t.state == TrialState.FAIL and st.ERROR_ATTR not in attrs:
+    row.update({objective_column(k): v for k, v in zip(spec.objectives, values, strict=True)})
+    row["feasible"] = attrs.is_feasible(t) if t.state == TrialState.COMPLETE else False
+    reason = attrs.reason(t) or attrs.error(t) or ""
+    if t.state == TrialState.FAIL and attrs.error(t) is None:
         reason = "abandoned: worker died mid-trial (stale heartbeat)"
-    row.update({"reason": reason, "stage": attrs.get("stage", ""), "eval_s": attrs.get("eval_s"),
-                "proxy_eval_s": attrs.get("proxy_eval_s"), "worker": attrs.get(st.WORKER_ATTR, "")})
-    for prefix, key in (("metric", "metrics"), ("proxy", "proxy_metrics"), ("estimate", "estimate")):
-        row.update({f"{prefix}.{k}": v for k, v in (attrs.get(key) or {}).items()})
+    row.update({"reason": reason, "stage": attrs.stage(t), "eval_s": attrs.seconds(t, attrs.EVAL_S),
+                "proxy_eval_s": attrs.seconds(t, attrs.PROXY_EVAL_S), "worker": attrs.worker(t) or ""})
+    for prefix, values in (("metric", attrs.metrics(t)), ("proxy", attrs.proxy_metrics(t)),
+                           ("estimate", attrs.estimate(t))):
+        row.update({f"{prefix}.{k}": v for k, v in (values or {}).items()})
     return row
 
 
@@ -75,14 +78,15 @@ def multi_fidelity_summary(trials: list[FrozenTrial]) -> dict[str, Any]:
     """Evaluations and evaluation time (wall and CPU seconds) spent, and what a full evaluation of every
     evaluated trial would have cost (mean full-evaluation time × trials)."""
     evaluated = [t for t in trials if t.state in (TrialState.COMPLETE, TrialState.PRUNED)]
-    full = [t for t in evaluated if t.user_attrs.get("stage") == "full"]
-    screened = [t for t in evaluated if t.user_attrs.get("stage") == "proxy"]
+    full = [t for t in evaluated if attrs.stage(t) == "full"]
+    screened = [t for t in evaluated if attrs.stage(t) == "proxy"]
+    proxied = sum(attrs.seconds(t, attrs.PROXY_EVAL_S) is not None for t in evaluated)
     out: dict[str, Any] = {"full_evaluations": len(full), "screened_by_proxy": len(screened),
-                           "proxy_evaluations": sum("proxy_eval_s" in t.user_attrs for t in evaluated)}
-    for unit, full_key, proxy_key in (("seconds", "eval_s", "proxy_eval_s"),
-                                      ("cpu_seconds", "eval_cpu_s", "proxy_eval_cpu_s")):
-        full_s = [t.user_attrs[full_key] for t in full if full_key in t.user_attrs]
-        spent = sum(full_s) + sum(t.user_attrs.get(proxy_key, 0.0) for t in evaluated)
+                           "proxy_evaluations": proxied}
+    for unit, full_key, proxy_key in (("seconds", attrs.EVAL_S, attrs.PROXY_EVAL_S),
+                                      ("cpu_seconds", attrs.EVAL_CPU_S, attrs.PROXY_EVAL_CPU_S)):
+        full_s = [s for t in full if (s := attrs.seconds(t, full_key)) is not None]
+        spent = sum(full_s) + sum(attrs.seconds(t, proxy_key) or 0.0 for t in evaluated)
         would = statistics.mean(full_s) * (len(full) + len(screened)) if full_s else None
         out[f"eval_{unit}"] = spent
         out[f"eval_{unit}_if_all_full"] = would
@@ -131,35 +135,35 @@ def check_export_target(folder: Path) -> None:
             holding a file it did not write.
     """
     if folder.exists() and not folder.is_dir():
-        raise AntsimError(f"--export {folder}: exists and is not a folder")
+        raise AntsimError(f"export folder {folder}: exists and is not a folder", subject="export")
     if not folder.is_dir() or not any(folder.iterdir()):
         return
     try:
         listed = set(json.loads((folder / EXPORT_MANIFEST).read_text(encoding="utf-8"))["files"])
     except (OSError, ValueError, KeyError, TypeError):
-        raise AntsimError(f"--export {folder}: folder exists and holds no {EXPORT_MANIFEST} (not an antsim sweep"
-                          " export); refusing to replace it") from None
+        raise AntsimError(f"export folder {folder}: exists and holds no {EXPORT_MANIFEST} (not an antsim sweep"
+                          " export); refusing to replace it", subject="export") from None
     for path in sorted(folder.iterdir()):
         if path.name != EXPORT_MANIFEST and path.name not in listed:
-            raise AntsimError(f"--export {folder}: holds {path.name}, which the export did not write; refusing"
-                              " to replace the folder")
+            raise AntsimError(f"export folder {folder}: holds {path.name}, which the export did not write; refusing"
+                              " to replace the folder", subject="export")
 
 
 def _export_into(spec: SweepSpec, study: optuna.Study, trials: list[FrozenTrial], url: str, study_name: str,
                  folder: Path, figures: bool) -> list[Path]:
     written = [folder / "trials.csv"]
     write_text_atomic(written[0], _csv([trial_row(spec, t) for t in trials]))
-    points = []
+    points: list[dict[str, Any]] = []
     for t in pareto_trials(spec, trials):
-        name = t.user_attrs.get("arch_name", f"trial{t.number}")
+        name = attrs.arch_name(t) or f"trial{t.number}"
         arch_path = folder / f"arch_trial{t.number}.yaml"
         write_text_atomic(arch_path, yaml.safe_dump(arch_dict(spec, t.params, name), sort_keys=False))
         written.append(arch_path)
         points.append({"number": t.number, "params": t.params,
                        "objectives": dict(zip(spec.objectives, t.values, strict=True)),
-                       "metrics": t.user_attrs.get("metrics", {}), "arch": arch_path.name})
+                       "metrics": attrs.metrics(t) or {}, "arch": arch_path.name})
     rows = [{"number": p["number"], **{f"param.{k}": v for k, v in p["params"].items()},
-             **{f"objective.{k}": v for k, v in p["objectives"].items()}, "arch": p["arch"]} for p in points]
+             **{objective_column(k): v for k, v in p["objectives"].items()}, "arch": p["arch"]} for p in points]
     write_text_atomic(folder / "pareto.csv", _csv(rows) if rows else "number\n")
     doc = {"study": study_name, "objectives": spec.objectives, "points": points}
     write_text_atomic(folder / "pareto.json", json.dumps(doc, indent=1, sort_keys=True) + "\n")
@@ -168,8 +172,7 @@ def _export_into(spec: SweepSpec, study: optuna.Study, trials: list[FrozenTrial]
     workload = resolve_workload(spec)
     summary = {"study": study_name, "storage": url, "trials": len(trials), "finished": counts.finished,
                # what the trials ran on: `antsim report --sweep` refuses an export of another workload
-               "workload": {"name": workload.name, "phases": list(workload.phases),
-                            "layers": [layer.to_dict() for layer in workload.layers]},
+               "workload": export_echo(workload),
                # which model priced the trials: the report says so beside its own (simulated) designs
                "evaluator": {"name": spec.evaluator.name, "fidelity": spec.fidelity},
                "complete": counts.complete, "pruned": counts.pruned, "failed": counts.errors,

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from antsim.dse import attrs
 from antsim.dse.spec import SweepSpec, param_kind
 from antsim.dse.workload import Workload
 from antsim.errors import MappingError, SpecError
@@ -120,27 +121,25 @@ class Objective:
     def __call__(self, trial: optuna.Trial) -> tuple[float, ...]:
         params = suggest(trial, self.spec)
         name = f"{self.spec.base_arch_spec.name}-trial{trial.number}"  # type: ignore[union-attr]
-        trial.set_user_attr("arch_name", name)
+        attrs.set_arch_name(trial, name)
         try:
             arch = build_arch(self.spec, params, name)
         except SpecError as exc:
             self._infeasible(trial, f"arch rule: {exc.key}: {exc.rule}")
         if self.proxy is not None:
             self._screen(trial, arch)
-        metrics = self._evaluate(trial, arch, self.workload, "eval_s")
-        trial.set_user_attr("metrics", metrics)
-        trial.set_user_attr("stage", "full")
+        metrics = self._evaluate(trial, arch, self.workload, attrs.EVAL_S)
+        attrs.set_metrics(trial, metrics)
+        attrs.set_stage(trial, "full")
         values, reasons = constraint_values(self.spec, metrics)
-        trial.set_user_attr("constraints", values)
+        attrs.set_constraints(trial, values)
         for key, value in zip(self.constraint_keys, values, strict=True):
             trial.set_constraint(key, value)  # read by the NSGA-II / TPE samplers
-        trial.set_user_attr("feasible", not reasons)
-        trial.set_user_attr("reason", "; ".join(reasons))
+        attrs.set_verdict(trial, not reasons, "; ".join(reasons))
         return tuple(metrics[m] for m in self.spec.objectives)
 
     def _infeasible(self, trial: optuna.Trial, reason: str) -> None:
-        trial.set_user_attr("feasible", False)
-        trial.set_user_attr("reason", reason)
+        attrs.set_verdict(trial, False, reason)
         for key in self.constraint_keys:
             trial.set_constraint(key, 1.0)
         raise optuna.TrialPruned(reason)
@@ -151,7 +150,7 @@ class Objective:
             metrics = self.evaluator(arch, workload, self.spec.fidelity, self.spec.seed)
         except MappingError as exc:
             self._timed(trial, timer_key, start, cpu_start)
-            trial.set_user_attr("stage", "none")
+            attrs.set_stage(trial, "none")
             self._infeasible(trial, f"mapping: {exc}")
         self._timed(trial, timer_key, start, cpu_start)
         return complete_metrics(metrics)
@@ -159,32 +158,31 @@ class Objective:
     @staticmethod
     def _timed(trial: optuna.Trial, key: str, start: float, cpu_start: float) -> None:
         # CPU seconds as well as wall seconds: on a shared machine only the former compare across runs.
-        trial.set_user_attr(key, time.perf_counter() - start)
-        trial.set_user_attr(key.replace("_s", "_cpu_s"), time.process_time() - cpu_start)
+        attrs.set_seconds(trial, key, time.perf_counter() - start, time.process_time() - cpu_start)
 
     def _screen(self, trial: optuna.Trial, arch: ArchSpec) -> None:
         """Stage 1: evaluate the proxy; prune the trial when its full-workload estimate is hopeless."""
         assert self.proxy is not None and self.spec.multi_fidelity is not None
-        proxy_metrics = self._evaluate(trial, arch, self.proxy, "proxy_eval_s")
-        trial.set_user_attr("proxy_metrics", proxy_metrics)
+        proxy_metrics = self._evaluate(trial, arch, self.proxy, attrs.PROXY_EVAL_S)
+        attrs.set_proxy_metrics(trial, proxy_metrics)
         history = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        calibrated = [t for t in history if "proxy_metrics" in t.user_attrs and "metrics" in t.user_attrs]
+        calibrated = [t for t in history if attrs.proxy_metrics(t) is not None and attrs.metrics(t) is not None]
         if len(calibrated) < self.spec.multi_fidelity.warmup_trials:
             return
         estimate = scale_proxy(proxy_metrics, calibrated)
-        trial.set_user_attr("estimate", estimate)
+        attrs.set_estimate(trial, estimate)
         reason = screen_reason(self.spec, estimate, calibrated, self.spec.multi_fidelity.margin)
         if reason:
-            trial.set_user_attr("stage", "proxy")
+            attrs.set_stage(trial, "proxy")
             self._infeasible(trial, f"screened: {reason}")
 
 
 def scale_proxy(proxy_metrics: dict[str, float], calibrated: Sequence[FrozenTrial]) -> dict[str, float]:
     """Full-workload estimate: each proxy metric × the median full/proxy ratio of calibrated trials."""
     estimate: dict[str, float] = {}
+    pairs = [(attrs.metrics(t) or {}, attrs.proxy_metrics(t) or {}) for t in calibrated]
     for name, value in proxy_metrics.items():
-        ratios = [t.user_attrs["metrics"][name] / t.user_attrs["proxy_metrics"][name] for t in calibrated
-                  if t.user_attrs["proxy_metrics"].get(name) and name in t.user_attrs["metrics"]]
+        ratios = [full[name] / proxy[name] for full, proxy in pairs if proxy.get(name) and name in full]
         ratios = [r for r in ratios if math.isfinite(r)]
         estimate[name] = value * statistics.median(ratios) if ratios else value
     return estimate
@@ -203,7 +201,7 @@ def screen_reason(spec: SweepSpec, estimate: dict[str, float], calibrated: Seque
             constraint_values(spec, estimate)[1])
     goal = [(estimate[m], d == "maximize") for m, d in spec.objectives.items()]
     for t in calibrated:
-        if not t.user_attrs.get("feasible") or t.values is None:
+        if not attrs.is_feasible(t) or t.values is None:
             continue
         if all((q >= v * (1 + margin)) if up else (q * (1 + margin) <= v)
                for q, (v, up) in zip(t.values, goal, strict=True)):

@@ -11,8 +11,9 @@ from dataclasses import dataclass
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from antsim.dse import attrs
 from antsim.dse import storage as st
-from antsim.dse.pareto import non_dominated
+from antsim.dse.pareto import pareto_mask
 from antsim.dse.spec import SweepSpec
 
 SCREENED_PREFIX = "screened:"  # objective.Objective._screen's reason prefix (a design skipped, not infeasible)
@@ -50,12 +51,12 @@ def trial_outcomes(trials: Sequence[FrozenTrial]) -> Outcomes:
     n = dict.fromkeys(("feasible", "infeasible", "screened", "failed", "abandoned", "running"), 0)
     for t in trials:
         if t.state == TrialState.COMPLETE:
-            n["feasible" if t.user_attrs.get("feasible") else "infeasible"] += 1
+            n["feasible" if attrs.is_feasible(t) else "infeasible"] += 1
         elif t.state == TrialState.PRUNED:
-            screened = str(t.user_attrs.get("reason", "")).startswith(SCREENED_PREFIX)
+            screened = attrs.reason(t).startswith(SCREENED_PREFIX)
             n["screened" if screened else "infeasible"] += 1
         elif t.state == TrialState.FAIL:
-            n["failed" if st.ERROR_ATTR in t.user_attrs else "abandoned"] += 1
+            n["failed" if attrs.error(t) is not None else "abandoned"] += 1
         else:
             n["running"] += 1
     return Outcomes(**n)
@@ -66,12 +67,12 @@ def progress_line(study: optuna.Study, spec: SweepSpec, n_trials: int, done_at_s
     """The report and the number of finished trials it counts."""
     trials = study.get_trials(deepcopy=False)
     counts = trial_outcomes(trials)
-    feasible = [t for t in trials if t.state == TrialState.COMPLETE and t.user_attrs.get("feasible")]
+    feasible = [t for t in trials if t.state == TrialState.COMPLETE and attrs.is_feasible(t)]
     signs = [1.0 if d == "minimize" else -1.0 for d in spec.directions]
     points = [[s * v for s, v in zip(signs, t.values, strict=True)] for t in feasible]
     best = ", ".join(f"{name} {min(p[i] for p in points) * signs[i]:.4g}"
                      for i, name in enumerate(spec.objectives)) if points else "no feasible trial yet"
-    front = len(non_dominated(points)) if points else 0
+    front = int(pareto_mask([t.values for t in feasible], spec.directions).sum()) if feasible else 0
     new = counts.finished - done_at_start
     remaining = max(n_trials - counts.finished, 0)
     eta = _duration(elapsed_s / new * remaining) if new > 0 else "?"

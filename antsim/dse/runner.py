@@ -35,6 +35,7 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
+from antsim.dse import attrs
 from antsim.dse import storage as st
 from antsim.dse.evaluators import Evaluator, resolve_evaluator
 from antsim.dse.objective import Objective
@@ -153,18 +154,18 @@ def prepare_study(spec: SweepSpec, opts: SweepOptions) -> optuna.Study:
     if [d.name.lower() for d in study.directions] != spec.directions:
         raise AntsimError(f"study {opts.study_name!r} in {opts.storage_url} has directions "
                           f"{[d.name.lower() for d in study.directions]}, the spec wants {spec.directions};"
-                          " use another --study")
+                          " use another study name", subject="study")
     signature = spec_signature(spec)
-    stored = study.user_attrs.get("antsim_signature")
+    stored = attrs.study_signature(study)
     if stored is None:
-        study.set_user_attr("antsim_signature", signature)
-        study.set_user_attr("objectives", list(spec.objectives))
+        attrs.set_study_identity(study, signature, list(spec.objectives))
     if study.metric_names != list(spec.objectives):
         # optuna-dashboard and optuna.visualization label the axes with these (else "Objective 0", …)
         study.set_metric_names(list(spec.objectives))
     elif stored != signature:
         raise AntsimError(f"study {opts.study_name!r} in {opts.storage_url} was made by a sweep with another "
-                          "space, objectives, constraints, base arch or workload; use another --study")
+                          "space, objectives, constraints, base arch or workload; use another study name",
+                          subject="study")
     return study
 
 
@@ -191,7 +192,7 @@ class _Worker:
         # Heartbeat and owner mark first, then let the next worker in: from here the trial cannot be orphaned.
         self.current = (trial._trial_id, trial.number)
         self.storage.record_heartbeat(trial._trial_id)
-        trial.set_user_attr(st.WORKER_ATTR, f"{socket.gethostname()}:{os.getpid()}/{self.index}")
+        attrs.set_worker(trial, f"{socket.gethostname()}:{os.getpid()}/{self.index}")
         self.lock.release()
         try:
             values = self.objective(trial)
@@ -199,7 +200,7 @@ class _Worker:
             self.errors_in_a_row = 0
             raise
         except Exception as exc:
-            trial.set_user_attr(st.ERROR_ATTR, repr(exc)[:500])
+            attrs.set_error(trial, repr(exc)[:500])
             self.errors_in_a_row += 1
             raise
         self.errors_in_a_row = 0
@@ -262,9 +263,9 @@ class _Worker:
                  f"{self.opts.storage_retry_s:.0f} s")
             since = now
         elif now - since > self.opts.storage_retry_s:
-            raise StorageUnreachable(f"--storage {self.opts.storage_url}: unreachable for "
+            raise StorageUnreachable(f"storage {self.opts.storage_url}: unreachable for "
                                      f"{now - since:.0f} s ({cause}); the study is consistent: rerun the same "
-                                     "command to resume once the database is back") from None
+                                     "command to resume once the database is back", subject="storage") from None
         time.sleep(1.0)
         return since
 

@@ -17,28 +17,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from antsim.dse.evaluators import resolve_evaluator
+from antsim.dse.metrics import METRICS, Direction
 from antsim.dse.workload import proxy_workload, resolve_workload
 from antsim.errors import SpecError
 from antsim.simulate import check_dram_technology
+from antsim.sparsity.densities import Densities, DensityError
 from antsim.sparsity.generators import sparsity_models
 from antsim.spec.arch import ArchSpec, arch_field_paths, arch_from_dict, load_arch
 from antsim.spec.yamlio import load_yaml, validate_model
+from antsim.vocabulary import PHASES, Fidelity, Phase
 
-#: Metrics an objective or constraint may name (see ``antsim.dse.objective.metrics_of``).
-METRICS: dict[str, str] = {
-    "time_s": "training-step time of the workload (s)",
-    "energy_j": "energy of the workload (J)",
-    "area_mm2": "design area (mm²)",
-    "edp": "energy-delay product (J·s)",
-    "power_w": "average power, energy / time (W)",
-    "cycles": "accelerator cycles",
-    "rcp_fraction": "redundant Cartesian products the design multiplies / products it multiplies",
-    "stationary_passes": "most passes any (layer, phase) needs for its stationary operand to fit the input "
-                         "buffer (buffer feasibility: constrain to max 1)",
-    "accumulator_restreams": "most extra streamings any (layer, phase) needs on accumulator overflow",
-}
 SAMPLERS = ("nsga2", "tpe", "random", "grid", "qmc")
-Direction = Literal["minimize", "maximize"]  # Optuna's spelling of an objective's direction
 _DIRECTIONS = {"min": "minimize", "minimize": "minimize", "max": "maximize", "maximize": "maximize"}
 
 
@@ -63,7 +52,7 @@ class WorkloadSpec(_Model):
     layers_csv: str | None = None
     layers: tuple[dict[str, Any], ...] | None = Field(None, description="inline layer dicts (Layer fields)")
     select: tuple[str, ...] | None = Field(None, description="keep only these layer names")
-    phases: tuple[Literal["fprop", "dgrad", "wgrad"], ...] = ("fprop", "dgrad", "wgrad")
+    phases: tuple[Phase, ...] = PHASES
     batch: int | None = Field(None, ge=1, le=4096,
                               description="batch N; default: the layers' own N (layers CSV / inline), the tensors"
                                           " file's batch, or 1 for a zoo network")
@@ -106,7 +95,7 @@ class MultiFidelitySpec(_Model):
     enabled: bool = True
     proxy_layers: int = Field(2, ge=1)
     proxy_select: tuple[str, ...] | None = None
-    proxy_phases: tuple[Literal["fprop", "dgrad", "wgrad"], ...] | None = None
+    proxy_phases: tuple[Phase, ...] | None = None
     margin: float = Field(0.1, ge=0, le=10)
     warmup_trials: int = Field(6, ge=1, description="first full evaluations (calibrate the proxy ratio)")
 
@@ -127,7 +116,7 @@ class SweepSpec(_Model):
     n_trials: int = Field(50, ge=1, le=1_000_000)
     timeout_s: float | None = Field(None, gt=0)
     seed: int = Field(0, ge=0, lt=2**32, description="sampler and operand seed (numpy's seed range)")
-    fidelity: Literal["fast", "exact"] = "fast"
+    fidelity: Fidelity = "fast"
     multi_fidelity: MultiFidelitySpec | None = None
     # Filled by load_sweep (not YAML keys a user writes; extra=forbid keeps them out of files).
     source: str = Field("<dict>", exclude=True)
@@ -188,12 +177,7 @@ def _check_names(spec: SweepSpec, source: str) -> None:
     given = [k for k in ("network", "layers_csv", "layers") if getattr(w, k) is not None]
     if len(given) != 1:
         raise SpecError(source, "workload", "give exactly one of network, layers_csv, layers", given or None)
-    if set(w.densities) - {"w", "a", "g", "a_saved"}:
-        raise SpecError(source, "workload.densities", "keys must be w, a, g (and optionally a_saved)",
-                        sorted(w.densities))
-    for k, d in w.densities.items():
-        if not 0 < d <= 1:
-            raise SpecError(source, f"workload.densities.{k}", "must be in (0, 1]", d)
+    _check_densities(w.densities, source)
     if not w.phases:
         raise SpecError(source, "workload.phases", "must name at least one of fprop, dgrad, wgrad", [])
     if len(set(w.phases)) != len(w.phases):
@@ -206,6 +190,16 @@ def _check_names(spec: SweepSpec, source: str) -> None:
         key = sorted({"densities", "sparsity"} & w.model_fields_set)[0]
         raise SpecError(source, f"workload.{key}", "cannot apply with workload.tensors (the tensors file's"
                         " operands carry their own)", getattr(w, key))
+
+
+def _check_densities(densities: dict[str, float], source: str) -> None:
+    """The one density rule of ``antsim.sparsity.densities`` (known keys, each in (0, 1]), with the key path."""
+    try:
+        Densities.from_mapping(densities)
+    except DensityError as exc:
+        if exc.unknown_key:
+            raise SpecError(source, "workload.densities", exc.rule) from None
+        raise SpecError(source, exc.at("workload.densities"), exc.rule, exc.value) from None
 
 
 def _field_kind(info: Any) -> str:

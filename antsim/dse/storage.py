@@ -24,12 +24,13 @@ import optuna
 import sqlalchemy.exc  # Optuna's RDB storage is built on SQLAlchemy: always installed with it
 from optuna.trial import TrialState
 
+from antsim.dse import attrs
 from antsim.errors import AntsimError, MissingExtraError
 
 #: Trial user attribute set as soon as a worker owns a trial (its heartbeat is then recorded).
-WORKER_ATTR = "worker"
+WORKER_ATTR = attrs.WORKER
 #: Trial user attribute holding the repr of an evaluator exception (a counted FAIL).
-ERROR_ATTR = "error"
+ERROR_ATTR = attrs.ERROR
 
 
 def default_storage_url(spec_path: str | Path) -> str:
@@ -51,10 +52,11 @@ def normalise_url(url: str) -> str:
         try:
             import psycopg  # noqa: F401
         except ImportError:
-            raise MissingExtraError("--storage postgresql://…: needs psycopg (pip install 'antsim[postgres]')") \
-                from None
+            raise MissingExtraError("storage URL postgresql://…: needs psycopg (pip install 'antsim[postgres]')",
+                                    subject="storage") from None
     if "://" not in url:
-        raise AntsimError(f"--storage {url!r}: not an RDB URL (sqlite:///file.db or postgresql://user@host/db)")
+        raise AntsimError(f"storage URL {url!r}: not an RDB URL (sqlite:///file.db or postgresql://user@host/db)",
+                          subject="storage")
     return url
 
 
@@ -92,8 +94,8 @@ def make_storage(url: str, heartbeat_s: int) -> optuna.storages.RDBStorage:
             storage = optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs, heartbeat_interval=heartbeat_s,
                                                  grace_period=3 * heartbeat_s)
     except Exception as exc:  # SQLAlchemy raises many types; the user needs only the message
-        raise AntsimError(f"--storage {url}: cannot open ({type(exc).__name__}: {exc})".splitlines()[0]) \
-            from None
+        raise AntsimError(f"storage {url}: cannot open ({type(exc).__name__}: {exc})".splitlines()[0],
+                          subject="storage") from None
     if db is not None:
         _fast_sqlite(storage)
     storage.record_heartbeat = _TolerantHeartbeat(storage.record_heartbeat)  # type: ignore[method-assign]
@@ -170,7 +172,7 @@ def count_trials(study: optuna.Study) -> TrialCounts:
         elif t.state == TrialState.PRUNED:
             counts.pruned += 1
         elif t.state == TrialState.FAIL:
-            if ERROR_ATTR in t.user_attrs:
+            if attrs.error(t) is not None:
                 counts.errors += 1
             else:
                 counts.abandoned += 1
@@ -189,7 +191,7 @@ def fail_orphans(study: optuna.Study, grace_s: float) -> int:
     failed = 0
     for t in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
         start = t.datetime_start
-        if WORKER_ATTR in t.user_attrs or start is None or (now - start).total_seconds() < grace_s:
+        if attrs.worker(t) is not None or start is None or (now - start).total_seconds() < grace_s:
             continue
         try:
             failed += bool(study._storage.set_trial_state_values(t._trial_id, state=TrialState.FAIL))

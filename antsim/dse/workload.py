@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 from antsim.errors import AntsimError, SpecError
 from antsim.simulate import overall_densities
 from antsim.sparsity.tensors import load_tensors
+from antsim.vocabulary import PHASES, Phase
 from antsim.workloads.gemm import Gemm
-from antsim.workloads.layers import PHASES, Layer, read_layers_csv
+from antsim.workloads.layers import Layer, read_layers_csv
 from antsim.workloads.zoo import network
 
 if TYPE_CHECKING:
@@ -33,7 +34,7 @@ class Workload:
     """
 
     layers: tuple[Layer, ...]
-    phases: tuple[str, ...] = PHASES
+    phases: tuple[Phase, ...] = PHASES
     densities: dict[str, float] = field(default_factory=lambda: {"w": 0.1, "a": 0.1, "g": 0.1})
     sparsity: str = "swat"
     tensors_path: str | None = None
@@ -45,7 +46,7 @@ class Workload:
         if not self.indices:
             object.__setattr__(self, "indices", tuple(range(len(self.layers))))
 
-    def subset(self, names: tuple[str, ...], phases: tuple[str, ...] | None = None) -> Workload:
+    def subset(self, names: tuple[str, ...], phases: tuple[Phase, ...] | None = None) -> Workload:
         """The same workload restricted to the named layers (and phases)."""
         keep = [(layer, i) for layer, i in zip(self.layers, self.indices, strict=True) if layer.name in names]
         return Workload(tuple(layer for layer, _ in keep), phases or self.phases, self.densities, self.sparsity,
@@ -196,8 +197,8 @@ def proxy_workload(spec: SweepSpec, workload: Workload) -> Workload | None:
     return workload.subset(names, tuple(mf.proxy_phases) if mf.proxy_phases else None)
 
 
-def describe(workload: Workload) -> dict[str, Any]:
-    """Workload echo for trial attributes and exports."""
-    return {"name": workload.name, "layers": [layer.name for layer in workload.layers],
-            "phases": list(workload.phases), "densities": workload.densities, "sparsity": workload.sparsity,
-            "tensors": workload.tensors_path}
+def export_echo(workload: Workload) -> dict[str, Any]:
+    """What a sweep export's ``summary.json`` says the trials ran on (``antsim report --sweep`` checks it
+    against the report's own workload): the workload's name, phases and layers."""
+    return {"name": workload.name, "phases": list(workload.phases),
+            "layers": [layer.to_dict() for layer in workload.layers]}

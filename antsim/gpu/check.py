@@ -20,7 +20,8 @@ from antsim.gpu.menus import DEFAULT_LIBRARY, DEFAULT_SELECTION, family_of
 from antsim.gpu.model import CALIBRATION, Calibration
 from antsim.gpu.spec import GpuSpec
 from antsim.measure.deepbench import MeasuredLayer
-from antsim.results import NetworkResult, write_text_atomic
+from antsim.results import GpuLayerDetails, MeasuredLayerDetails, NetworkResult, write_text_atomic
+from antsim.vocabulary import Library, Phase, Precision, Selection
 from antsim.workloads.gemm import Gemm as GemmLayer
 from antsim.workloads.layers import PHASES, Layer
 
@@ -34,7 +35,7 @@ class CheckRow:
     """
 
     name: str
-    phase: str
+    phase: Phase
     measured_s: float
     predicted_s: float
     implicit: bool | None
@@ -60,7 +61,7 @@ class Observation:
     and what ran if known."""
 
     layer: Layer | GemmLayer
-    phase: str
+    phase: Phase
     measured_s: float
     implicit: bool | None = None
     algo: str = ""
@@ -92,13 +93,13 @@ def gemm_observations(measured: Sequence[Observation]) -> list[Observation]:
 def result_observations(measured: NetworkResult, layers: Sequence[Layer | GemmLayer]) -> list[Observation]:
     """The timed records of a measured ``NetworkResult``, joined by layer name to ``layers``."""
     by_name = {layer.name: layer for layer in layers}
-    return [Observation(by_name[rec.layer], rec.phase, rec.time_s, None, str(rec.details.get("algorithm", "")))
+    return [Observation(by_name[rec.layer], rec.phase, rec.time_s, None, MeasuredLayerDetails.of(rec).algorithm or "")
             for rec in measured.records if rec.time_s > 0]
 
 
-def check_measured(gpu: GpuSpec, measured: Sequence[Observation], precision: str,
+def check_measured(gpu: GpuSpec, measured: Sequence[Observation], precision: Precision,
                    calibration: Calibration = CALIBRATION, structured: str | None = None,
-                   selection: str = DEFAULT_SELECTION, library: str = DEFAULT_LIBRARY,
+                   selection: Selection = DEFAULT_SELECTION, library: Library = DEFAULT_LIBRARY,
                    host_overhead_s: float = 0.0) -> list[CheckRow]:
     """Predict every measured (layer, phase) (layers carry their own batch; ``structured``,
     ``selection``, ``library``: see ``estimate_layer``; heuristic selection follows each row's
@@ -111,15 +112,15 @@ def check_measured(gpu: GpuSpec, measured: Sequence[Observation], precision: str
     rows = []
     for o in measured:
         r = estimate_layer(gpu, o.layer, o.phase, precision, calibration, structured, selection, library, o.algo)
+        d = GpuLayerDetails.of(r)
         rows.append(CheckRow(o.layer.name, o.phase, o.measured_s, r.time_s + host_overhead_s, o.implicit, o.algo,
-                             r.details["M"], r.details["N"], r.details["K"], r.details["algo"],
-                             r.details["tensor_cores"]))
+                             d.M, d.N, d.K, d.algo, d.tensor_cores))
     return rows
 
 
-def oracle_rows(gpu: GpuSpec, measured: Sequence[Observation], precision: str,
+def oracle_rows(gpu: GpuSpec, measured: Sequence[Observation], precision: Precision,
                 calibration: Calibration = CALIBRATION, structured: str | None = None,
-                library: str = DEFAULT_LIBRARY, host_overhead_s: float = 0.0) -> list[CheckRow]:
+                library: Library = DEFAULT_LIBRARY, host_overhead_s: float = 0.0) -> list[CheckRow]:
     """Like ``check_measured``, but each prediction is the candidate plan *closest* to the measurement.
 
     Of all the plans the model weighs for a (layer, phase) — GEMM formulation × tile × split-K — it
@@ -175,7 +176,7 @@ def batch_inversions(measured: Sequence[MeasuredLayer]) -> list[tuple[str, str, 
 class PhaseError:
     """One phase's rows, geomean |error| and bias over its implicit-GEMM rows and over all its rows (NaN: none)."""
 
-    phase: str
+    phase: Phase
     n_implicit: int
     err_implicit: float
     bias_implicit: float

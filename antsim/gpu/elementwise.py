@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from antsim.errors import AntsimError
 from antsim.gpu.spec import GpuSpec
+from antsim.vocabulary import Phase
 
 # Fixed time per memory-bound kernel launch (s): Lin et al.'s fitted data-movement overhead is
 # 4.83 µs on V100 and 6.45 µs on A100 (ml_perf_model analysis/utils.py HW_PARAMS "mem_ch" "overhead"),
@@ -44,7 +45,7 @@ class Kernel:
     """
 
     name: str
-    phase: str
+    phase: Phase
     bytes: float
     flops: float
     launches: int = 1

@@ -17,6 +17,7 @@ include the on-chip data movement of a GEMM; L2 traffic is not priced separately
 from __future__ import annotations
 
 from antsim.gpu.spec import GpuSpec
+from antsim.vocabulary import Precision
 
 
 def dram_peak_power_w(gpu: GpuSpec) -> float:
@@ -24,13 +25,13 @@ def dram_peak_power_w(gpu: GpuSpec) -> float:
     return gpu.dram.bandwidth_gbs * 1e9 * 8 * gpu.dram.pj_per_bit * 1e-12
 
 
-def joules_per_flop(gpu: GpuSpec, precision: str) -> float:
+def joules_per_flop(gpu: GpuSpec, precision: Precision) -> float:
     """Core energy per executed FLOP of ``precision`` (J)."""
     core_w = max(0.0, gpu.power.tdp_w - gpu.power.static_w - dram_peak_power_w(gpu))
     return core_w / gpu.peak(precision)
 
 
-def energy_breakdown(gpu: GpuSpec, precision: str, time_s: float, executed_flops: float,
+def energy_breakdown(gpu: GpuSpec, precision: Precision, time_s: float, executed_flops: float,
                      dram_bytes: float) -> dict[str, float]:
     """Joules per component (``core``, ``dram``, ``static``) of one kernel sequence."""
     return {

@@ -28,6 +28,7 @@ from antsim.gpu.menus import (
 from antsim.gpu.model import CALIBRATION, Calibration, Plan, best_plan, candidate_plans
 from antsim.gpu.spec import PRECISIONS, GpuSpec, load_gpu, precision_key
 from antsim.results import LayerResult, NetworkResult
+from antsim.vocabulary import Library, Phase, Precision, Selection
 from antsim.workloads.gemm import Gemm as GemmLayer
 from antsim.workloads.gemm import layer_kind
 from antsim.workloads.layers import PHASES, Layer
@@ -42,13 +43,13 @@ STRUCTURED = ("2:4",)
 STRUCTURED_PHASES = ("fprop", "dgrad")
 
 
-def gpu_design_name(gpu: str, precision: str, structured: str | None) -> str:
+def gpu_design_name(gpu: str, precision: Precision, structured: str | None) -> str:
     """A GPU result's design name: the GPU at fp32, else ``GPU-PRECISION``, plus ``-2:4`` when structured."""
     name = gpu if precision == "fp32" else f"{gpu}-{precision}"
     return name if structured is None else f"{name}-{structured}"
 
 
-def check_structured(gpu: GpuSpec, precision: str, structured: str | None) -> None:
+def check_structured(gpu: GpuSpec, precision: Precision, structured: str | None) -> None:
     """One-line error unless ``structured`` is None or a pattern this GPU and precision run sparse.
 
     Raises:
@@ -66,9 +67,9 @@ def check_structured(gpu: GpuSpec, precision: str, structured: str | None) -> No
                           "structured sparsity needs a tensor-core precision (tf32, fp16, bf16)")
 
 
-def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer | GemmLayer, phase: str, precision: str = "fp32",
+def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer | GemmLayer, phase: Phase, precision: Precision = "fp32",
                    calibration: Calibration = CALIBRATION, structured: str | None = None,
-                   selection: str = DEFAULT_SELECTION, library: str = DEFAULT_LIBRARY,
+                   selection: Selection = DEFAULT_SELECTION, library: Library = DEFAULT_LIBRARY,
                    forward_algo: str = "") -> LayerResult:
     """Predict time and energy of one training convolution on a GPU.
 
@@ -115,9 +116,9 @@ def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer | GemmLayer, phase: s
                        energy_breakdown_j=energy, details=details, kind=layer_kind(layer))
 
 
-def layer_plans(gpu: GpuSpec, layer: Layer | GemmLayer, phase: str, precision: str = "fp32",
+def layer_plans(gpu: GpuSpec, layer: Layer | GemmLayer, phase: Phase, precision: Precision = "fp32",
                 calibration: Calibration = CALIBRATION, structured: str | None = None,
-                library: str = DEFAULT_LIBRARY) -> list[tuple[Plan, Gemm]]:
+                library: Library = DEFAULT_LIBRARY) -> list[tuple[Plan, Gemm]]:
     """Every plan the model weighs for one (layer, phase): each formulation of the menu × tile × split-K.
 
     ``estimate_layer`` keeps the fastest (``timed``); ``antsim.gpu.check.oracle_rows`` asks how close
@@ -129,8 +130,8 @@ def layer_plans(gpu: GpuSpec, layer: Layer | GemmLayer, phase: str, precision: s
             for plan in candidate_plans(gpu, g, precision, calibration)]
 
 
-def _gemms(gpu: GpuSpec, layer: Layer | GemmLayer, phase: str, precision: str, structured: str | None,
-           library: str) -> list[Gemm]:
+def _gemms(gpu: GpuSpec, layer: Layer | GemmLayer, phase: Phase, precision: Precision, structured: str | None,
+           library: Library) -> list[Gemm]:
     if isinstance(layer, GemmLayer):  # one cuBLAS GEMM; 2:4 only where the weight is its B operand
         g = gemm_formulation(gpu, layer, phase, precision, library)
         return [replace(g, structured=structured is not None and structured_phase(layer, phase))]
@@ -142,7 +143,7 @@ def _gemms(gpu: GpuSpec, layer: Layer | GemmLayer, phase: str, precision: str, s
     return [replace(g, structured=True) if FAMILY[g.algorithm] == "gemm" else g for g in gemms]
 
 
-def _details(plan: Plan, gemm: Any, precision: str) -> dict[str, Any]:
+def _details(plan: Plan, gemm: Any, precision: Precision) -> dict[str, Any]:
     return {
         "M": gemm.M, "N": gemm.N, "K": gemm.K, "algorithm": gemm.algorithm, "precision": precision,
         "tile": plan.tile.name, "split_k": plan.split_k, "ctas": plan.ctas, "ctas_per_sm": plan.ctas_per_sm,
@@ -156,12 +157,12 @@ def _details(plan: Plan, gemm: Any, precision: str) -> dict[str, Any]:
     }
 
 
-def estimate_gpu(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer], phases: Iterable[str] = PHASES,
-                 precision: str = "fp32", workload: Mapping[str, Any] | None = None,
+def estimate_gpu(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer], phases: Iterable[Phase] = PHASES,
+                 precision: Precision = "fp32", workload: Mapping[str, Any] | None = None,
                  calibration: Calibration = CALIBRATION,
                  progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
-                 structured: str | None = None, selection: str = DEFAULT_SELECTION,
-                 library: str = DEFAULT_LIBRARY) -> NetworkResult:
+                 structured: str | None = None, selection: Selection = DEFAULT_SELECTION,
+                 library: Library = DEFAULT_LIBRARY) -> NetworkResult:
     """Predict every (layer, phase) of a workload on a GPU.
 
     Args:
@@ -199,7 +200,7 @@ def estimate_gpu(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer],
                                "calibration": calibration.to_dict()})
 
 
-def _workload(layers: Sequence[Layer | GemmLayer], phases: Sequence[str]) -> dict[str, Any]:
+def _workload(layers: Sequence[Layer | GemmLayer], phases: Sequence[Phase]) -> dict[str, Any]:
     batches = {layer.batch if isinstance(layer, GemmLayer) else layer.N for layer in layers}
     return {"network": None, "layers_csv": None, "batch": batches.pop() if len(batches) == 1 else None,
             "phases": list(phases), "layers": [layer.to_dict() for layer in layers]}

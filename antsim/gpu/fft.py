@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 
 from antsim.gpu.gemm import Gemm, SideKernel
+from antsim.vocabulary import Phase
 from antsim.workloads.layers import Layer
 
 # Largest padded plane cuDNN's full-image FFT convolution accepts (cuDNN API reference,
@@ -61,7 +62,7 @@ def _fft_flops(rows: int, cols: int) -> float:
     return 2.5 * n * math.log2(n) if n > 1 else 0.0
 
 
-def fft_gemm(layer: Layer, phase: str, tiled: bool) -> Gemm:
+def fft_gemm(layer: Layer, phase: Phase, tiled: bool) -> Gemm:
     """The batched complex GEMM (with its FFT kernels) of one FFT formulation of ``phase``."""
     rows, cols = (layer.H, layer.W) if phase == "dgrad" else (layer.P, layer.Q)  # output plane
     if tiled:

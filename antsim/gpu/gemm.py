@@ -15,9 +15,11 @@ is served by the caches, so its DRAM footprint is the activation tensor, not M·
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from antsim.errors import WorkloadError
+from antsim.vocabulary import Phase
 from antsim.workloads.layers import PHASES, Layer
 
 # Formulations whose GEMM reads dense, already transformed tensors (no per-element address decode).
@@ -73,6 +75,12 @@ class Gemm:
         gather_width: Operand elements that share one gather address computation on tensor cores:
             1 when each element is gathered alone (cuDNN 7's tensor-core kernels on NCHW tensors),
             8 fp16 / 4 tf32 channels of one 16-byte vector load on cuDNN 8's NHWC kernels.
+        tensor_shapes: The (m, n) CTA tiles the library's tensor-core kernels for this formulation come
+            in; empty: the GPU generation's whole menu (``antsim.gpu.tiles.tensor_tiles``). cuDNN 7's
+            implicit-GEMM convolutions run only ``tiles.CUDNN7_TENSOR_SHAPES``.
+        n_slabs: N is this many equal slabs that a CTA tile never straddles, each tiled on its own (so
+            each pads to the tile width): 1 for one contiguous N; R·S for cuDNN 7's tensor-core wgrad,
+            whose N = (r, s, c) tiles hold the channels of one filter tap (``menus.formulations``).
     """
 
     M: int
@@ -83,7 +91,7 @@ class Gemm:
     c_unique: int
     useful_macs: int
     algorithm: str = "implicit"
-    phase: str = "fprop"
+    phase: Phase = "fprop"
     gather_reuse: int = 1
     structured: bool = False
     batch: int = 1
@@ -94,6 +102,8 @@ class Gemm:
     workspace: float = 0.0
     algo: str = ""
     gather_width: int = 1
+    tensor_shapes: tuple[tuple[int, int], ...] = ()
+    n_slabs: int = 1
 
     @property
     def gathered(self) -> bool:
@@ -108,6 +118,10 @@ class Gemm:
     def scatter(self) -> bool:
         """True when the output is scatter-added (col2im) rather than stored once."""
         return self.algorithm == "col2im"
+
+    def n_tiles(self, tile_n: int) -> int:
+        """CTA tiles along N: each of the ``n_slabs`` slabs padded to the tile width on its own."""
+        return self.n_slabs * math.ceil(self.N / self.n_slabs / tile_n)
 
     @property
     def macs(self) -> int:
@@ -124,7 +138,7 @@ def _touched_input(layer: Layer) -> int:
     return max(1, round(layer.N * layer.C * layer.H * layer.W * row_fraction))
 
 
-def implicit_gemm(layer: Layer, phase: str) -> Gemm:
+def implicit_gemm(layer: Layer, phase: Phase) -> Gemm:
     """The implicit GEMM of ``phase`` of ``layer``.
 
     Raises:
@@ -195,7 +209,26 @@ NARROW_C = 32  # narrower than the narrowest SIMT tile (n = 32): the implicit GE
 PHASED_MIN_C = 64
 
 
-def phase_gemms(layer: Layer, phase: str) -> list[Gemm]:
+# cuDNN 7.4.1 made the strided backward-data convolution faster "when the filter is in NHWC format ...
+# For strides u,v < r,s the performance is further enhanced" (cuDNN 7.4.1 release notes,
+# https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn_765/cudnn-release-notes/rel_741.html). cuDNN's
+# tensor-core kernels run on NHWC tensors (DeepBench times its tensor-core rows in NHWC,
+# baidu-research/DeepBench code/nvidia/conv_bench.cu), and their stride-phase dgrad runs any C: DeepBench's
+# T4 fp16 DeepSpeech 5×10 stride-2 dgrad (C = 32) takes 1.2× its fprop, where the zero-inserted GEMM
+# would take 4× (it does on the NCHW fp32 sheets of cuDNN 5–7.0: 4.0–5.0×). ``menus.formulations``
+# offers it there (``phased_for_any_c``).
+
+
+def phased_for_any_c(layer: Layer, phase: Phase) -> list[Gemm]:
+    """The stride-phase dgrad of a strided layer narrower than ``PHASED_MIN_C`` whose filter reaches every
+    phase (the NHWC kernels' enhanced strided dgrad); empty otherwise (wider layers have it already)."""
+    strided = layer.stride_h > 1 or layer.stride_w > 1
+    if phase == "dgrad" and strided and layer.C < PHASED_MIN_C and _every_phase_reached(layer):
+        return [dgrad_phased(layer)]
+    return []
+
+
+def phase_gemms(layer: Layer, phase: Phase) -> list[Gemm]:
     """The GEMM formulations a library may run for ``phase`` (the model keeps the fastest).
 
     dgrad: the zero-inserted implicit GEMM always; the stride-phase GEMM when strided, every phase

@@ -30,6 +30,7 @@ from dataclasses import replace
 from antsim.gpu.gemm import Gemm as GpuGemm
 from antsim.gpu.menus import TENSOR_CHANNEL_MULTIPLE, _generation
 from antsim.gpu.spec import GpuSpec
+from antsim.vocabulary import Library, Phase, Precision
 from antsim.workloads.gemm import Gemm, gemm_phase
 
 # First library generation whose GEMMs run on tensor cores at any shape (CUDA 11's cuBLAS, shipped with
@@ -39,7 +40,7 @@ ANY_SHAPE_TENSOR_GENERATION = 8
 WEIGHT_B_PHASES = ("fprop", "dgrad")
 
 
-def gemm_formulation(gpu: GpuSpec, layer: Gemm, phase: str, precision: str, library: str) -> GpuGemm:
+def gemm_formulation(gpu: GpuSpec, layer: Gemm, phase: Phase, precision: Precision, library: Library) -> GpuGemm:
     """The one cuBLAS GEMM of ``phase`` of a GEMM layer (see the module docstring).
 
     Raises:
@@ -65,7 +66,7 @@ def _simt(g: GpuGemm) -> GpuGemm:
     return replace(g, simt_only=True)
 
 
-def tensor_core_eligible(gpu: GpuSpec, g: GpuGemm, precision: str, library: str) -> bool:
+def tensor_core_eligible(gpu: GpuSpec, g: GpuGemm, precision: Precision, library: Library) -> bool:
     """True when the library runs this GEMM on tensor cores (see the module docstring)."""
     generation = _generation(library)
     if not gpu.uses_tensor_cores(precision) or generation < 7:
@@ -76,7 +77,7 @@ def tensor_core_eligible(gpu: GpuSpec, g: GpuGemm, precision: str, library: str)
     return g.M % multiple == 0 and g.N % multiple == 0 and g.K % multiple == 0
 
 
-def structured_phase(layer: Gemm, phase: str) -> bool:
+def structured_phase(layer: Gemm, phase: Phase) -> bool:
     """True when 2:4 structured weights can run sparse in this phase (the weight is B: fprop, dgrad)."""
     return layer.weight_shared and phase in WEIGHT_B_PHASES
 

@@ -26,14 +26,16 @@ from dataclasses import replace
 
 from antsim.errors import AntsimError
 from antsim.gpu import fft, winograd
-from antsim.gpu.gemm import Gemm, phase_gemms
+from antsim.gpu.gemm import Gemm, phase_gemms, phased_for_any_c
 from antsim.gpu.spec import PRECISIONS, GpuSpec
+from antsim.gpu.tiles import CUDNN7_TENSOR_SHAPES
+from antsim.vocabulary import LIBRARIES as LIBRARIES  # re-exported: the library generations this menu knows
+from antsim.vocabulary import SELECTIONS as SELECTIONS  # re-exported
+from antsim.vocabulary import Library, Phase, Precision, Selection
 from antsim.workloads.layers import Layer
 
-LIBRARIES = ("cudnn5", "cudnn6", "cudnn7", "cudnn8")
-DEFAULT_LIBRARY = "cudnn8"
-SELECTIONS = ("timed", "heuristic")
-DEFAULT_SELECTION = "timed"
+DEFAULT_LIBRARY: Library = "cudnn8"
+DEFAULT_SELECTION: Selection = "timed"
 FAMILIES = ("gemm", "winograd", "fft")
 # Formulation (``Gemm.algorithm``) → algorithm family.
 FAMILY = {"implicit": "gemm", "phased": "gemm", "col2im": "gemm", "winograd_fused": "winograd",
@@ -62,7 +64,7 @@ def _generation(library: str) -> int:
     return int(library.removeprefix("cudnn"))
 
 
-def check_library(gpu: GpuSpec, precision: str, library: str) -> None:
+def check_library(gpu: GpuSpec, precision: Precision, library: Library) -> None:
     """One-line error for an unknown library or a precision the library lacks on this GPU.
 
     Raises:
@@ -79,7 +81,7 @@ def check_selection(selection: str) -> None:
         raise AntsimError(f"selection: unknown {selection!r}; known: {', '.join(SELECTIONS)}")
 
 
-def tensor_core_eligible(gpu: GpuSpec, layer: Layer, precision: str, library: str) -> bool:
+def tensor_core_eligible(gpu: GpuSpec, layer: Layer, precision: Precision, library: Library) -> bool:
     """True when the library runs this convolution's GEMMs on tensor cores.
 
     Needs a tensor-core precision on a tensor-core GPU, cuDNN ≥ 7, and C and K multiples of
@@ -91,8 +93,8 @@ def tensor_core_eligible(gpu: GpuSpec, layer: Layer, precision: str, library: st
     return layer.C % multiple == 0 and layer.K % multiple == 0
 
 
-def formulations(gpu: GpuSpec, layer: Layer, phase: str, precision: str,
-                 library: str = DEFAULT_LIBRARY) -> list[Gemm]:
+def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
+                 library: Library = DEFAULT_LIBRARY) -> list[Gemm]:
     """Every formulation of the library's menu for this (layer, phase), with its cuDNN name.
 
     GEMM formulations always (stride-phase dgrad from cuDNN 7 only); Winograd fused (3×3, stride 1)
@@ -112,10 +114,26 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: str, precision: str,
         gemms.append(fft.fft_gemm(layer, phase, tiled=True))
     if not tensor_core_eligible(gpu, layer, precision, library):
         return [replace(g, simt_only=True) for g in gemms]
+    gemms[1:1] = [replace(g, algo=_GEMM_ALGO[phase, g.algorithm]) for g in phased_for_any_c(layer, phase)]
     if generation >= NHWC_VECTOR_GENERATION:
         width = VECTOR_BYTES // PRECISIONS[precision][0]
-        gemms = [replace(g, gather_width=width) if g.gathered else g for g in gemms]
-    return gemms
+        return [replace(g, gather_width=width) if g.gathered else g for g in gemms]
+    return [_cudnn7_tensor_kernel(g, layer) if g.gathered else g for g in gemms]
+
+
+def _cudnn7_tensor_kernel(g: Gemm, layer: Layer) -> Gemm:
+    """A gathered GEMM as cuDNN 7's tensor-core kernels run it: the two big tiles only
+    (``tiles.CUDNN7_TENSOR_SHAPES``) and, for wgrad, N = (r, s, c) tiled one filter tap at a time.
+
+    The tap slabs are an [assumption, inferred from DeepBench's T4 fp16 wgrads (NHWC tensors,
+    baidu-research/DeepBench code/nvidia/conv_bench.cu)]: below C = 128 their time does not fall with C —
+    before this rule the 3×3 rows of C = 64, 32, 16 ran 0.55, 0.31, 0.27× the speed of dense 128-wide tiles,
+    those of C = 128–512 0.75–0.85× — as when a CTA's 128 columns are channels of one tap, so C pads to
+    the tile width per tap. No free constant: the slab is the tile's own width; a 1×1 wgrad (one tap) is
+    unaffected.
+    """
+    slabs = layer.R * layer.S if g.phase == "wgrad" and g.algorithm == "implicit" else 1
+    return replace(g, tensor_shapes=CUDNN7_TENSOR_SHAPES, n_slabs=slabs)
 
 
 def family_of(algo: str) -> str | None:
@@ -145,7 +163,7 @@ WINOGRAD_MIN_CHANNELS = 32
 WINOGRAD_WGRAD_GENERATION = 6
 
 
-def heuristic_family(layer: Layer, phase: str, forward_algo: str = "", library: str = DEFAULT_LIBRARY) -> str:
+def heuristic_family(layer: Layer, phase: Phase, forward_algo: str = "", library: Library = DEFAULT_LIBRARY) -> str:
     """The algorithm family the library's heuristics pick (not timed).
 
     With the recorded forward algorithm (DeepBench's ``fwd_algo``): its family for fprop; dgrad,

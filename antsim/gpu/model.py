@@ -39,6 +39,7 @@ from antsim.gpu.tiles import (
     sgemm_tiles,
     tensor_tiles,
 )
+from antsim.vocabulary import Precision
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ class Plan:
 
     tile: Tile
     split_k: int
-    precision: str
+    precision: Precision
     ctas: int
     ctas_per_sm: int
     waves: float
@@ -173,7 +174,7 @@ def _operand_reloads(unique_bytes: float, passes: int, concurrent: int, l2_bytes
 def _traffic(gpu: GpuSpec, g: Gemm, tile: Tile, split: int, k_slice: int, ob: int, wave: int,
              cal: Calibration, structured: bool) -> _Traffic:
     """Operand and output traffic of one plan (DeLTA-style reuse: L2 serves what fits in it)."""
-    tm, tn = math.ceil(g.M / tile.m), math.ceil(g.N / tile.n)
+    tm, tn = math.ceil(g.M / tile.m), g.n_tiles(tile.n)
     l2_room = cal.l2_residency * gpu.l2.size_mb * 2**20
     b_bytes = structured_b_bytes(ob) if structured else ob
     cols_in_flight = max(1, wave // max(1, tm * split))
@@ -193,7 +194,7 @@ def _traffic(gpu: GpuSpec, g: Gemm, tile: Tile, split: int, k_slice: int, ob: in
     return _Traffic(l2_load, dram_load, partials, spilled, partials + output, spilled + output)
 
 
-def _sm_macs_per_s(gpu: GpuSpec, g: Gemm, precision: str, tile: Tile, together: int,
+def _sm_macs_per_s(gpu: GpuSpec, g: Gemm, precision: Precision, tile: Tile, together: int,
                    cal: Calibration) -> float:
     """Dense-equivalent MACs/s one SM sustains on this tile with ``together`` CTAs resident."""
     tensor = gpu.uses_tensor_cores(precision)
@@ -240,12 +241,12 @@ def _gather_ops_per_mac(g: Gemm, tile: Tile, cal: Calibration) -> float:
     return transform + cal.wgrad_index_ops * (1 / tile.m + 1 / (tile.n * min(g.gather_reuse, tile.n)))
 
 
-def _structured(gpu: GpuSpec, g: Gemm, precision: str) -> bool:
+def _structured(gpu: GpuSpec, g: Gemm, precision: Precision) -> bool:
     """True when the GEMM's 2:4 B runs on sparse tensor cores (otherwise its zeros are multiplied)."""
     return g.structured and gpu.sparse_tensor_cores and gpu.uses_tensor_cores(precision)
 
 
-def run_precision(gpu: GpuSpec, g: Gemm, precision: str) -> str:
+def run_precision(gpu: GpuSpec, g: Gemm, precision: Precision) -> Precision:
     """The precision the GEMM's kernel computes at: a tensor-core precision falls back to the SIMT
     kernel of the same storage (``fp16_pseudo``: fp16 data, fp32 math; tf32 → fp32) when the
     formulation cannot use tensor cores (``Gemm.simt_only``)."""
@@ -260,7 +261,7 @@ def side_kernel_s(gpu: GpuSpec, k: SideKernel, operand_bytes: int, cal: Calibrat
         + cal.launch_overhead_s
 
 
-def plan_gemm(gpu: GpuSpec, g: Gemm, precision: str, tile: Tile, split: int,
+def plan_gemm(gpu: GpuSpec, g: Gemm, precision: Precision, tile: Tile, split: int,
               cal: Calibration = CALIBRATION) -> Plan | None:
     """Predict one (tile, split-K) plan; None when the tile does not fit on an SM.
 
@@ -272,7 +273,7 @@ def plan_gemm(gpu: GpuSpec, g: Gemm, precision: str, tile: Tile, split: int,
     if resident == 0:
         return None
     k_slice = math.ceil(math.ceil(g.K / split) / tile.k) * tile.k
-    ctas = math.ceil(g.M / tile.m) * math.ceil(g.N / tile.n) * split * g.batch
+    ctas = math.ceil(g.M / tile.m) * g.n_tiles(tile.n) * split * g.batch
     per_sm = math.ceil(ctas / gpu.sms)
     rate = _sm_macs_per_s(gpu, g, precision, tile, min(resident, per_sm), cal)
     smem_rate = SMEM_BYTES_PER_CLOCK * gpu.clock_mhz * 1e6 / max(1e-30, tile.smem_bytes_per_mac(ob))
@@ -306,7 +307,7 @@ def split_candidates(g: Gemm, tile: Tile, sms: int, cal: Calibration = CALIBRATI
     layer_gemm = g.algorithm == "gemm"
     if g.phase == "fprop" and not layer_gemm:
         return [1]
-    output_tiles = math.ceil(g.M / tile.m) * math.ceil(g.N / tile.n) * (g.batch if layer_gemm else 1)
+    output_tiles = math.ceil(g.M / tile.m) * g.n_tiles(tile.n) * (g.batch if layer_gemm else 1)
     if (g.phase != "wgrad" or layer_gemm) and 2 * output_tiles >= sms:
         return [1]
     splits, s = [1], 2
@@ -316,7 +317,7 @@ def split_candidates(g: Gemm, tile: Tile, sms: int, cal: Calibration = CALIBRATI
     return splits
 
 
-def candidate_plans(gpu: GpuSpec, g: Gemm, precision: str, cal: Calibration = CALIBRATION) -> list[Plan]:
+def candidate_plans(gpu: GpuSpec, g: Gemm, precision: Precision, cal: Calibration = CALIBRATION) -> list[Plan]:
     """Every (tile, split-K) plan the model considers for ``g`` on ``gpu`` (those whose tile fits an SM).
 
     Raises:
@@ -324,7 +325,7 @@ def candidate_plans(gpu: GpuSpec, g: Gemm, precision: str, cal: Calibration = CA
     """
     gpu.peak(precision)  # one-line error for a precision the GPU lacks
     if gpu.uses_tensor_cores(run_precision(gpu, g, precision)):
-        tiles = tensor_tiles(gpu)
+        tiles = tensor_tiles(gpu, g.tensor_shapes)
     elif g.algorithm in ("fft", "fft_tiling"):
         tiles = FFT_TILES
     elif g.algorithm == "winograd_fused":
@@ -339,7 +340,7 @@ def candidate_plans(gpu: GpuSpec, g: Gemm, precision: str, cal: Calibration = CA
     return [p for p in plans if p is not None]
 
 
-def best_plan(gpu: GpuSpec, g: Gemm, precision: str, cal: Calibration = CALIBRATION) -> Plan:
+def best_plan(gpu: GpuSpec, g: Gemm, precision: Precision, cal: Calibration = CALIBRATION) -> Plan:
     """The fastest of ``candidate_plans`` (ties: fewer splits, then the larger tile).
 
     Raises:

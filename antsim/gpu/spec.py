@@ -14,13 +14,14 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from antsim.errors import AntsimError, SpecError
 from antsim.spec.yamlio import load_yaml, validate_model
+from antsim.vocabulary import Precision
 
 SPEC_DIR = Path(__file__).with_name("specs")
 
 # Model precisions: bytes per operand element, the peak they run at, and whether the GEMM main loop
 # uses tensor-core MMA tiles (when the GPU has tensor cores). ``fp16_pseudo`` is DeepBench's
 # "pseudo fp16": fp16 storage, fp32 arithmetic (cuDNN's PSEUDO_HALF_CONFIG).
-PRECISIONS: dict[str, tuple[int, str]] = {
+PRECISIONS: dict[Precision, tuple[int, str]] = {
     "fp32": (4, "fp32"),
     "tf32": (4, "tf32"),
     "fp16": (2, "fp16"),
@@ -109,7 +110,7 @@ class GpuSpec(_Section):
             raise ValueError("sparse_tensor_cores: true needs tensor_cores: true")
         return self
 
-    def peak(self, precision: str) -> float:
+    def peak(self, precision: Precision) -> float:
         """Dense peak of ``precision`` in FLOP/s.
 
         Raises:
@@ -122,7 +123,7 @@ class GpuSpec(_Section):
             raise AntsimError(f"gpu {self.name}: precision {precision!r} not available; has {', '.join(have)}")
         return value * 1e12
 
-    def uses_tensor_cores(self, precision: str) -> bool:
+    def uses_tensor_cores(self, precision: Precision) -> bool:
         """True when ``precision`` runs on tensor-core MMA tiles on this GPU."""
         return self.tensor_cores and PRECISIONS[precision][1] != "fp32"
 

@@ -54,6 +54,7 @@ from antsim.gpu.energy import energy_breakdown
 from antsim.gpu.estimate import estimate_gpu
 from antsim.gpu.spec import PRECISIONS, GpuSpec, load_gpu
 from antsim.results import LayerResult, NetworkResult
+from antsim.vocabulary import Phase, Precision
 from antsim.workloads.gemm import Gemm as GemmLayer
 from antsim.workloads.layers import PHASES, Layer
 
@@ -177,7 +178,7 @@ def _pool_after(layers: Sequence[Layer], i: int, kind: PoolKind) -> Pool | None:
     return None
 
 
-def role_kernels(role: LayerRole, precision: str) -> list[Kernel]:
+def role_kernels(role: LayerRole, precision: Precision) -> list[Kernel]:
     """The memory-bound kernels of one conv layer's training step (bytes, FLOPs, launches)."""
     e = PRECISIONS[precision][0]  # activation storage bytes
     layer = role.layer
@@ -204,7 +205,7 @@ def role_kernels(role: LayerRole, precision: str) -> list[Kernel]:
     return ks
 
 
-def gemm_step_kernels(layer: GemmLayer, precision: str) -> list[Kernel]:
+def gemm_step_kernels(layer: GemmLayer, precision: Precision) -> list[Kernel]:
     """The memory-bound kernels of one GEMM layer's training step: its weight's update (SGD with
     momentum, AMP's cast and unscale as for a conv) when A is a weight; none for an activation ×
     activation product. The kernels around a transformer's GEMMs (LayerNorm, GELU, softmax, dropout,
@@ -227,8 +228,8 @@ def _pool_kernels(pool: Pool, layer: Layer, out: int, e: int) -> list[Kernel]:
             Kernel(f"{pool.kind}pool_backward", "dgrad", pooled * (e + index) + out * e, FLOPS_ELEMENTWISE * out)]
 
 
-def estimate_step(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer], phases: Iterable[str] = PHASES,
-                  precision: str = "fp32", workload: Mapping[str, Any] | None = None, *,
+def estimate_step(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer], phases: Iterable[Phase] = PHASES,
+                  precision: Precision = "fp32", workload: Mapping[str, Any] | None = None, *,
                   network: str | None = None, overhead_s: float = KERNEL_OVERHEAD_S,
                   **conv_options: Any) -> NetworkResult:
     """Predict a whole training step: ``estimate_gpu``'s conv records, each plus its step kernels.

@@ -148,9 +148,23 @@ def architecture(gpu: GpuSpec) -> str:
     return "hopper" if gpu.smem_per_sm_kb > 164 else "ampere"
 
 
-def tensor_tiles(gpu: GpuSpec) -> tuple[Tile, ...]:
-    """The tensor-core CTA tiles of the GPU's generation (Volta's for a pre-Volta spec with tensor cores)."""
-    return TENSOR_TILES_BY_ARCH.get(architecture(gpu), TENSOR_TILES_BY_ARCH["volta"])
+# cuDNN 7's tensor-core implicit-GEMM convolution kernels (``s884cudnn`` on Volta, ``s1688cudnn`` on
+# Turing) come in two CTA tiles, 256×128 and 128×128 (the second also as a split-K kernel): every such
+# kernel name in public profiles carries one of them — ``volta_fp16_s884cudnn_fp16_256x128_ldg8_relu_f2f_
+# exp_small_nhwc2nchw_tn_v1``, ``volta_fp16_s884cudnn_fp16_128x128_ldg8_splitK_relu_f2f_exp_small_nhwc_tn_v1``,
+# ``turing_fp16_s1688cudnn_fp16_128x128_ldg8_relu_f2f_exp_{small,medium,interior}_nhwc_gelu_tn_v1``
+# (TensorFlow, ``tensorflow/compiler/tf2tensorrt/convert/algorithm_selector.cc``) — while cuBLAS's GEMM
+# kernels of the same generations also come in 256×64, 128×64 and 64×64 (``turing_fp16_s1688gemm_fp16_
+# 128x64_sliced1x2_ldg8_f2f_tn``, ``turing_fp16_s884gemm_fp16_64x64_ldg8_f2f_nn``). A small convolution
+# therefore pays the big tile's padding (M or N below 128) on cuDNN 7 and not on a cuBLAS GEMM.
+CUDNN7_TENSOR_SHAPES: tuple[tuple[int, int], ...] = ((256, 128), (128, 128))
+
+
+def tensor_tiles(gpu: GpuSpec, shapes: tuple[tuple[int, int], ...] = ()) -> tuple[Tile, ...]:
+    """The tensor-core CTA tiles of the GPU's generation (Volta's for a pre-Volta spec with tensor cores),
+    only those of ``shapes`` (m, n) when given (a library's own kernel set, ``Gemm.tensor_shapes``)."""
+    tiles = TENSOR_TILES_BY_ARCH.get(architecture(gpu), TENSOR_TILES_BY_ARCH["volta"])
+    return tuple(t for t in tiles if (t.m, t.n) in shapes) if shapes else tiles
 
 
 def ctas_per_sm(gpu: GpuSpec, tile: Tile, operand_bytes: int) -> int:

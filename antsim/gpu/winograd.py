@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 
 from antsim.gpu.gemm import Gemm, SideKernel
+from antsim.vocabulary import Phase
 from antsim.workloads.layers import Layer
 
 # FP instructions per element of a 2-D Winograd transform (adds, plus the few constant multiplies),
@@ -57,13 +58,13 @@ def eligible(layer: Layer, fused: bool) -> bool:
     return layer.R == 3 if fused else layer.R in (3, 5) and layer.pad_h < layer.R and layer.pad_w < layer.R
 
 
-def tiles(layer: Layer, phase: str, m: int) -> int:
+def tiles(layer: Layer, phase: Phase, m: int) -> int:
     """m×m tiles covering the output plane of the phase (dgrad: dX's H×W; else Y's P×Q), all images."""
     rows, cols = (layer.H, layer.W) if phase == "dgrad" else (layer.P, layer.Q)
     return layer.N * math.ceil(rows / m) * math.ceil(cols / m)
 
 
-def fused_tile_slots(layer: Layer, phase: str) -> int:
+def fused_tile_slots(layer: Layer, phase: Phase) -> int:
     """Output-tile slots the fused kernel computes: the tiles padded to whole CTA blocks, in the
     ``FUSED_BLOCKS`` shape that pads least (a plane edge or a batch not a multiple of the block wastes slots)."""
     rows, cols = (layer.H, layer.W) if phase == "dgrad" else (layer.P, layer.Q)
@@ -72,7 +73,7 @@ def fused_tile_slots(layer: Layer, phase: str) -> int:
                for n, r, c in FUSED_BLOCKS)
 
 
-def winograd_gemm(layer: Layer, phase: str, fused: bool) -> Gemm:
+def winograd_gemm(layer: Layer, phase: Phase, fused: bool) -> Gemm:
     """The batched GEMM (with its transforms) of one Winograd formulation of ``phase``.
 
     Operand/element counts (``ob`` bytes each in the model): T = ``tiles``, α² GEMMs.

@@ -17,11 +17,12 @@ from pathlib import Path
 
 from antsim.errors import WorkloadError
 from antsim.measure._csv import read_csv_rows
+from antsim.vocabulary import Phase
 from antsim.workloads.layers import Layer
 
 DEEPBENCH_COLUMNS = ("gpu", "precision", "source", "W", "H", "C", "N", "K", "R", "S", "pad_h", "pad_w",
                      "stride_h", "stride_w", "fwd_ms", "dgrad_ms", "wgrad_ms", "fwd_algo")
-PHASE_COLUMNS = {"fprop": "fwd_ms", "dgrad": "dgrad_ms", "wgrad": "wgrad_ms"}
+PHASE_COLUMNS: dict[Phase, str] = {"fprop": "fwd_ms", "dgrad": "dgrad_ms", "wgrad": "wgrad_ms"}
 _SHAPE_COLUMNS = DEEPBENCH_COLUMNS[3:14]
 # ``source`` (benchmark family) and ``fwd_algo`` may be absent: layers are then named
 # ``deepbench-<line>`` and the algorithm is unknown.
@@ -51,7 +52,7 @@ class MeasuredLayer:
     """
 
     layer: Layer
-    times_s: Mapping[str, float] = field(default_factory=dict)
+    times_s: Mapping[Phase, float] = field(default_factory=dict)
     precision: str = ""
     algo: str = ""
     gpu: str = ""

@@ -28,7 +28,8 @@ from typing import Any
 from antsim.errors import WorkloadError
 from antsim.measure._csv import read_csv_rows
 from antsim.measure.deepbench import distinct_layers, is_deepbench_header, read_deepbench_csv
-from antsim.results import LayerResult, NetworkResult
+from antsim.results import LayerResult, MeasuredLayerDetails, NetworkResult, WorkloadEcho
+from antsim.vocabulary import Phase
 from antsim.workloads.layers import PHASES, Layer
 
 SHAPE_COLUMNS = ("N", "C", "K", "H", "W", "R", "S", "stride", "pad")
@@ -46,7 +47,7 @@ def shape_key(layer: Layer) -> ShapeKey:
 
 def read_results_csv(path: str | Path, layers: Sequence[Layer], design: str | None = None,
                      backend: str = "measured", precision: str | None = None,
-                     phases: Sequence[str] | None = None) -> NetworkResult:
+                     phases: Sequence[Phase] | None = None) -> NetworkResult:
     """Read a measurement / external-model CSV (antsim or DeepBench format) for a workload.
 
     Args:
@@ -78,8 +79,8 @@ def read_results_csv(path: str | Path, layers: Sequence[Layer], design: str | No
         default_design = _design_from_meta(meta, path)
     wanted = tuple(p for p in PHASES if p in (phases if phases is not None else table.phases))
     records = [record for layer in layers for record in table.records(layer, wanted)]
-    workload = {"network": path.stem, "layers": [layer.to_dict() for layer in layers],
-                "batch": layers[0].N, "phases": list(wanted)}
+    workload = WorkloadEcho.of(network=path.stem, layers=[layer.to_dict() for layer in layers],
+                               batch=layers[0].N, phases=list(wanted))
     spec = {"source": str(path), "format": table.format}
     return NetworkResult(design=design or default_design, backend=backend, records=tuple(records),
                          spec=spec, workload=workload, meta=meta)
@@ -110,7 +111,7 @@ class _Table:
         self.by_name: dict[str, dict[str, LayerResult]] = {}
         self.shape_of: dict[str, ShapeKey] = {}
         self.by_shape: dict[ShapeKey, dict[str, LayerResult]] = {}
-        self.phases: set[str] = set()
+        self.phases: set[Phase] = set()
 
     def add(self, name: str, shape: ShapeKey | None, record: LayerResult) -> None:
         self.phases.add(record.phase)
@@ -119,7 +120,7 @@ class _Table:
             self.shape_of.setdefault(name, shape)
             self.by_shape.setdefault(shape, {}).setdefault(record.phase, record)
 
-    def records(self, layer: Layer, phases: Sequence[str]) -> list[LayerResult]:
+    def records(self, layer: Layer, phases: Sequence[Phase]) -> list[LayerResult]:
         key = shape_key(layer)
         if layer.name in self.by_name:
             found = self.by_name[layer.name]
@@ -172,8 +173,9 @@ def _row_shape(path: Path, line: int, row: dict[str, str]) -> ShapeKey:
             hw["stride_h"], hw["stride_w"], hw["pad_h"], hw["pad_w"])
 
 
-def _details(row: dict[str, str], skip: Sequence[str]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _columns(row: dict[str, str], skip: Sequence[str]) -> dict[str, float | str]:
+    """The row's other non-empty columns in file order: numbers as floats, any other text kept."""
+    out: dict[str, float | str] = {}
     for column, text in row.items():
         if column in skip or column == "" or text == "":
             continue
@@ -186,7 +188,7 @@ def _details(row: dict[str, str], skip: Sequence[str]) -> dict[str, Any]:
 
 def _constant_columns(rows: list[tuple[int, dict[str, str]]], skip: Sequence[str]) -> dict[str, Any]:
     first = rows[0][1]
-    return {c: v for c, v in _details(first, skip).items()
+    return {c: v for c, v in _columns(first, skip).items()
             if all(row.get(c, "") == first[c] for _, row in rows)}
 
 
@@ -210,7 +212,7 @@ def _antsim_table(path: Path, header: list[str], rows: list[tuple[int, dict[str,
         time_s = _number(path, line, "time_s", row["time_s"])
         record = LayerResult(layer=row["name"], phase=phase, time_s=time_s,
                              energy_j=_number(path, line, "energy_j", energy) if energy else None,
-                             details=_details(row, skip))
+                             details=MeasuredLayerDetails(_columns(row, skip)))
         table.add(row["name"], _row_shape(path, line, row) if has_shape else None, record)
     return table, _constant_columns(rows, skip)
 
@@ -220,11 +222,11 @@ def _deepbench_table(path: Path, precision: str | None) -> tuple[_Table, dict[st
     table = _Table(path, "deepbench", has_shape=True)
     for m in measured:
         for phase, time_s in m.times_s.items():
-            details: dict[str, Any] = {"source": m.source, "deepbench_line": m.line}
+            columns: dict[str, float | int | str] = {"source": m.source, "deepbench_line": m.line}
             if phase == "fprop" and m.algo:
-                details["algorithm"] = m.algo
+                columns["algorithm"] = m.algo
             table.add(m.layer.name, shape_key(m.layer), LayerResult(layer=m.layer.name, phase=phase, time_s=time_s,
-                                                                    details=details))
+                                                                    details=MeasuredLayerDetails(columns)))
     meta = {"gpu": measured[0].gpu, "precision": measured[0].precision, "source_format": "deepbench"}
     return table, meta
 

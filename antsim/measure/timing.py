@@ -30,6 +30,7 @@ import torch.nn.functional as F
 import torch.nn.grad  # a submodule torch.nn does not re-export
 
 from antsim.errors import AntsimError
+from antsim.vocabulary import Phase
 from antsim.workloads.layers import PHASES, Layer
 
 PRECISIONS = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}
@@ -38,7 +39,7 @@ COLUMNS = ("name", "phase", "time_s", "time_min_s", "time_max_s", "repeats", "wa
            "N", "C", "K", "H", "W", "R", "S", "stride", "pad", "stride_h", "stride_w", "pad_h", "pad_w")
 
 
-def phase_call(phase: str, layer: Layer, a: torch.Tensor, w: torch.Tensor, dy: torch.Tensor
+def phase_call(phase: Phase, layer: Layer, a: torch.Tensor, w: torch.Tensor, dy: torch.Tensor
                ) -> Callable[[], torch.Tensor]:
     """The call that computes ``phase`` of ``layer`` from A (N,C,H,W), W (K,C,R,S) and dY (N,K,P,Q)."""
     stride, pad = layer.stride, layer.pad
@@ -116,7 +117,7 @@ def _operands(layer: Layer, device: str, dtype: torch.dtype, seed: int) -> tuple
     return tuple(torch.randn(s, generator=gen).to(device=device, dtype=dtype) for s in shapes)
 
 
-def measure_layer(layer: Layer, phases: Sequence[str] = PHASES, device: str = "cpu", precision: str = "fp32",
+def measure_layer(layer: Layer, phases: Sequence[Phase] = PHASES, device: str = "cpu", precision: str = "fp32",
                   repeats: int = 10, warmup: int = 2, seed: int = 0) -> list[dict[str, Any]]:
     """Time each phase of one layer; one row (``COLUMNS``) per phase, ``time_s`` the median in seconds.
 
@@ -124,9 +125,11 @@ def measure_layer(layer: Layer, phases: Sequence[str] = PHASES, device: str = "c
         AntsimError: unknown precision, a precision the device cannot run, or too few repeats.
     """
     if precision not in PRECISIONS:
-        raise AntsimError(f"--precision {precision!r}: known: {', '.join(PRECISIONS)}")
-    if repeats < 1 or warmup < 0:
-        raise AntsimError(f"--repeats must be >= 1 and --warmup >= 0; got {repeats} and {warmup}")
+        raise AntsimError(f"precision {precision!r}: known: {', '.join(PRECISIONS)}", subject="precision")
+    if repeats < 1:
+        raise AntsimError(f"repeats must be >= 1; got {repeats}", subject="repeats")
+    if warmup < 0:
+        raise AntsimError(f"warmup runs must be >= 0; got {warmup}", subject="warmup")
     a, w, dy = _operands(layer, device, PRECISIONS[precision], seed)
     rows, env = [], environment(device)
     try:
@@ -146,7 +149,7 @@ def measure_layer(layer: Layer, phases: Sequence[str] = PHASES, device: str = "c
     return rows
 
 
-def _row(layer: Layer, phase: str, times: list[float], env: dict[str, Any], precision: str, warmup: int,
+def _row(layer: Layer, phase: Phase, times: list[float], env: dict[str, Any], precision: str, warmup: int,
          kernels: str) -> dict[str, Any]:
     median = statistics.median(times)
     return {"name": layer.name, "phase": phase, "time_s": median, "time_min_s": min(times),
@@ -158,14 +161,14 @@ def _row(layer: Layer, phase: str, times: list[float], env: dict[str, Any], prec
             "pad_h": layer.pad_h, "pad_w": layer.pad_w}
 
 
-def measure_layers(layers: Iterable[Layer], phases: Sequence[str] = PHASES, device: str = "cpu",
+def measure_layers(layers: Iterable[Layer], phases: Sequence[Phase] = PHASES, device: str = "cpu",
                    precision: str = "fp32", repeats: int = 10, warmup: int = 2, seed: int = 0
                    ) -> list[dict[str, Any]]:
     """``measure_layer`` over a workload, rows in network order (layer-major, then phase)."""
     if device == "cuda" and not torch.cuda.is_available():
-        raise AntsimError("--device cuda: PyTorch sees no CUDA device (CPU-only build or no GPU)")
+        raise AntsimError("device 'cuda': PyTorch sees no CUDA device (CPU-only build or no GPU)", subject="device")
     if device not in ("cpu", "cuda"):
-        raise AntsimError(f"--device {device!r}: known: cpu, cuda")
+        raise AntsimError(f"device {device!r}: known: cpu, cuda", subject="device")
     previous = torch.backends.cudnn.benchmark
     torch.backends.cudnn.benchmark = device == "cuda"  # cuDNN picks its fastest algorithm, as in training
     try:

@@ -220,12 +220,17 @@ def _marks_caption(sweep: SweepInfo, marks: tuple[DesignMark, ...]) -> str:
             f" panel's values are known (a GPU has no area).{priced}")
 
 
+def _goals(sweep: SweepInfo) -> str:
+    """``min time_s, max power_w``: the directions the Pareto set is taken in."""
+    return ", ".join(f"{d[:3]} {o}" for o, d in zip(sweep.objectives, sweep.directions, strict=True))
+
+
 def _pareto_figure(sweep: SweepInfo, marks: tuple[DesignMark, ...] = ()) -> RenderedFigure:
     third = (f" Pareto points are filled by their {sweep.objectives[2]} (colour bar)."
              if len(sweep.objectives) > 2 else "")
     caption = (f"Sweep trials ({len(sweep.numbers)}, {int(sweep.feasible.sum())} feasible) on the first two"
                f" objectives; ringed in orange: the {int(sweep.pareto.sum())} Pareto-optimal trials (as exported,"
-               f" or computed with every objective minimised); grey crosses: infeasible trials.{third}"
+               f" or computed for {_goals(sweep)}); grey crosses: infeasible trials.{third}"
                f"{_marks_caption(sweep, marks)} Axes on a log scale where the values span more than two decades."
                f" Source: {sweep.source}.")
     return _rendered("pareto", "Sweep: Pareto front", caption, f.render_pareto(sweep, marks),
@@ -284,29 +289,33 @@ def _manifest_files(out: Path) -> set[str] | None:
     return {str(f) for f in doc["files"]}
 
 
-def check_report_target(out: Path, flag: str = "--out") -> None:
+def check_report_target(out: Path, what: str = "report folder") -> None:
     """Refuse to replace anything but a missing path, an empty folder or a folder a report wrote.
 
     A folder is an earlier report only when it carries the report's manifest (``.antsim-report.json``)
     and holds nothing the manifest does not list — a file someone added (a thesis.tex) is never deleted.
+
+    Args:
+        out: The report folder.
+        what: How errors name it (the CLI: the flag that gave it).
 
     Raises:
         AntsimError: ``out`` is a file, a non-empty folder without the manifest, a report folder with files
             it did not write, or a parent that is not a writable folder.
     """
     if out.exists() and not out.is_dir():
-        raise AntsimError(f"{flag} {out}: exists and is not a folder")
+        raise AntsimError(f"{what} {out}: exists and is not a folder")
     if out.is_dir() and any(out.iterdir()):
         listed = _manifest_files(out)
         if listed is None:
-            raise AntsimError(f"{flag} {out}: folder exists and holds no {MANIFEST} (it was not written by"
+            raise AntsimError(f"{what} {out}: folder exists and holds no {MANIFEST} (it was not written by"
                               " antsim report); refusing to replace it")
         for path in sorted(out.rglob("*")):
             rel = path.relative_to(out).as_posix()
             if rel != MANIFEST and not path.is_dir() and rel not in listed:
-                raise AntsimError(f"{flag} {out}: holds {rel}, which the report did not write; refusing to"
+                raise AntsimError(f"{what} {out}: holds {rel}, which the report did not write; refusing to"
                                   " replace the folder (move the file out first)")
-    check_writable_folder(out, flag)
+    check_writable_folder(out, what)
 
 
 def write_folder_atomic(out: Path, files: Mapping[str, bytes]) -> None:

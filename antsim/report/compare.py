@@ -39,6 +39,7 @@ from antsim.errors import AntsimError
 from antsim.report.inputs import check_same_workload
 from antsim.results import NetworkResult, geomean, write_text_atomic
 from antsim.version import __version__
+from antsim.vocabulary import Phase
 from antsim.workloads.layers import PHASES
 
 SCHEMA = "antsim.compare/1"
@@ -55,7 +56,7 @@ class CompareRow:
 
     scope: str
     layer: str | None
-    phase: str | None
+    phase: Phase | None
     design: str
     backend: str
     time_s: float
@@ -101,7 +102,7 @@ class Comparison:
     results: tuple[NetworkResult, ...]
     sources: tuple[str, ...]
     layers: tuple[str, ...]
-    phases: tuple[str, ...]
+    phases: tuple[Phase, ...]
     rows: tuple[CompareRow, ...]
     designs: tuple[DesignSummary, ...]
     workload: Mapping[str, Any]
@@ -165,7 +166,7 @@ def compare_results(results: Sequence[NetworkResult], sources: Sequence[str] | N
     baseline = baseline or default_baseline(results)
     names = [r.design for r in results]
     if baseline not in names:
-        raise AntsimError(f"--baseline: unknown design {baseline!r}; designs: {', '.join(names)}")
+        raise AntsimError(f"unknown baseline design {baseline!r}; designs: {', '.join(names)}", subject="baseline")
     # the baseline leads every table and figure, however the inputs were ordered (a report rebuilt from its
     # results/*.json reads them in file-name order); the other designs keep their order
     first = names.index(baseline)
@@ -207,10 +208,10 @@ def check_same_simulation(results: Sequence[NetworkResult], sources: Sequence[st
                                   " compare results simulated the same way")
 
 
-def _design_rows(result: NetworkResult, base: NetworkResult, keys: list[tuple[str, str]],
-                 layers: tuple[str, ...], phases: tuple[str, ...]) -> list[CompareRow]:
+def _design_rows(result: NetworkResult, base: NetworkResult, keys: list[tuple[str, Phase]],
+                 layers: tuple[str, ...], phases: tuple[Phase, ...]) -> list[CompareRow]:
     """Rows of one design for every scope, in scope order then network order."""
-    groups: list[tuple[str, str | None, str | None, list[tuple[str, str]]]] = []
+    groups: list[tuple[str, str | None, Phase | None, list[tuple[str, Phase]]]] = []
     groups += [("layer_phase", layer, phase, [(layer, phase)]) for layer, phase in keys]
     groups += [("layer", layer, None, [k for k in keys if k[0] == layer]) for layer in layers]
     groups += [("phase", None, phase, [k for k in keys if k[1] == phase]) for phase in phases]
@@ -226,7 +227,7 @@ def _design_rows(result: NetworkResult, base: NetworkResult, keys: list[tuple[st
     return rows
 
 
-def _sum(result: NetworkResult, members: list[tuple[str, str]]) -> tuple[float, float | None]:
+def _sum(result: NetworkResult, members: list[tuple[str, Phase]]) -> tuple[float, float | None]:
     records = [result.record(layer, phase) for layer, phase in members]
     energies = [r.energy_j for r in records]
     energy = None if any(e is None for e in energies) else math.fsum(energies)  # type: ignore[arg-type]

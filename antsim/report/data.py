@@ -13,12 +13,14 @@ import numpy as np
 from antsim.energy.actions import ACTIONS
 from antsim.report.compare import Comparison
 from antsim.results import NetworkResult
+from antsim.sim.pe import STALL_KEYS
+from antsim.vocabulary import Phase
 
 # Stack order of the energy breakdown: datapath first, then storage, then off-chip, then leakage.
 ENERGY_COMPONENTS: tuple[str, ...] = (*ACTIONS, "leakage")
-# Stack order of the cycle breakdown; categories a backend reports beyond these follow in name order.
-CYCLE_CATEGORIES: tuple[str, ...] = ("busy", "bank_conflict", "anticipation", "barrier_wait", "halo",
-                                     "reduction", "memory_stall")
+# Stack order of the cycle breakdown: the simulator's stall categories in its own order; categories a
+# backend reports beyond these follow in name order.
+CYCLE_CATEGORIES: tuple[str, ...] = STALL_KEYS
 UNATTRIBUTED = "unattributed"
 # A GPU model's energy split (antsim.gpu: static W x time, executed FLOPs x dynamic energy, DRAM bytes x pJ/bit).
 GPU_COMPONENTS: dict[str, str] = {"static": "gpu_static", "core": "gpu_core_dynamic", "dram": "dram"}
@@ -62,7 +64,7 @@ class ProductInfo(NamedTuple):
     """
 
     designs: tuple[str, ...]
-    phases: tuple[str, ...]
+    phases: tuple[Phase, ...]
     valid: np.ndarray
     rcp_skipped: np.ndarray
     rcp_issued: np.ndarray
@@ -78,7 +80,7 @@ class CycleInfo(NamedTuple):
     """
 
     designs: tuple[str, ...]
-    phases: tuple[str, ...]
+    phases: tuple[Phase, ...]
     categories: tuple[str, ...]
     cycles: np.ndarray
     total_cycles: np.ndarray

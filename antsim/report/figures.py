@@ -1,4 +1,6 @@
-"""Thin matplotlib renderers of the report infos (``antsim.report.data``, ``antsim.report.sweep``).
+"""Thin matplotlib renderers of the report infos (``antsim.report.data``); the sweep figures
+(``render_pareto``, ``render_tradeoffs``) are the export's own renderers (``antsim.dse.figures``), drawn
+here from the exported folder (``antsim.report.sweep``).
 
 matplotlib is imported lazily, inside the renderers, and only through ``matplotlib.figure.Figure``
 (Agg canvas, no pyplot state), so the simulator and the other commands never load it.
@@ -12,8 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from antsim.dse.figures import PNG_DPI, new_figure, render_pareto, render_tradeoffs, write_png
+from antsim.dse.metrics import scaled_unit
 from antsim.report.data import CycleInfo, EnergyBreakdownInfo, ProductInfo, RatioInfo
-from antsim.report.sweep import OBJECTIVES, DesignMark, SweepInfo
+
+# The sweep figures are the export's own (one renderer for both); the report draws them with its designs marked.
+__all__ = ["design_colors", "figure_bytes", "render_cycles", "render_energy_breakdown", "render_pareto",
+           "render_products", "render_ratio", "render_tradeoffs"]
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -31,11 +38,7 @@ def design_colors(designs: Sequence[str]) -> dict[str, str]:
 
 
 def _figure(width: float = 10.0, height: float = 4.6, ncols: int = 1, **kwargs: Any) -> tuple[Figure, Any]:
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
-    axes = fig.subplots(1, ncols, **kwargs)
-    return fig, axes
+    return new_figure(width, height, ncols, **kwargs)
 
 
 def figure_bytes(fig: Figure, fmt: str) -> bytes:
@@ -43,22 +46,18 @@ def figure_bytes(fig: Figure, fmt: str) -> bytes:
     import matplotlib
 
     buffer = io.BytesIO()
-    metadata = {"Software": None} if fmt == "png" else {"Date": None, "Creator": None}
+    if fmt == "png":  # the export writes its figures the same way: one figure, one set of bytes
+        write_png(fig, buffer)
+        return buffer.getvalue()
     with matplotlib.rc_context({"svg.hashsalt": "antsim", "svg.fonttype": "path"}):
-        fig.savefig(buffer, format=fmt, metadata=metadata, dpi=110)
+        fig.savefig(buffer, format=fmt, metadata={"Date": None, "Creator": None}, dpi=PNG_DPI)
     return buffer.getvalue()
 
 
 def _scale(values: np.ndarray, unit: str) -> tuple[float, str]:
     """Divisor and label so the largest value reads between 1 and 1000 (``mJ``, ``×10⁹ products``)."""
     top = float(np.nanmax(values)) if values.size and np.isfinite(np.nanmax(values)) else 1.0
-    prefixes = ((1e-12, "p"), (1e-9, "n"), (1e-6, "µ"), (1e-3, "m"), (1.0, ""), (1e3, "k"), (1e6, "M"),
-                (1e9, "G"), (1e12, "T"))
-    if unit in ("J", "s"):
-        scale, prefix = next(((s, p) for s, p in reversed(prefixes) if top >= s), prefixes[0])
-        return scale, f"{prefix}{unit}"
-    exponent = int(np.floor(np.log10(top) / 3) * 3) if top > 0 else 0
-    return 10.0 ** exponent, (f"×10^{exponent} {unit}" if exponent else unit)
+    return scaled_unit(top, unit, "si" if unit in ("J", "s") else "count")
 
 
 def render_ratio(info: RatioInfo, colors: dict[str, str]) -> Figure:
@@ -192,87 +191,3 @@ def _label_absolute_and_share(ax_abs: Any, ax_share: Any, ylabels: tuple[str, st
         ax.set_title(title)
         ax.set_xlabel("design, grouped by phase")
     ax_share.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.0, 0.5))
-
-
-_LOG_SPAN = 100.0  # a log axis once the largest positive value is more than 100x the smallest (two decades)
-_MARKERS = ("*", "P", "D", "X", "^", "v", "s", "p")
-
-
-def _objective_axis(info: SweepInfo, index: int, marks: Sequence[DesignMark] = ()) -> tuple[float, str, bool]:
-    """Divisor, axis label and log flag of one objective: SI prefix for seconds and joules
-    (``time (µs)``), a log scale when the trials and the marked designs span more than two decades."""
-    name = info.objectives[index]
-    label = OBJECTIVES.get(name, name)
-    values = np.concatenate([info.values[:, index], [m.values[index] for m in marks]])
-    finite = values[np.isfinite(values)]
-    log = bool(finite.size >= 2 and np.all(finite > 0) and finite.max() > _LOG_SPAN * finite.min())
-    unit = {"time_s": "s", "energy_j": "J"}.get(name)
-    scale = 1.0
-    if unit is not None:
-        scale, prefixed = _scale(np.abs(finite), unit)
-        label = label.replace(f"({unit})", f"({prefixed})")
-    return scale, label + (", log scale" if log else ""), log
-
-
-def _scatter_pair(ax: Axes, info: SweepInfo, i: int, j: int, front_line: bool, color_third: bool = False,
-                  marks: Sequence[DesignMark] = ()) -> Any:
-    """Trials on objectives ``i`` (x) and ``j`` (y); the Pareto set joined by a line (``front_line``) or
-    coloured by a third objective (``color_third``; returns that scatter for a colour bar, else None); the
-    report's own designs (``marks``) as labelled black markers where both their values are known."""
-    (sx, label_x, log_x), (sy, label_y, log_y) = _objective_axis(info, i, marks), _objective_axis(info, j, marks)
-    x, y = info.values[:, i] / sx, info.values[:, j] / sy
-    feasible, pareto = info.feasible & ~info.pareto, info.pareto
-    infeasible = ~info.feasible & np.isfinite(x) & np.isfinite(y)
-    ax.scatter(x[infeasible], y[infeasible], marker="x", s=14, color="#BBBBBB", label="infeasible")
-    ax.scatter(x[feasible], y[feasible], s=14, color="#56B4E9", alpha=0.7, label="feasible")
-    third = next((k for k in range(len(info.objectives)) if k not in (i, j)), None) if color_third else None
-    if front_line:
-        order = np.argsort(x[pareto])
-        ax.plot(x[pareto][order], y[pareto][order], "-", color="#D55E00", linewidth=1)
-    fill: dict[str, Any] = ({"c": info.values[pareto, third], "cmap": "viridis"} if third is not None
-                            else {"color": "#D55E00"})
-    points = ax.scatter(x[pareto], y[pareto], s=30, edgecolors="#D55E00", linewidths=1.2, label="Pareto set",
-                        zorder=3, **fill)
-    for k, mark in enumerate(marks):
-        mx, my = mark.values[i] / sx, mark.values[j] / sy
-        if np.isfinite(mx) and np.isfinite(my):
-            ax.scatter([mx], [my], marker=_MARKERS[k % len(_MARKERS)], s=90, color="black", zorder=4,
-                       label=f"report: {mark.design}")
-            ax.annotate(mark.design, (mx, my), xytext=(5, 5), textcoords="offset points", fontsize=8)
-    ax.set_xlabel(label_x)
-    ax.set_ylabel(label_y)
-    if log_x:
-        ax.set_xscale("log")
-    else:
-        ax.ticklabel_format(axis="x", style="plain", useOffset=False)
-    if log_y:
-        ax.set_yscale("log")
-    else:
-        ax.ticklabel_format(axis="y", style="plain", useOffset=False)
-    ax.grid(alpha=0.3)
-    return points if third is not None else None
-
-
-def render_pareto(info: SweepInfo, marks: Sequence[DesignMark] = ()) -> Figure:
-    """The first two objectives of every trial; the Pareto set is a line for two objectives, else it is
-    coloured by the third objective; the report's own designs marked."""
-    fig, ax = _figure(width=7.5, height=5.0)
-    two = len(info.objectives) == 2
-    points = _scatter_pair(ax, info, 0, 1, front_line=two, color_third=not two, marks=marks)
-    if points is not None:
-        label = OBJECTIVES.get(info.objectives[2], info.objectives[2])
-        fig.colorbar(points, ax=ax, label=f"Pareto points: {label}")
-    ax.set_title(f"Pareto front: {info.objectives[0]} vs {info.objectives[1]}")
-    ax.legend(fontsize=8)
-    return fig
-
-
-def render_tradeoffs(info: SweepInfo, marks: Sequence[DesignMark] = ()) -> Figure:
-    """Every pair of objectives side by side, the report's own designs marked."""
-    pairs = info.pairs()
-    fig, axes = _figure(width=min(15.0, 5.0 * len(pairs)), height=4.4, ncols=len(pairs), squeeze=False)
-    for ax, (i, j) in zip(axes[0], pairs, strict=True):
-        _scatter_pair(ax, info, i, j, front_line=len(info.objectives) == 2, marks=marks)
-    axes[0][0].legend(fontsize=8)
-    fig.suptitle("Trade-offs between objectives (orange: the Pareto set of all objectives together)")
-    return fig

@@ -44,7 +44,7 @@ def load_result(path: str | Path, layers: Sequence[Layer] | None = None) -> Netw
 def _load_csv(path: Path, layers: Sequence[Layer] | None) -> NetworkResult:
     if layers is None:
         raise AntsimError(f"{path}: a CSV result needs the workload's layers: give a JSON result of the same"
-                          " workload too, or --network/--layers-csv")
+                          " workload too, or the layers")
     try:
         from antsim.measure.external import read_results_csv
     except ModuleNotFoundError as exc:
@@ -73,7 +73,7 @@ def check_same_workload(results: Sequence[NetworkResult], sources: Sequence[str]
         AntsimError: one line naming the offending file and what differs.
     """
     if not results:
-        raise AntsimError("nothing to compare: give result files, --arch or --gpu")
+        raise AntsimError("nothing to compare: no results given")
     _check_unique_designs(results, sources)
     ref, ref_src = results[0], sources[0]
     ref_layers = layers_of(ref, ref_src)

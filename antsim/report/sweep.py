@@ -1,12 +1,14 @@
-"""Reading an ``antsim sweep --export`` folder (``trials.csv``, ``pareto.csv``) for the report.
+"""Reading an ``antsim sweep --export`` folder (``trials.csv``, ``pareto.csv``) into the ``SweepInfo``
+the export draws its own figures from (``antsim.dse.figures``), so both draw the same Pareto figure.
 
 The exporter is another module's (``antsim.dse.export``: ``number``, ``state``, ``param.*``,
 ``objective.*``, ``feasible``, ``metric.*`` …); this reader is deliberately tolerant: it needs a
-``number`` column and at least two numeric objective columns (``objective.*``, else known names such as
-``time_s``/``energy_j``/``area_mm2``, else Optuna's ``values_*``), takes feasibility from a
-boolean-ish column when there is one (else every trial with all objectives is feasible), and takes
-the Pareto set from ``pareto.csv`` when present (else it computes the non-dominated feasible trials
-itself, all objectives minimised).
+``number`` column and at least two numeric objective columns (``objective.*``, else metric names of
+``antsim.dse.metrics`` such as ``time_s``/``energy_j``/``area_mm2``, else Optuna's ``values_*``); a name
+an earlier version used (``edp_js``) is read as today's (``edp``). It takes feasibility from a
+boolean-ish column when there is one (else every trial with all objectives is feasible), and the Pareto
+set from ``pareto.csv`` when present (else it computes the non-dominated feasible trials itself, with
+the directions ``pareto.json`` records, else each metric's own direction, minimise for other names).
 """
 
 from __future__ import annotations
@@ -15,40 +17,20 @@ import csv
 import json
 import math
 from collections.abc import Sequence
-from itertools import combinations
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
+from antsim.dse.figures import DesignMark, SweepInfo, evaluator_text
+from antsim.dse.metrics import METRICS, OBJECTIVE_PREFIX, Direction, canonical_name
+from antsim.dse.pareto import pareto_mask
 from antsim.errors import AntsimError
 
-# Objective columns recognised by name (all minimised), in display order, with their axis labels.
-OBJECTIVES: dict[str, str] = {
-    "time_s": "training-step time (s)",
-    "energy_j": "energy per step (J)",
-    "area_mm2": "area (mm²)",
-    "edp_js": "energy-delay product (J·s)",
-    "cycles": "cycles",
-}
+__all__ = ["DesignMark", "SweepInfo", "_get_sweep_info", "check_sweep_workload", "design_marks", "sweep_rows"]
+
 _FEASIBLE_COLUMNS = ("feasible", "is_feasible", "user_attrs_feasible", "constraints_satisfied")
 _TRUE = {"true", "1", "yes", "y", "t"}
-
-
-class SweepInfo(NamedTuple):
-    """Trials of a sweep: ``values[t, o]`` for ``objectives[o]``; boolean masks per trial."""
-
-    source: str
-    objectives: tuple[str, ...]
-    numbers: np.ndarray
-    values: np.ndarray
-    feasible: np.ndarray
-    pareto: np.ndarray
-    evaluator: str = ""  # what priced the trials (summary.json's evaluator name and fidelity), '' if unknown
-
-    def pairs(self) -> list[tuple[int, int]]:
-        """Objective index pairs of the trade-off plots."""
-        return list(combinations(range(len(self.objectives)), 2))
 
 
 def _get_sweep_info(folder: str | Path) -> SweepInfo:
@@ -60,22 +42,41 @@ def _get_sweep_info(folder: str | Path) -> SweepInfo:
     folder = Path(folder)
     trials_path = folder / "trials.csv"
     if not trials_path.is_file():
-        raise AntsimError(f"--sweep {folder}: no trials.csv there (expected 'antsim sweep --export' output)")
+        raise AntsimError(f"sweep export {folder}: no trials.csv there (not a sweep's export folder)",
+                          subject="sweep")
     header, rows = _read_csv(trials_path)
     if "number" not in header:
         raise AntsimError(f"{trials_path}: no 'number' column; columns: {', '.join(header)}")
-    objectives = _objective_columns(header, rows)
-    if len(objectives) < 2:
-        raise AntsimError(f"{trials_path}: needs two objective columns among {', '.join(OBJECTIVES)} or values_*;"
-                          f" found {objectives or 'none'}")
+    columns = _objective_columns(header, rows)
+    if len(columns) < 2:
+        raise AntsimError(f"{trials_path}: needs two objective columns among {', '.join(METRICS)} or values_*;"
+                          f" found {columns or 'none'}")
     numbers = np.array([int(float(r["number"])) for r in rows], dtype=np.int64)
-    values = np.array([[_float(r.get(o)) for o in objectives] for r in rows], dtype=float).reshape(len(rows), -1)
-    feasible = _feasibility(header, rows) & np.all(np.isfinite(values), axis=1)
+    values = np.array([[_float(r.get(c)) for c in columns] for r in rows], dtype=float).reshape(len(rows), -1)
+    feasible = _feasibility(header, rows) & ~np.isnan(values).any(axis=1)
+    names = tuple(canonical_name(c.removeprefix(OBJECTIVE_PREFIX)) for c in columns)
+    directions = _directions(folder / "pareto.json", names)
     pareto = _pareto_from_file(folder / "pareto.csv", numbers)
-    if pareto is None:  # no exported front: compute it, every objective minimised
-        pareto = pareto_mask(values, feasible)
-    names = tuple(o.removeprefix("objective.") for o in objectives)
-    return SweepInfo(str(folder), names, numbers, values, feasible, pareto & feasible, _evaluator(folder))
+    if pareto is None:  # no exported front: compute it
+        pareto = pareto_mask(values, directions, feasible)
+    return SweepInfo(str(folder), names, directions, numbers, values, feasible, pareto & feasible,
+                     _evaluator(folder))
+
+
+def _directions(path: Path, names: tuple[str, ...]) -> tuple[Direction, ...]:
+    """Each objective's direction as the export's ``pareto.json`` records it (its ``objectives`` map),
+    else the metric's own (``antsim.dse.metrics``), else minimise."""
+    try:
+        recorded = json.loads(path.read_text(encoding="utf-8")).get("objectives")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        recorded = None
+    recorded = {canonical_name(k): v for k, v in recorded.items()} if isinstance(recorded, dict) else {}
+    out: list[Direction] = []
+    for name in names:
+        metric = METRICS.get(name)
+        given = recorded.get(name)
+        out.append(given if given in ("minimize", "maximize") else metric.direction if metric else "minimize")
+    return tuple(out)
 
 
 def _evaluator(folder: Path) -> str:
@@ -86,15 +87,7 @@ def _evaluator(folder: Path) -> str:
         return ""
     if not isinstance(recorded, dict) or not recorded.get("name"):
         return ""
-    fidelity = recorded.get("fidelity")
-    return f"{recorded['name']}{f', {fidelity} fidelity' if fidelity else ''}"
-
-
-class DesignMark(NamedTuple):
-    """One of the report's own designs placed among the sweep's trials: its value of each objective."""
-
-    design: str
-    values: tuple[float, ...]  # per SweepInfo.objectives; NaN where the design has no such value (a GPU's area)
+    return evaluator_text(str(recorded["name"]), recorded.get("fidelity"))
 
 
 def design_marks(info: SweepInfo, summaries: Sequence[Any]) -> tuple[DesignMark, ...]:
@@ -104,22 +97,11 @@ def design_marks(info: SweepInfo, summaries: Sequence[Any]) -> tuple[DesignMark,
     for summary in summaries:
         known = {"time_s": summary.time_s, "energy_j": summary.energy_j, "area_mm2": summary.area_mm2}
         if known["time_s"] is not None and known["energy_j"] is not None:
-            known["edp_js"] = known["time_s"] * known["energy_j"]
+            known["edp"] = known["time_s"] * known["energy_j"]
         values = tuple(float(known[o]) if known.get(o) is not None else math.nan for o in info.objectives)
         if any(math.isfinite(v) for v in values):
             marks.append(DesignMark(summary.design, values))
     return tuple(marks)
-
-
-def pareto_mask(values: np.ndarray, feasible: np.ndarray) -> np.ndarray:
-    """Non-dominated feasible rows of ``values`` (all columns minimised)."""
-    mask = np.zeros(len(values), dtype=bool)
-    candidates = np.flatnonzero(feasible)
-    for i in candidates:
-        others = values[candidates]
-        dominated = np.any(np.all(others <= values[i], axis=1) & np.any(others < values[i], axis=1))
-        mask[i] = not dominated
-    return mask
 
 
 def _read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
@@ -132,10 +114,13 @@ def _read_csv(path: Path) -> tuple[list[str], list[dict[str, str]]]:
 
 def _objective_columns(header: list[str], rows: list[dict[str, str]]) -> list[str]:
     """``objective.<name>`` columns (antsim's exporter), else known names, else Optuna's ``values_*``."""
-    exported = [c for c in header if c.startswith("objective.")]
+    exported = [c for c in header if c.startswith(OBJECTIVE_PREFIX)]
     if len(exported) >= 2:
         return exported
-    named = [c for c in OBJECTIVES if c in header]
+    by_name: dict[str, str] = {}
+    for column in header:  # edp_js read as edp; the first column of a name wins
+        by_name.setdefault(canonical_name(column), column)
+    named = [by_name[name] for name in METRICS if name in by_name]  # in the table's order
     if len(named) >= 2:
         return named
     generic = [c for c in header if c.startswith("values_") or c == "value"]
@@ -208,5 +193,5 @@ def check_sweep_workload(folder: str | Path, workload: dict[str, Any]) -> None:
             return f"{name} ({len(layers)} layers, batch {'/'.join(map(str, batch)) or '?'}, phases {phases})"
 
         ran = describe(recorded.get("name"), theirs, recorded.get("phases"))
-        raise AntsimError(f"--sweep {folder}: its trials ran {ran}, not the report's"
-                          f" {describe(workload.get('network'), mine, workload.get('phases'))}")
+        raise AntsimError(f"sweep export {folder}: its trials ran {ran}, not the report's"
+                          f" {describe(workload.get('network'), mine, workload.get('phases'))}", subject="sweep")

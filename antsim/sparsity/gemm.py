@@ -44,16 +44,17 @@ from types import MappingProxyType
 import numpy as np
 
 from antsim.errors import AntsimError, WorkloadError
+from antsim.sparsity.densities import Densities, DensityError
 from antsim.sparsity.generators import sparsity_models, top_k
 from antsim.sparsity.tensors import check_operand
 from antsim.workloads.gemm import Gemm
 
 ROW_GAIN_SIGMA = 0.5  # [assumption] log-normal spread of per-row gains, as FieldParams.channel_sigma
-GEMM_REGIMES: Mapping[str, Mapping[str, float]] = MappingProxyType({
-    "swat": MappingProxyType({"w": 0.1, "a": 1.0, "a_saved": 0.1, "g": 1.0, "attn": 1.0}),
-    "swat-gs": MappingProxyType({"w": 0.1, "a": 1.0, "a_saved": 0.1, "g": 0.1, "attn": 1.0}),
-    "swat-topk-attn": MappingProxyType({"w": 0.1, "a": 1.0, "a_saved": 0.1, "g": 1.0, "attn": 0.1}),
-    "uniform": MappingProxyType({"w": 0.1, "a": 0.1, "g": 0.1, "attn": 0.1}),
+GEMM_REGIMES: Mapping[str, Densities] = MappingProxyType({
+    "swat": Densities(w=0.1, a=1.0, a_saved=0.1, g=1.0, attn=1.0),
+    "swat-gs": Densities(w=0.1, a=1.0, a_saved=0.1, g=0.1, attn=1.0),
+    "swat-topk-attn": Densities(w=0.1, a=1.0, a_saved=0.1, g=1.0, attn=0.1),
+    "uniform": Densities(w=0.1, a=0.1, g=0.1, attn=0.1),
 })
 
 
@@ -110,7 +111,7 @@ class GemmTensors:
         return self.saved_b
 
 
-def gemm_regime(name: str) -> Mapping[str, float]:
+def gemm_regime(name: str) -> Densities:
     """The densities of GEMM regime ``name`` (table in the module docstring).
 
     Raises:
@@ -169,11 +170,11 @@ def attention_operand(shape: tuple[int, int, int], density: float, model: str, r
 
 
 def _check(densities: Mapping[str, float]) -> None:
-    for key, value in densities.items():
-        if key not in ("w", "a", "g", "a_saved", "attn"):
-            raise AntsimError(f"densities: unknown key {key!r}; known: w, a, g, a_saved, attn")
-        if not isinstance(value, (int, float)) or not 0.0 <= float(value) <= 1.0:
-            raise AntsimError(f"densities.{key} must be in [0, 1]; got {value!r}")
+    """The ``Densities`` rule (known keys, each in (0, 1]), the key in front: ``"densities.w: …"``."""
+    try:
+        Densities.from_mapping(densities)
+    except DensityError as exc:
+        raise AntsimError(f"{exc.at('densities')}: {exc}") from None
 
 
 def make_gemm_tensors(gemm: Gemm, densities: Mapping[str, float], model: str = "swat", seed: int = 0
@@ -186,7 +187,7 @@ def make_gemm_tensors(gemm: Gemm, densities: Mapping[str, float], model: str = "
         model: a name of ``antsim.sparsity.generators.sparsity_models()``.
 
     Raises:
-        AntsimError: an unknown model or density key, or a density outside [0, 1].
+        AntsimError: an unknown model or density key, or a density outside (0, 1].
     """
     _check(densities)
     if model not in sparsity_models():

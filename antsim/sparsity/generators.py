@@ -33,6 +33,7 @@ import numpy as np
 from scipy.ndimage import gaussian_filter
 
 from antsim.errors import AntsimError
+from antsim.sparsity.densities import Densities, DensityError, check_density
 from antsim.sparsity.tensors import Tensors
 from antsim.workloads.layers import Layer
 
@@ -119,13 +120,12 @@ def make_operand(shape: tuple[int, ...], density: float, model: str, rng: np.ran
     """One 4-D operand at ``density`` under ``model`` (float32).
 
     Raises:
-        AntsimError: unknown model or density outside [0, 1].
+        AntsimError: unknown model; DensityError: a density outside (0, 1] (``antsim.sparsity.densities``).
     """
     if model not in _MODELS:
         known = ", ".join(sorted(_MODELS))
         raise AntsimError(f"unknown sparsity model {model!r}; known: {known} (and swat, via make_tensors)")
-    if not 0.0 <= density <= 1.0:
-        raise AntsimError(f"density must be in [0, 1]; got {density!r}")
+    check_density("density", density, "the operand")
     return _MODELS[model](shape, density, rng, params or FieldParams()).astype(np.float32)
 
 
@@ -227,12 +227,14 @@ def make_tensors(layer: Layer, density_w: float = 0.1, density_a: float = 0.1, d
         params: ``SwatParams`` for ``swat``; ``FieldParams`` (shared by all operands) for the others.
 
     Raises:
-        AntsimError: unknown model, a density outside [0, 1], or params of the wrong kind.
+        AntsimError: unknown model, a density outside (0, 1] (the ``Densities`` rule; the message names the
+            argument: ``"density_a: density of activations must be in (0, 1]; got 0"``), or params of the
+            wrong kind.
     """
-    for key, value in (("density_w", density_w), ("density_a", density_a), ("density_g", density_g),
-                       ("density_a_saved", density_a_saved)):
-        if value is not None and not 0.0 <= value <= 1.0:
-            raise AntsimError(f"{key} must be in [0, 1]; got {value!r}")
+    try:
+        Densities(w=density_w, a=density_a, g=density_g, a_saved=density_a_saved)
+    except DensityError as exc:
+        raise AntsimError(f"density_{exc.key}: {exc}") from None
     if model not in sparsity_models():
         raise AntsimError(f"unknown sparsity model {model!r}; known: {', '.join(sparsity_models())}")
     if model == "swat":

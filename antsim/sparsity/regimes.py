@@ -31,24 +31,26 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from antsim.errors import AntsimError
+from antsim.sparsity.densities import Densities
 
 
 @dataclass(frozen=True)
 class Regime:
-    """A named training regime: operand densities (keys ``w``, ``a``, ``g``, ``a_saved``) and generator."""
+    """A named training regime: operand densities (``w``, ``a``, ``g``, ``a_saved``; validated by the
+    ``Densities`` rule when the regime is built) and generator."""
 
     name: str
-    densities: Mapping[str, float]
+    densities: Densities
     sparsity: str
     summary: str = field(default="", compare=False)
 
 
 REGIMES: Mapping[str, Regime] = MappingProxyType({
-    "swat": Regime("swat", MappingProxyType({"w": 0.1, "a": 0.5, "a_saved": 0.1, "g": 1.0}), "swat",
+    "swat": Regime("swat", Densities(w=0.1, a=0.5, g=1.0, a_saved=0.1), "swat",
                    "SWAT at 90% sparsity: top-k W and saved A, forward A at ReLU density, dense dY"),
-    "swat-gs": Regime("swat-gs", MappingProxyType({"w": 0.1, "a": 0.5, "a_saved": 0.1, "g": 0.1}), "swat",
+    "swat-gs": Regime("swat-gs", Densities(w=0.1, a=0.5, g=0.1, a_saved=0.1), "swat",
                       "SWAT plus top-k dY gradient sparsification at 90%"),
-    "uniform": Regime("uniform", MappingProxyType({"w": 0.1, "a": 0.1, "g": 0.1}), "uniform",
+    "uniform": Regime("uniform", Densities(w=0.1, a=0.1, g=0.1), "uniform",
                       "Bernoulli masks at 10% for every operand"),
 })
 

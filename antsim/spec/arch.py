@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from antsim.errors import SpecError
 from antsim.spec.yamlio import load_yaml, validate_model
+from antsim.vocabulary import Policy
 
 
 class _Section(BaseModel):
@@ -129,7 +130,7 @@ class Mapping(_Section):
 class Anticipation(_Section):
     """The RCP anticipation unit (ANT) in front of each PE's multiplier array."""
 
-    policy: Literal["none", "ant", "oracle"] = Field("none", description="none | ant | oracle")
+    policy: Policy = Field("none", description="none | ant | oracle")
     pairs_per_cycle: float = Field(4.0, gt=0, le=1024, description="candidate vector pairs screened per cycle")
     fetch_filter: bool = Field(True, description="fetch only streamed rows that can reach the stationary tile")
 

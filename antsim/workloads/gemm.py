@@ -42,9 +42,8 @@ from typing import Any
 import numpy as np
 
 from antsim.errors import WorkloadError
+from antsim.vocabulary import PHASES, Phase
 
-# The training phases, as ``antsim.workloads.layers.PHASES`` (which imports this module for its CSV rows).
-PHASES: tuple[str, ...] = ("fprop", "dgrad", "wgrad")
 KINDS = ("conv", "gemm")
 OPERAND_KINDS = ("weights", "activations", "attention")
 BATCH_DIMS = ("N", "count")
@@ -146,7 +145,7 @@ class GemmPhase:
         left_kind / right_kind: ``weights`` | ``activations`` | ``grad_output`` (for densities/energy).
     """
 
-    phase: str
+    phase: Phase
     M: int
     N: int
     K: int
@@ -175,7 +174,7 @@ class GemmPhase:
         return array.transpose(0, 2, 1) if self.right_transposed else array
 
 
-def gemm_phase(gemm: Gemm, phase: str) -> GemmPhase:
+def gemm_phase(gemm: Gemm, phase: Phase) -> GemmPhase:
     """The GEMM that ``phase`` of ``gemm`` computes (table in the module docstring).
 
     Raises:
@@ -192,7 +191,7 @@ def gemm_phase(gemm: Gemm, phase: str) -> GemmPhase:
                      "activations")
 
 
-def reference(gemm: Gemm, phase: str, tensors: Any) -> np.ndarray:
+def reference(gemm: Gemm, phase: Phase, tensors: Any) -> np.ndarray:
     """The dense result of ``phase`` (numpy matmul) of ``tensors`` (``antsim.sparsity.gemm.GemmTensors``),
     shape ``(count, M', N')``, float64."""
     p = gemm_phase(gemm, phase)

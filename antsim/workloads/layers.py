@@ -10,9 +10,8 @@ from typing import Any
 
 from antsim.errors import WorkloadError
 from antsim.results import write_text_atomic
+from antsim.vocabulary import PHASES as PHASES  # re-exported here, where the phases were first defined
 from antsim.workloads.gemm import GEMM_CSV_COLUMNS, GEMM_CSV_OPTIONAL, KINDS, Gemm, gemm_csv_cells, gemm_from_row
-
-PHASES: tuple[str, ...] = ("fprop", "dgrad", "wgrad")
 
 
 def _pair(value: int | tuple[int, int] | list[int], what: str, name: str) -> tuple[int, int]:

@@ -73,7 +73,8 @@ def _onnx() -> Any:
     try:
         import onnx
     except ModuleNotFoundError:
-        raise MissingExtraError("--onnx: needs the onnx package (pip install 'antsim[onnx]')") from None
+        raise MissingExtraError("reading an ONNX model needs the onnx package (pip install 'antsim[onnx]')",
+                                subject="onnx") from None
     return onnx
 
 

@@ -159,11 +159,12 @@ def test_cifar10_folder_is_read_in_its_exact_format(cifar_folder) -> None:
 
 def test_cifar10_folder_errors_name_file_and_key(cifar_folder, tmp_path: Path) -> None:
     folder, _, _ = cifar_folder
-    with pytest.raises(WorkloadError, match="--data-dir"):
+    with pytest.raises(WorkloadError, match="needs its data folder") as info:
         training_data("cifar10")
+    assert info.value.subject == "data_dir"  # the CLI names its --data-dir flag
     with pytest.raises(WorkloadError, match="not a folder"):
         training_data("cifar10", data_dir=tmp_path / "nowhere")
-    with pytest.raises(WorkloadError, match="only --data cifar10"):
+    with pytest.raises(WorkloadError, match="only data source 'cifar10' reads a folder"):
         training_data("natural", data_dir=folder)
     (folder / "data_batch_3").unlink()
     with pytest.raises(WorkloadError, match="data_batch_3 is missing"):
@@ -197,5 +198,6 @@ def test_cifar10_pickles_cannot_run_code(cifar_folder, capsys: pytest.CaptureFix
 
 
 def test_unknown_source_is_refused() -> None:
-    with pytest.raises(WorkloadError, match="--data 'imagenet'"):
+    with pytest.raises(WorkloadError, match="data source 'imagenet'") as info:
         training_data("imagenet")
+    assert info.value.subject == "data"

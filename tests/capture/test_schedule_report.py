@@ -39,13 +39,14 @@ def test_constant_and_default_warmup() -> None:
     assert make_schedule("cosine", 0.1, 1).at(0) == 0.1
 
 
-@pytest.mark.parametrize(("kind", "lr", "steps", "warmup", "text"), [
-    ("linear", 0.1, 10, 1, "--schedule 'linear'"), ("cosine", 0.0, 10, 1, "--lr"),
-    ("cosine", float("nan"), 10, 1, "--lr"), ("cosine", 0.1, 10, 10, "--warmup"),
-    ("step", 0.1, 10, -1, "--warmup")])
-def test_bad_schedules_are_refused(kind: str, lr: float, steps: int, warmup: int, text: str) -> None:
-    with pytest.raises(WorkloadError, match=text):
+@pytest.mark.parametrize(("kind", "lr", "steps", "warmup", "text", "subject"), [
+    ("linear", 0.1, 10, 1, "schedule 'linear'", "schedule"), ("cosine", 0.0, 10, 1, "learning rate", "lr"),
+    ("cosine", float("nan"), 10, 1, "learning rate", "lr"), ("cosine", 0.1, 10, 10, "warm-up steps", "warmup"),
+    ("step", 0.1, 10, -1, "warm-up steps", "warmup")])
+def test_bad_schedules_are_refused(kind: str, lr: float, steps: int, warmup: int, text: str, subject: str) -> None:
+    with pytest.raises(WorkloadError, match=text) as info:
         LrSchedule(kind, lr, steps, warmup)
+    assert info.value.subject == subject and "--" not in str(info.value)
 
 
 def test_windows_are_the_means_of_array_split() -> None:

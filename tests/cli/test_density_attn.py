@@ -33,5 +33,5 @@ def test_an_attention_density_outside_0_1_is_refused(tmp_path: Path, capsys) -> 
     layers.write_text(CSV, encoding="utf-8")
     assert main(["simulate", "--arch", "arch_configs/ant.yaml", "--layers-csv", str(layers), "--density-attn",
                  "1.5", "--out", str(tmp_path / "r.json")]) == 2
-    assert "--density-attn must be in [0, 1]" in capsys.readouterr().err
+    assert "--density-attn: density of attention matrices must be in (0, 1]; got 1.5" in capsys.readouterr().err
     assert not (tmp_path / "r.json").exists()

@@ -15,12 +15,10 @@ import antsim.dse.figures as figures
 from antsim.cli import main
 from antsim.dse.figures import (
     IMPORTANCE_MIN_TRIALS,
-    HistoryInfo,
-    ParetoInfo,
-    TradeoffInfo,
+    SweepInfo,
     _get_importance_info,
-    readable_axis,
 )
+from antsim.dse.metrics import readable_axis
 from antsim.dse.spec import load_sweep
 from antsim.dse.storage import make_storage
 
@@ -34,28 +32,24 @@ from antsim.dse.storage import make_storage
     ("energy_j", [12.0, 40.0], 1.0, "energy per step (J)", False),
     ("area_mm2", [3.27, 38.0], 1.0, "area (mm²)", False),
     ("area_mm2", [0.1, 38.0], 1.0, "area (mm²), log scale", True),
-    ("power_w", [-1.0, 2.0], 1.0, "power_w", False),                    # signed: never a log axis
+    ("power_w", [-1.0, 2.0], 1.0, "power (W)", False),                  # signed: never a log axis
+    ("edp", [2.0e-13, 5.0e-13], 1e-15, "energy-delay product (fJ·s)", False),
+    ("edp_js", [2.0e-13, 5.0e-13], 1e-15, "energy-delay product (fJ·s)", False),  # an earlier report's name
+    ("cycles", [2.0e6, 3.0e7], 1e6, "cycles (×10^6)", False),
+    ("rcp_fraction", [0.2, 0.4], 1.0, "RCP fraction", False),
+    ("values_0", [0.5, 2.0], 1.0, "values_0", False),                   # outside the table: as it is
 ])
 def test_readable_axis(name: str, values: list[float], divisor: float, label: str, log: bool) -> None:
     axis = readable_axis(name, np.array(values + [np.nan]))
     assert axis.label == label and axis.log is log and axis.divisor == pytest.approx(divisor)
     top = max(abs(v) for v in values) / axis.divisor
-    assert name in ("area_mm2", "power_w") or 1 <= top < 1000
+    assert name in ("area_mm2", "rcp_fraction", "values_0") or 1 <= top < 1000
 
 
-class _Captured:
-    def __init__(self) -> None:
-        self.figures: list[Any] = []
-
-    def __call__(self, fig: Any, path: Path) -> None:
-        self.figures.append(fig)
-
-
-@pytest.fixture
-def captured(monkeypatch: pytest.MonkeyPatch) -> _Captured:
-    sink = _Captured()
-    monkeypatch.setattr(figures, "_finish", sink)
-    return sink
+def _info(objectives: tuple[str, ...], values: np.ndarray, pareto: list[bool]) -> SweepInfo:
+    n = len(values)
+    return SweepInfo("test", objectives, ("minimize",) * len(objectives), np.arange(n), values,
+                     np.ones(n, dtype=bool), np.array(pareto, dtype=bool))
 
 
 def _ticks_have_no_offset(ax: Any) -> bool:
@@ -63,29 +57,25 @@ def _ticks_have_no_offset(ax: Any) -> bool:
     return ax.xaxis.get_offset_text().get_text() == "" and ax.yaxis.get_offset_text().get_text() == ""
 
 
-def test_pareto_axes_in_microseconds_and_nanojoules_without_offsets(tmp_path: Path, captured: _Captured) -> None:
+def test_tradeoff_axes_in_microseconds_and_nanojoules_without_offsets() -> None:
     values = np.array([[1.171e-6, 6.612e-7, 3.27], [1.181e-6, 6.631e-7, 3.29], [1.175e-6, 6.62e-7, 3.28]])
-    figures._draw_pareto(ParetoInfo(["time_s", "energy_j", "area_mm2"], values, [0, 1, 2],
-                                    np.array([True, False, True])), tmp_path / "p.png")
-    (fig,) = captured.figures
+    fig = figures.render_tradeoffs(_info(("time_s", "energy_j", "area_mm2"), values, [True, False, True]))
     labels = [(ax.get_xlabel(), ax.get_ylabel()) for ax in fig.axes]
     assert labels == [("time per step (µs)", "energy per step (nJ)"), ("time per step (µs)", "area (mm²)"),
                       ("energy per step (nJ)", "area (mm²)")]
     assert all(_ticks_have_no_offset(ax) for ax in fig.axes)
-    x_points = fig.axes[0].collections[1].get_offsets()[:, 0]   # the Pareto points, in µs
+    x_points = fig.axes[0].collections[2].get_offsets()[:, 0]   # the Pareto points, in µs
     np.testing.assert_allclose(sorted(x_points), [1.171, 1.175])
 
 
-def test_values_across_decades_go_on_log_axes(tmp_path: Path, captured: _Captured) -> None:
-    info = TradeoffInfo(np.array([0.5, 4.0, 300.0]), np.array([1e-6, 1e-4, 2e-3]), np.array([1e-3, 2e-3, 3e-3]),
-                        np.array([True, False, False]))
-    figures._draw_tradeoff(info, tmp_path / "t.png")
-    figures._draw_history(HistoryInfo(["time_s"], np.array([0, 1, 2]), np.array([[1e-6], [1e-3], [5e-3]]),
-                                      np.array([True, True, False])), tmp_path / "h.png")
-    tradeoff, history = captured.figures
-    ax = tradeoff.axes[0]
+def test_values_across_decades_go_on_log_axes() -> None:
+    values = np.array([[0.5, 1e-6, 1e-3], [4.0, 1e-4, 2e-3], [300.0, 2e-3, 3e-3]])
+    pareto = figures.render_pareto(_info(("area_mm2", "energy_j", "time_s"), values, [True, False, False]))
+    history = figures.render_history(_info(("time_s",), np.array([[1e-6], [1e-3], [5e-3]]), [True, False, False]))
+    ax = pareto.axes[0]
     assert (ax.get_xscale(), ax.get_yscale()) == ("log", "log")
     assert ax.get_xlabel() == "area (mm²), log scale" and ax.get_ylabel() == "energy per step (mJ), log scale"
+    assert pareto.axes[1].get_ylabel() == "Pareto points: time per step (ms)"  # the colour bar of the third
     assert history.axes[0].get_yscale() == "log" and history.axes[0].get_ylabel() == "time per step (ms), log scale"
 
 
@@ -97,8 +87,7 @@ def _study(tmp_path: Path, n_trials: int) -> tuple[Any, optuna.Study]:
 
 
 @pytest.mark.filterwarnings("ignore:PedAnovaImportanceEvaluator computes")
-def test_importance_names_its_evaluator_and_warns_below_the_trial_count(tmp_path: Path,
-                                                                         captured: _Captured) -> None:
+def test_importance_names_its_evaluator_and_warns_below_the_trial_count(tmp_path: Path) -> None:
     spec, study = _study(tmp_path, 24)
     info = _get_importance_info(spec, study)
     complete = sum(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials)
@@ -111,8 +100,7 @@ def test_importance_names_its_evaluator_and_warns_below_the_trial_count(tmp_path
         study, evaluator=optuna.importance.PedAnovaImportanceEvaluator(target_quantile=0.1),
         target=lambda t: t.values[0])
     assert info.importances[0] == pytest.approx(dict(direct))
-    figures._draw_importance(info, tmp_path / "i.png")
-    (fig,) = captured.figures
+    fig = figures.render_importance(info)
     title, warning = fig._suptitle.get_text().split("\n")
     assert title == f"Parameter importance: PED-ANOVA (top 10 % of trials vs all), {complete} complete trials"
     assert warning == info.notes[0]

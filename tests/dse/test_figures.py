@@ -1,4 +1,4 @@
-"""antsim.dse.figures draws without touching the caller's matplotlib backend."""
+"""antsim.dse.figures draws without touching the caller's matplotlib backend, and writes PNG files."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from antsim.dse.figures import HistoryInfo, ParetoInfo, _draw_history, _draw_pareto
+from antsim.dse.figures import SweepInfo, render_history, render_pareto, render_tradeoffs, write_png
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -21,8 +21,9 @@ def test_importing_and_drawing_leaves_the_backend_as_the_caller_set_it(tmp_path:
         "import numpy as np\n"
         "import antsim.dse.figures as f\n"
         "assert matplotlib.get_backend() == 'svg', matplotlib.get_backend()\n"
-        "info = f.ParetoInfo(['a', 'b'], np.array([[1.0, 2.0], [2.0, 1.0]]), [0, 1], np.array([True, True]))\n"
-        f"f._draw_pareto(info, __import__('pathlib').Path({str(tmp_path / 'p.png')!r}))\n"
+        "info = f.SweepInfo('t', ('a', 'b'), ('minimize', 'minimize'), np.array([0, 1]),\n"
+        "                   np.array([[1.0, 2.0], [2.0, 1.0]]), np.array([True, True]), np.array([True, True]))\n"
+        f"f.write_png(f.render_pareto(info), {str(tmp_path / 'p.png')!r})\n"
         "assert matplotlib.get_backend() == 'svg', matplotlib.get_backend()\n"
         "import sys\n"
         "assert 'matplotlib.pyplot' not in sys.modules\n"
@@ -32,10 +33,13 @@ def test_importing_and_drawing_leaves_the_backend_as_the_caller_set_it(tmp_path:
     assert (tmp_path / "p.png").read_bytes()[:8] == PNG_MAGIC
 
 
-def test_figures_are_png_files(tmp_path: Path) -> None:
-    _draw_pareto(ParetoInfo(["x", "y", "z"], np.arange(6.0).reshape(2, 3), [0, 1], np.array([True, False])),
-                 tmp_path / "pareto.png")
-    _draw_history(HistoryInfo(["x"], np.array([0, 1, 2]), np.array([[3.0], [2.0], [1.0]]),
-                              np.array([True, False, True])), tmp_path / "history.png")
-    for name in ("pareto.png", "history.png"):
+def test_figures_are_png_files_one_objective_included(tmp_path: Path) -> None:
+    three = SweepInfo("t", ("x", "y", "z"), ("minimize",) * 3, np.array([0, 1]), np.arange(6.0).reshape(2, 3),
+                      np.array([True, True]), np.array([True, False]))
+    one = SweepInfo("t", ("x",), ("maximize",), np.array([0, 1, 2]), np.array([[3.0], [np.nan], [1.0]]),
+                    np.array([True, False, True]), np.array([True, False, False]))
+    for name, fig in (("pareto.png", render_pareto(three)), ("tradeoff.png", render_tradeoffs(three)),
+                      ("history.png", render_history(three)), ("pareto1.png", render_pareto(one)),
+                      ("tradeoff1.png", render_tradeoffs(one)), ("history1.png", render_history(one))):
+        write_png(fig, tmp_path / name)
         assert (tmp_path / name).read_bytes()[:8] == PNG_MAGIC

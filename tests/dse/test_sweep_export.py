@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import csv
 import json
+import shutil
 from pathlib import Path
 
+import numpy as np
 import optuna
 import pytest
 from sweep_helpers import write_spec
@@ -13,11 +15,14 @@ from sweep_helpers import write_spec
 from antsim.cli import main
 from antsim.dse.evaluators import analytic
 from antsim.dse.export import export_study
-from antsim.dse.figures import _get_importance_info, _get_pareto_info
+from antsim.dse.figures import _get_importance_info, render_pareto, render_tradeoffs, sweep_info
 from antsim.dse.objective import complete_metrics
+from antsim.dse.progress import progress_line
 from antsim.dse.spec import load_sweep
 from antsim.dse.storage import make_storage
 from antsim.dse.workload import resolve_workload
+from antsim.report.figures import figure_bytes
+from antsim.report.sweep import _get_sweep_info
 from antsim.spec.arch import load_arch
 
 
@@ -86,9 +91,50 @@ def test_figures_written_and_figure_data_matches_pareto(exported: tuple[Path, Pa
     spec = load_sweep(spec_path)
     study = optuna.load_study(study_name="exp", storage=make_storage(
         f"sqlite:///{spec_path.parent / 'results' / 'exp.db'}", 60))
-    info = _get_pareto_info(spec, study.get_trials())
+    info = sweep_info(spec, study.get_trials())
     pareto = json.loads((out / "pareto.json").read_text())["points"]
-    assert sorted(n for n, on in zip(info.numbers, info.on_front, strict=True) if on) == [p["number"] for p in pareto]
+    assert info.numbers[info.pareto].tolist() == [p["number"] for p in pareto]
+
+
+def _study_info(spec_path: Path):  # type: ignore[no-untyped-def]
+    study = optuna.load_study(study_name="exp", storage=make_storage(
+        f"sqlite:///{spec_path.parent / 'results' / 'exp.db'}", 60))
+    return sweep_info(load_sweep(spec_path), study.get_trials())
+
+
+def test_the_report_reads_the_export_into_the_same_info_and_draws_the_same_figures(
+        exported: tuple[Path, Path]) -> None:
+    spec_path, out = exported
+    mine, read = _study_info(spec_path), _get_sweep_info(out)
+    assert (read.objectives, read.directions, read.evaluator) == (mine.objectives, mine.directions, mine.evaluator)
+    assert read.directions == ("minimize", "minimize", "maximize")
+    for field in ("numbers", "values", "feasible", "pareto"):
+        np.testing.assert_array_equal(getattr(read, field), getattr(mine, field), err_msg=field)
+    assert 1 <= read.pareto.sum() < read.feasible.sum() < len(read.numbers)
+    # one renderer: the report's figure of the exported folder is the export's own figure, byte for byte
+    assert figure_bytes(render_pareto(read), "png") == (out / "pareto.png").read_bytes()
+    assert figure_bytes(render_tradeoffs(read), "png") == (out / "tradeoff.png").read_bytes()
+
+
+def test_the_progress_line_counts_the_same_mixed_direction_front(exported: tuple[Path, Path]) -> None:
+    spec_path, out = exported
+    study = optuna.load_study(study_name="exp", storage=make_storage(
+        f"sqlite:///{spec_path.parent / 'results' / 'exp.db'}", 60))
+    line, _ = progress_line(study, load_sweep(spec_path), 40, 0, 1.0)
+    assert f"| Pareto {len(json.loads((out / 'pareto.json').read_text())['points'])} |" in line
+
+
+def test_without_pareto_csv_the_report_computes_the_same_mixed_direction_front(exported: tuple[Path, Path],
+                                                                               tmp_path: Path) -> None:
+    spec_path, out = exported
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    (copy / "pareto.csv").unlink()  # the front now comes from pareto_mask and pareto.json's directions
+    read, mine = _get_sweep_info(copy), _study_info(spec_path)
+    np.testing.assert_array_equal(read.pareto, mine.pareto)
+    (copy / "pareto.json").unlink()  # no record of the directions: every metric minimised, another front
+    assert _get_sweep_info(copy).directions == ("minimize",) * 3
+    assert not np.array_equal(_get_sweep_info(copy).pareto, mine.pareto)
 
 
 def test_importance_with_too_few_trials_is_a_note_not_a_crash(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import pytest
 
@@ -10,7 +11,8 @@ from antsim.errors import AntsimError
 from antsim.gpu import estimate_layer, load_gpu
 from antsim.gpu.estimate import layer_plans
 from antsim.gpu.menus import formulations, heuristic_family, tensor_core_eligible
-from antsim.gpu.tiles import TENSOR_TILES_BY_ARCH, architecture, tensor_tiles
+from antsim.gpu.model import candidate_plans
+from antsim.gpu.tiles import CUDNN7_TENSOR_SHAPES, TENSOR_TILES_BY_ARCH, architecture, tensor_tiles
 from antsim.measure.deepbench import read_deepbench_csv
 from antsim.workloads.layers import PHASES, Layer
 
@@ -111,6 +113,69 @@ def test_tensor_core_tiles_per_generation() -> None:
     assert max(t.k for t in tensor_tiles(load_gpu("h100"))) == 64
 
 
+def test_cudnn7_tensor_core_convolutions_run_only_the_two_big_tiles() -> None:
+    # cuDNN 7's s884cudnn / s1688cudnn kernel names carry 256x128 or 128x128 only; cuDNN 8 and cuBLAS have more.
+    t4 = load_gpu("t4")
+    assert {(t.m, t.n) for t in tensor_tiles(t4, CUDNN7_TENSOR_SHAPES)} == {(256, 128), (128, 128)}
+    assert len(tensor_tiles(t4)) > len(tensor_tiles(t4, CUDNN7_TENSOR_SHAPES))
+    narrow = Layer("k32", N=16, C=64, K=32, H=28, W=28, R=3, S=3, stride=1, pad=1)  # fprop GEMM N = K = 32
+    for phase in PHASES:
+        old = next(g for g in formulations(t4, narrow, phase, "fp16", "cudnn7") if g.algorithm == "implicit")
+        new = next(g for g in formulations(t4, narrow, phase, "fp16", "cudnn8") if g.algorithm == "implicit")
+        assert old.tensor_shapes == CUDNN7_TENSOR_SHAPES and new.tensor_shapes == (), phase
+        plans = candidate_plans(t4, old, "fp16")
+        assert plans and all((p.tile.m, p.tile.n) in CUDNN7_TENSOR_SHAPES for p in plans), phase
+        # the subset menu is never faster than the whole menu for the same GEMM
+        whole = candidate_plans(t4, dataclasses.replace(old, tensor_shapes=()), "fp16")
+        assert min(p.time_s for p in plans) >= min(p.time_s for p in whole), phase
+    # fprop of the K = 32 layer pays a 128-wide tile: at least 4x the useful MACs are executed
+    fprop = next(g for g in formulations(t4, narrow, "fprop", "fp16", "cudnn7") if g.algorithm == "implicit")
+    plan = min(candidate_plans(t4, fprop, "fp16"), key=lambda p: p.time_s)
+    assert plan.tensor_cores and plan.executed_macs >= 4 * fprop.useful_macs
+    # a SIMT fallback (C = 3) and a Winograd GEMM keep their own menus
+    assert all(g.tensor_shapes == () for g in formulations(t4, C3, "fprop", "fp16", "cudnn7"))
+
+
+def test_cudnn7_tensor_core_wgrad_pads_the_channels_of_each_filter_tap_to_the_tile() -> None:
+    t4 = load_gpu("t4")
+
+    def wgrad(c: int, r: int, library: str = "cudnn7"):
+        layer = Layer("w", N=16, C=c, K=128, H=28, W=28, R=r, S=r, stride=1, pad=r // 2)
+        g = next(g for g in formulations(t4, layer, "wgrad", "fp16", library) if g.algorithm == "implicit")
+        return g, min(candidate_plans(t4, g, "fp16"), key=lambda p: p.time_s)
+
+    g64, p64 = wgrad(64, 3)
+    g128, p128 = wgrad(128, 3)
+    assert g64.n_slabs == 9 and g64.n_tiles(128) == 9 and math.ceil(g64.N / 128) == 5  # 576 columns, 9 taps
+    # below C = 128 a tap's slab is padded to the 128-wide tile: C = 64 executes as many MACs as C = 128
+    assert p64.tile.n == p128.tile.n == 128 and p64.split_k == p128.split_k
+    assert p64.executed_macs == p128.executed_macs == 2 * g64.useful_macs
+    assert wgrad(64, 1)[0].n_slabs == 1  # a 1x1 wgrad is one tap
+    assert wgrad(64, 3, "cudnn8")[0].n_slabs == 1  # cuDNN 8 keeps one contiguous N
+    assert all(g.n_slabs == 1 for phase in ("fprop", "dgrad") for g in formulations(t4, C64, phase, "fp16", "cudnn7"))
+
+
+def test_tensor_core_strided_dgrad_skips_the_inserted_zeros_at_any_channel_count() -> None:
+    # cuDNN 7.4.1: faster strided dgrad for NHWC filters, the layout of cuDNN's tensor-core kernels.
+    t4 = load_gpu("t4")
+    speech = Layer("ds2", N=16, C=32, K=32, H=79, W=341, R=5, S=10, stride=2, pad=0)
+
+    def phased(layer: Layer, precision: str, library: str = "cudnn7") -> list:
+        return [g for g in formulations(t4, layer, "dgrad", precision, library) if g.algorithm == "phased"]
+
+    [g] = phased(speech, "fp16")
+    assert g.K == 32 * 3 * 5 and g.M == 16 * 79 * 341 and g.N == 32  # taps per phase: ceil(5/2) x ceil(10/2)
+    assert g.tensor_shapes and g.algo == "BWD_DATA_ALGO_1"
+    assert phased(speech, "fp16", "cudnn8") and not phased(speech, "fp32")  # SIMT NCHW kernels: C >= 64 only
+    assert not phased(dataclasses.replace(speech, C=3), "fp16")  # C = 3 runs no tensor-core kernel
+    assert len(phased(dataclasses.replace(speech, C=64), "fp16")) == 1 == len(phased(dataclasses.replace(speech, C=64),
+                                                                                     "fp32"))
+    one_by_one = dataclasses.replace(speech, R=1, S=1)
+    assert not phased(one_by_one, "fp16")  # a 1x1 filter at stride 2 reaches one phase in four
+    fast = estimate_layer(t4, speech, "dgrad", "fp16", library="cudnn7", selection="heuristic")
+    assert fast.details["algorithm"] == "phased"
+
+
 def _scaled(gpu: str, **factors: float):
     """The GPU with some resources multiplied (peaks by ``compute``, DRAM by ``dram``, L2 by ``l2``)."""
     spec = load_gpu(gpu)
@@ -134,6 +199,21 @@ def test_more_bandwidth_or_compute_is_never_slower(gpu: str, precision: str, res
                     slow = estimate_layer(base, layer.with_batch(batch), phase, precision, selection=selection)
                     fast = estimate_layer(more, layer.with_batch(batch), phase, precision, selection=selection)
                     assert fast.time_s <= slow.time_s * (1 + 1e-12), (layer.name, batch, phase, selection)
+
+
+@pytest.mark.parametrize("resource", ["compute", "dram", "l2"])
+def test_cudnn7_tensor_core_rules_keep_the_model_monotone(resource: str) -> None:
+    # the cuDNN 7 tile menu, the wgrad tap slabs and the any-C strided dgrad, with more of one resource
+    base, more = load_gpu("t4"), _scaled("t4", **{resource: 2.0})
+    speech = Layer("ds2", N=4, C=32, K=32, H=79, W=341, R=5, S=10, stride=2, pad=0)
+    for layer in (*LAYERS, speech):
+        for phase in PHASES:
+            for selection in ("timed", "heuristic"):
+                slow = estimate_layer(base, layer, phase, "fp16", selection=selection, library="cudnn7")
+                fast = estimate_layer(more, layer, phase, "fp16", selection=selection, library="cudnn7")
+                assert fast.time_s <= slow.time_s * (1 + 1e-12), (layer.name, phase, selection)
+                timed = estimate_layer(base, layer, phase, "fp16", selection="timed", library="cudnn7")
+                assert timed.time_s <= slow.time_s * (1 + 1e-12), (layer.name, phase)
 
 
 def test_deepbench_fp16_mixed_rows_are_read_as_fp16_and_the_algo_typo_is_fixed(deepbench) -> None:

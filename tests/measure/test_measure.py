@@ -120,5 +120,5 @@ def test_measure_user_errors(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     if not torch.cuda.is_available():
         assert main(["measure", "--network", "resnet18-cifar", "--device", "cuda", "--out", out]) == 2
         err = capsys.readouterr().err
-        assert "--device cuda" in err and err.count("\n") == 1
+        assert "--device: device 'cuda'" in err and err.count("\n") == 1
     assert not (tmp_path / "m.csv").exists()

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 from report_factories import LAYERS
 
+from antsim.dse.metrics import readable_axis
 from antsim.errors import AntsimError
 from antsim.report.compare import compare_results
 from antsim.report.data import (
@@ -18,7 +20,7 @@ from antsim.report.data import (
     _get_product_info,
     _get_ratio_info,
 )
-from antsim.report.sweep import _get_sweep_info, pareto_mask
+from antsim.report.sweep import _get_sweep_info
 from antsim.results import NetworkResult
 
 
@@ -117,15 +119,27 @@ def test_sweep_reader_computes_the_front_without_pareto_csv(tmp_path: Path) -> N
     assert info.pareto.tolist() == [True, True, False, False, False]
 
 
-def test_pareto_mask_by_brute_force() -> None:
-    rng = np.random.default_rng(0)
-    values = rng.uniform(size=(60, 3))
-    feasible = rng.uniform(size=60) > 0.2
-    mask = pareto_mask(values, feasible)
-    for i in range(60):
-        dominated = any(feasible[j] and all(values[j] <= values[i]) and any(values[j] < values[i])
-                        for j in range(60))
-        assert mask[i] == (feasible[i] and not dominated)
+def test_sweep_reader_reads_old_metric_names_as_todays(tmp_path: Path) -> None:
+    # an earlier report's vocabulary: the energy-delay product as edp_js, bare or as an objective column
+    _write(tmp_path / "a" / "trials.csv", "number,time_s,edp_js\n0,1.0,5.0\n1,2.0,1.0\n2,3.0,6.0\n")
+    _write(tmp_path / "b" / "trials.csv", "number,state,objective.time_s,objective.edp_js,feasible\n"
+           "0,COMPLETE,1.0,5.0,True\n1,COMPLETE,2.0,1.0,True\n2,COMPLETE,3.0,6.0,True\n")
+    for folder in ("a", "b"):
+        info = _get_sweep_info(tmp_path / folder)
+        assert info.objectives == ("time_s", "edp") and info.directions == ("minimize", "minimize")
+        assert info.pareto.tolist() == [True, True, False]
+        assert readable_axis(info.objectives[1], info.values[:, 1]).label == "energy-delay product (J·s)"
+
+
+def test_sweep_reader_computes_the_front_by_the_directions_pareto_json_records(tmp_path: Path) -> None:
+    _write(tmp_path / "trials.csv", "number,state,objective.time_s,objective.power_w,feasible\n"
+           "0,COMPLETE,1.0,5.0,True\n1,COMPLETE,2.0,6.0,True\n2,COMPLETE,2.0,4.0,True\n3,COMPLETE,0.5,9.0,False\n")
+    minimised = _get_sweep_info(tmp_path)  # no record: each metric's own direction (power is a cost)
+    assert minimised.directions == ("minimize", "minimize")
+    assert minimised.pareto.tolist() == [True, False, True, False]
+    _write(tmp_path / "pareto.json", json.dumps({"objectives": {"time_s": "minimize", "power_w": "maximize"}}))
+    info = _get_sweep_info(tmp_path)
+    assert info.directions == ("minimize", "maximize") and info.pareto.tolist() == [True, True, False, False]
 
 
 @pytest.mark.parametrize("files, message", [

@@ -58,6 +58,7 @@ def test_report_figure_data_and_caption_hold_the_marks(tmp_path: Path, compariso
     markdown = (out / "report.md").read_text()
     assert "Black markers: this report's designs (scnn, ant, v100)" in markdown
     assert "priced by the sweep's analytic, fast fidelity evaluator" in markdown
+    assert "computed for min time_s, min energy_j, min area_mm2)" in markdown  # no pareto.csv: the directions used
 
 
 def test_axes_read_in_prefixed_units_and_go_log_across_decades(tmp_path: Path, comparison) -> None:  # type: ignore[no-untyped-def]

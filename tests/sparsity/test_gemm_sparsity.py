@@ -70,7 +70,7 @@ def test_refusals() -> None:
     g = Gemm("fc", M=4, N=4, K=4)
     with pytest.raises(AntsimError, match="unknown key 'x'"):
         make_gemm_tensors(g, {"w": 0.1, "a": 0.1, "g": 0.1, "x": 0.2})
-    with pytest.raises(AntsimError, match=r"densities.w must be in \[0, 1\]"):
+    with pytest.raises(AntsimError, match=r"densities.w: density of weights must be in \(0, 1\]; got 1.5"):
         make_gemm_tensors(g, {"w": 1.5, "a": 0.1, "g": 0.1})
     with pytest.raises(AntsimError, match="unknown sparsity model"):
         make_gemm_tensors(g, {"w": 0.1, "a": 0.1, "g": 0.1}, model="lognormal")

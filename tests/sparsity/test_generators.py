@@ -79,6 +79,6 @@ def test_top_k_keeps_largest_magnitudes() -> None:
 def test_bad_inputs() -> None:
     with pytest.raises(AntsimError, match="model 'gausian'; known: channel, swat, topk_field, uniform"):
         make_tensors(LAYER, model="gausian")
-    with pytest.raises(AntsimError, match="density_g must be in"):
+    with pytest.raises(AntsimError, match=r"density_g: density of output gradients must be in \(0, 1\]; got 1.5"):
         make_tensors(LAYER, density_g=1.5)
     assert sparsity_models() == ["channel", "swat", "topk_field", "uniform"]
