@@ -41,8 +41,10 @@ def design(name: str, changes: tuple[str, ...]) -> ArchSpec:
     return arch_from_dict(data, f"{name} with {', '.join(changes)}" if changes else name)
 
 
-def run(job: tuple[str, str, str, int, int, tuple[str, ...]]) -> tuple[str, str, str, float, float, float, float]:
-    """(design, network, regime, batch, sample, changes) → time, energy, on-chip energy, wall seconds."""
+def run(job: tuple[str, str, str, int, int, tuple[str, ...]]
+        ) -> tuple[str, str, str, float, float, float, float, float, float]:
+    """(design, network, regime, batch, sample, changes) → time, energy, on-chip energy, wall seconds,
+    RCPs per product of the mapping (``rcp / total``) and RCPs skipped (``skipped / rcp``)."""
     name_of_design, net, name, batch, sample, changes = job
     chosen = regime(name)
     start = time.perf_counter()
@@ -52,7 +54,11 @@ def run(job: tuple[str, str, str, int, int, tuple[str, ...]]) -> tuple[str, str,
     energy = math.fsum(r.energy_j for r in result.records)
     dram = math.fsum(r.energy_breakdown_j.get("dram", 0.0) for r in result.records)
     time_s = math.fsum(r.time_s for r in result.records)
-    return name_of_design, net, name, time_s, energy, energy - dram, time.perf_counter() - start
+    products = [r.products for r in result.records if r.products is not None]
+    total, rcp = sum(p.total for p in products), sum(p.rcp for p in products)
+    skipped = sum(p.skipped for p in products)
+    return (name_of_design, net, name, time_s, energy, energy - dram, time.perf_counter() - start,
+            rcp / max(1, total), skipped / max(1, rcp))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,18 +78,21 @@ def main(argv: list[str] | None = None) -> int:
         rows = {(d, n, r): rest for d, n, r, *rest in pool.map(run, jobs)}
     print(f"batch {args.batch}, fast fidelity, seed 0, batch_sample {args.batch_sample},"
           f" changes: {', '.join(changes) or 'none'}")
-    print("| network | regime | ANT speedup | energy reduction | on-chip energy reduction | run s (scnn/ant) |")
-    print("|---|---|---|---|---|---|")
+    print("| network | regime | ANT speedup | energy reduction | on-chip energy reduction | SCNN RCP % of products"
+          " | RCPs ANT skips | run s (scnn/ant) |")
+    print("|---|---|---|---|---|---|---|---|")
     ratios: dict[str, list[tuple[float, float, float]]] = {r: [] for r in args.regimes}
     for n in args.networks:
         for r in args.regimes:
             s, a = rows[("scnn", n, r)], rows[("ant", n, r)]
             ratio = (s[0] / a[0], s[1] / a[1], s[2] / a[2])
             ratios[r].append(ratio)
-            print(f"| {n} | {r} | {ratio[0]:.2f}× | {ratio[1]:.2f}× | {ratio[2]:.2f}× | {s[3]:.0f} / {a[3]:.0f} |")
+            print(f"| {n} | {r} | {ratio[0]:.2f}× | {ratio[1]:.2f}× | {ratio[2]:.2f}× | {100 * s[4]:.1f} %"
+                  f" | {100 * a[5]:.1f} % | {s[3]:.0f} / {a[3]:.0f} |")
     for r, values in ratios.items():
         geo = [math.exp(sum(math.log(v[i]) for v in values) / len(values)) for i in range(3)]
-        print(f"| geomean | {r} | {geo[0]:.2f}× | {geo[1]:.2f}× | {geo[2]:.2f}× | paper {PAPER[0]}× / {PAPER[1]}× |")
+        print(f"| geomean | {r} | {geo[0]:.2f}× | {geo[1]:.2f}× | {geo[2]:.2f}× | | |"
+              f" paper {PAPER[0]}× / {PAPER[1]}× |")
     scnn_area, ant_area = (design_area_mm2(design(d, changes)) for d in ("scnn", "ant"))
     print(f"area: scnn {scnn_area:.3f} mm², ant {ant_area:.3f} mm², increment {ant_area - scnn_area:.4f} mm²"
           f" ({(ant_area / scnn_area - 1):.2%} of the chip)")

@@ -28,6 +28,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from antsim.dse import attrs  # noqa: E402
 from antsim.dse.pareto import pareto_mask  # noqa: E402
 from antsim.dse.storage import make_storage  # noqa: E402
 
@@ -85,11 +86,12 @@ def _mf_comparison(folder: Path, n_trials: int, proxy_layers: int) -> dict:
         study = optuna.load_study(study_name=spec.stem, storage=make_storage(f"sqlite:///{db}", 60))
         trials = study.get_trials()
         studies[label] = trials
-        for key in ("eval_s", "eval_cpu_s"):
-            proxy_key = "proxy_" + key
-            row[key] = round(sum(t.user_attrs.get(key, 0) + t.user_attrs.get(proxy_key, 0) for t in trials), 2)
-        row["full_evaluations"] = sum(t.user_attrs.get("stage") == "full" for t in trials)
-        row["screened"] = sum(t.user_attrs.get("stage") == "proxy" for t in trials)
+        for key, full_key, proxy_key in (("eval_s", attrs.EVAL_S, attrs.PROXY_EVAL_S),
+                                         ("eval_cpu_s", attrs.EVAL_CPU_S, attrs.PROXY_EVAL_CPU_S)):
+            row[key] = round(sum((attrs.seconds(t, full_key) or 0.0) + (attrs.seconds(t, proxy_key) or 0.0)
+                                 for t in trials), 2)
+        row["full_evaluations"] = sum(attrs.stage(t) == "full" for t in trials)
+        row["screened"] = sum(attrs.stage(t) == "proxy" for t in trials)
         out[label] = row
         print(json.dumps(row), flush=True)
     out.update(_front_loss(studies["full"], studies["screened"]))
@@ -101,13 +103,13 @@ def _mf_comparison(folder: Path, n_trials: int, proxy_layers: int) -> dict:
 
 def _front_loss(full: list, screened: list) -> dict:
     """Designs on the full run's Pareto front (feasible) that the screen pruned (same params by number)."""
-    feasible = [t for t in full if t.user_attrs.get("feasible") and t.values]
+    feasible = [t for t in full if attrs.is_feasible(t) and t.values]
     directions = ["minimize"] * len(feasible[0].values) if feasible else []  # the spec minimises all three
     front = {t.number for t, on in zip(feasible, pareto_mask([t.values for t in feasible], directions),
                                        strict=True) if on} if feasible else set()
     by_number = {t.number: t for t in screened}
     same_params = all(by_number[t.number].params == t.params for t in full if t.number in by_number)
-    lost = sorted(n for n in front if by_number.get(n) and by_number[n].user_attrs.get("stage") == "proxy")
+    lost = sorted(n for n in front if by_number.get(n) and attrs.stage(by_number[n]) == "proxy")
     return {"same_designs_in_both_runs": same_params, "full_front_size": len(front),
             "front_designs_screened_out": lost}
 

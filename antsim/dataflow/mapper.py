@@ -22,8 +22,9 @@ screen), so every field except ``conflict_cycles`` is identical between them; va
 output footprints come from mask correlation (``fast``) or product enumeration (``exact``) and are
 tested equal. ``conflict_cycles``: ``exact`` hashes every issued product; ``fast`` does the same on
 a systematic sample of at most 32,768 candidate pairs (exact when they all fit); for ``oracle`` the
-sample is runs of 64 consecutive candidate pairs whose valid products are packed into F·I groups as
-``exact`` packs them (again exact when every pair fits).
+sample is whole slots, enumerated from their first pair so that their valid products pack into F·I
+groups exactly as ``exact`` packs them, one or more per PE geometry class (again exact when every pair
+fits; ``exact.sampled_oracle_conflicts``).
 """
 
 from __future__ import annotations
