@@ -16,9 +16,11 @@ from typing import Any
 
 from antsim.errors import AntsimError, SpecError, WorkloadError
 from antsim.results import LayerResult, NetworkResult, ProductCounts
+from antsim.sparsity.densities import Densities
 from antsim.sparsity.tensors import Tensors, load_tensors, save_tensors
 from antsim.spec.arch import ArchSpec, load_arch
 from antsim.version import __version__
+from antsim.vocabulary import Fidelity, Phase, Policy
 from antsim.workloads.layers import PHASES, Layer, read_layers_csv
 
 _LAZY = {
@@ -40,7 +42,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "PHASES", "AntsimError", "ArchSpec", "Layer", "LayerResult", "NetworkResult", "ProductCounts",
-    "SpecError", "Tensors", "WorkloadError", "__version__", "load_arch", "load_tensors", "read_layers_csv",
-    "save_tensors", *_LAZY,
+    "PHASES", "AntsimError", "ArchSpec", "Densities", "Fidelity", "Layer", "LayerResult", "NetworkResult", "Phase",
+    "Policy", "ProductCounts", "SpecError", "Tensors", "WorkloadError", "__version__", "load_arch", "load_tensors",
+    "read_layers_csv", "save_tensors", *_LAZY,
 ]

@@ -186,7 +186,8 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[P
         arch: The design.
         layers: Conv layers in network order (batch included).
         phases: Subset of ``PHASES`` (run in canonical order).
-        densities: ``{"w", "a", "g"[, "a_saved"]}`` densities for generated operands (default 0.1 each).
+        densities: ``{"w", "a", "g"[, "a_saved", "attn"]}`` (or a ``Densities``) for generated operands, each
+            in (0, 1] (``antsim.sparsity.densities``; w, a, g default to 0.1).
         sparsity: Generator model name (``antsim.sparsity.generators``) when ``tensors`` is not given.
         tensors: ``{layer name: Tensors}`` overriding generation (every layer must be present).
         fidelity: ``fast`` (default) or ``exact``.

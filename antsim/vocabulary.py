@@ -49,7 +49,7 @@ def parse_word(what: str, value: object, known: tuple[_Word, ...]) -> _Word:
     """
     if not isinstance(value, str) or value not in known:
         raise AntsimError(f"{what}: unknown {value!r}; known: {', '.join(known)}")
-    return known[known.index(value)]
+    return known[known.index(value)]  # the tuple's own element: typed as the literal, no cast
 
 
 def parse_phase(value: object, what: str = "phase") -> Phase:

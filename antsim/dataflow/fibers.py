@@ -287,14 +287,14 @@ class _SetPieces:
         key: streamed fiber key of every non-empty (base fiber, set), ascending — see ``StreamedLayout``.
         nnz: its non-zeros. whole: the base fiber it keeps whole (sharing its vectors), or −1.
         start: first element (in the store) of its run when not whole.
-        store: base-order element index of every element of the store.
+        store: base-order element index of every element of the store; None when the store is the base.
     """
 
     key: np.ndarray
     nnz: np.ndarray
     whole: np.ndarray
     start: np.ndarray
-    store: np.ndarray
+    store: np.ndarray | None
 
 
 def _runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -357,17 +357,19 @@ def _set_pieces(base: _BaseFibers, unfiltered: np.ndarray, row_pat: np.ndarray, 
         in_column = col_pat[b, base.v]
         table: np.ndarray | None = None
         if in_column.all():
-            column, offset = store.parts[0], 0
+            column, offset = None, 0
         else:
             column = np.flatnonzero(in_column)
             offset = store.append(column)
         for a in range(len(row_pat)):
             rows = _interval(row_pat[a]) if channel_inner else None
             if rows is None:
-                fiber, first, count = _filtered_runs(base, column, row_pat[a], store)
+                fiber, first, count = _filtered_runs(base, store.parts[0] if column is None else column,
+                                                     row_pat[a], store)
             else:
                 if table is None:
-                    table = _row_table(base.fiber[column], base.u[column], n_fibers, n_u)
+                    table = _row_table(*((base.fiber, base.u) if column is None else
+                                         (base.fiber[column], base.u[column])), n_fibers, n_u)
                 count = table[:, rows[1] + 1] - table[:, rows[0]]
                 fiber = np.flatnonzero(count)
                 first, count = table[fiber, rows[0]] + offset, count[fiber]
@@ -377,7 +379,8 @@ def _set_pieces(base: _BaseFibers, unfiltered: np.ndarray, row_pat: np.ndarray, 
                            np.where(count == unfiltered[fiber], fiber, -1), first))
     key, nnz, whole, first = (np.concatenate(x).astype(np.int64, copy=False) for x in zip(*pieces, strict=True))
     order = np.argsort(key, kind="stable")  # the sets' keys are each ascending: a merge of sorted runs
-    return _SetPieces(key[order], nnz[order], whole[order], first[order], np.concatenate(store.parts))
+    return _SetPieces(key[order], nnz[order], whole[order], first[order],
+                      np.concatenate(store.parts) if len(store.parts) > 1 else None)
 
 
 def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, streamed_tensor: np.ndarray,
@@ -423,10 +426,12 @@ def _shared_vectors(base: _BaseFibers, sets: _SetPieces, width: int, channel_inn
                                                    np.concatenate((starts[run], sets.start[own])))
     shared_rank = np.cumsum(kept_whole) - 1
     segment = np.where(own, len(run) + np.cumsum(own) - 1, shared_rank[np.maximum(sets.whole, 0)])
-    sp1, sp2 = base.u[sets.store], base.v[sets.store]
+    elements = [base.u, base.v, base.out_channel, base.image, base.value]
+    if sets.store is not None:
+        elements = [a[sets.store] for a in elements]
+    sp1, sp2, chan, image, value = elements
     return Vectors(sets.key, vec0[segment], nvec[segment], sets.nnz, vec_start, vec_size,
-                   _vector_boxes(sp1, sp2, vec_start, vec_size, width, channel_inner), sp1, sp2,
-                   base.out_channel[sets.store], base.image[sets.store], base.value[sets.store])
+                   _vector_boxes(sp1, sp2, vec_start, vec_size, width, channel_inner), sp1, sp2, chan, image, value)
 
 
 def _vector_boxes(sp1: np.ndarray, sp2: np.ndarray, vec_start: np.ndarray, vec_size: np.ndarray, width: int,

@@ -56,7 +56,7 @@ class WorkloadSpec(_Model):
     batch: int | None = Field(None, ge=1, le=4096,
                               description="batch N; default: the layers' own N (layers CSV / inline), the tensors"
                                           " file's batch, or 1 for a zoo network")
-    densities: dict[str, float] = Field(default_factory=lambda: {"w": 0.1, "a": 0.1, "g": 0.1})
+    densities: dict[str, float] = Field(default_factory=lambda: Densities().to_dict())  # w, a, g at 0.1
     sparsity: str = "swat"
     tensors: str | None = None
     batch_sample: int = Field(0, ge=0, le=4096,

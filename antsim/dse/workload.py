@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from antsim.errors import AntsimError, SpecError
 from antsim.simulate import overall_densities
+from antsim.sparsity.densities import Densities
 from antsim.sparsity.tensors import load_tensors
 from antsim.vocabulary import PHASES, Phase
 from antsim.workloads.gemm import Gemm
@@ -35,7 +36,7 @@ class Workload:
 
     layers: tuple[Layer, ...]
     phases: tuple[Phase, ...] = PHASES
-    densities: dict[str, float] = field(default_factory=lambda: {"w": 0.1, "a": 0.1, "g": 0.1})
+    densities: dict[str, float] = field(default_factory=lambda: Densities().to_dict())  # w, a, g at 0.1
     sparsity: str = "swat"
     tensors_path: str | None = None
     name: str = "workload"

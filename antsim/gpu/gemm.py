@@ -81,6 +81,8 @@ class Gemm:
         n_slabs: N is this many equal slabs that a CTA tile never straddles, each tiled on its own (so
             each pads to the tile width): 1 for one contiguous N; R·S for cuDNN 7's tensor-core wgrad,
             whose N = (r, s, c) tiles hold the channels of one filter tap (``menus.formulations``).
+        k_slabs: The same along the reduction K: its main-loop steps never straddle two slabs, so each
+            slab pads to the tile's k step (cuDNN 7's tensor-core fprop and dgrad: one slab per filter tap).
     """
 
     M: int
@@ -104,6 +106,7 @@ class Gemm:
     gather_width: int = 1
     tensor_shapes: tuple[tuple[int, int], ...] = ()
     n_slabs: int = 1
+    k_slabs: int = 1
 
     @property
     def gathered(self) -> bool:
@@ -122,6 +125,10 @@ class Gemm:
     def n_tiles(self, tile_n: int) -> int:
         """CTA tiles along N: each of the ``n_slabs`` slabs padded to the tile width on its own."""
         return self.n_slabs * math.ceil(self.N / self.n_slabs / tile_n)
+
+    def k_padded(self, tile_k: int) -> int:
+        """The reduction the main loop runs: each of the ``k_slabs`` slabs padded to the k step on its own."""
+        return self.k_slabs * math.ceil(self.K / self.k_slabs / tile_k) * tile_k
 
     @property
     def macs(self) -> int:

@@ -123,17 +123,22 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
 
 def _cudnn7_tensor_kernel(g: Gemm, layer: Layer) -> Gemm:
     """A gathered GEMM as cuDNN 7's tensor-core kernels run it: the two big tiles only
-    (``tiles.CUDNN7_TENSOR_SHAPES``) and, for wgrad, N = (r, s, c) tiled one filter tap at a time.
+    (``tiles.CUDNN7_TENSOR_SHAPES``) and the (r, s, channel) dimension tiled one filter tap at a time —
+    wgrad's N = (r, s, c) in slabs of C columns, the reduction (r, s, c) of fprop and (r, s, k) of dgrad
+    in slabs of C or K — so the channel count pads per tap to the tile's extent along that dimension
+    (128 columns, a 32-deep k step).
 
-    The tap slabs are an [assumption, inferred from DeepBench's T4 fp16 wgrads (NHWC tensors,
-    baidu-research/DeepBench code/nvidia/conv_bench.cu)]: below C = 128 their time does not fall with C —
-    before this rule the 3×3 rows of C = 64, 32, 16 ran 0.55, 0.31, 0.27× the speed of dense 128-wide tiles,
-    those of C = 128–512 0.75–0.85× — as when a CTA's 128 columns are channels of one tap, so C pads to
-    the tile width per tap. No free constant: the slab is the tile's own width; a 1×1 wgrad (one tap) is
-    unaffected.
+    The tap slabs are an [assumption, inferred from DeepBench's T4 fp16 rows (NHWC tensors,
+    baidu-research/DeepBench code/nvidia/conv_bench.cu)]: below C = 128 their wgrad time does not fall
+    with C — before this rule the 3×3 rows of C = 64, 32, 16 ran 0.55, 0.31, 0.27× the speed of dense
+    128-wide tiles, those of C = 128–512 0.75–0.85× — and their padded C = 8 input layers' fprop ran
+    0.44–0.74× the dense speed. No free constant: a slab pads to the tile's own extent; 1×1 layers (one
+    tap) and channel counts that fill the tile are unaffected.
     """
-    slabs = layer.R * layer.S if g.phase == "wgrad" and g.algorithm == "implicit" else 1
-    return replace(g, tensor_shapes=CUDNN7_TENSOR_SHAPES, n_slabs=slabs)
+    taps = layer.R * layer.S if g.algorithm == "implicit" else g.K // layer.K if g.algorithm == "phased" else 1
+    if g.phase == "wgrad":
+        return replace(g, tensor_shapes=CUDNN7_TENSOR_SHAPES, n_slabs=taps)
+    return replace(g, tensor_shapes=CUDNN7_TENSOR_SHAPES, k_slabs=taps)
 
 
 def family_of(algo: str) -> str | None:

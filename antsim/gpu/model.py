@@ -272,7 +272,7 @@ def plan_gemm(gpu: GpuSpec, g: Gemm, precision: Precision, tile: Tile, split: in
     resident = ctas_per_sm(gpu, tile, ob)
     if resident == 0:
         return None
-    k_slice = math.ceil(math.ceil(g.K / split) / tile.k) * tile.k
+    k_slice = math.ceil(math.ceil(g.k_padded(tile.k) / split) / tile.k) * tile.k
     ctas = math.ceil(g.M / tile.m) * g.n_tiles(tile.n) * split * g.batch
     per_sm = math.ceil(ctas / gpu.sms)
     rate = _sm_macs_per_s(gpu, g, precision, tile, min(resident, per_sm), cal)

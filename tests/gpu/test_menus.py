@@ -155,6 +155,24 @@ def test_cudnn7_tensor_core_wgrad_pads_the_channels_of_each_filter_tap_to_the_ti
     assert all(g.n_slabs == 1 for phase in ("fprop", "dgrad") for g in formulations(t4, C64, phase, "fp16", "cudnn7"))
 
 
+def test_cudnn7_tensor_core_fprop_and_dgrad_pad_each_tap_to_the_k_step() -> None:
+    t4 = load_gpu("t4")
+    first = Layer("rgb8", N=16, C=8, K=64, H=56, W=56, R=3, S=3, stride=1, pad=1)  # an input layer padded to C = 8
+
+    def implicit(layer: Layer, phase: str, library: str = "cudnn7"):
+        return next(g for g in formulations(t4, layer, phase, "fp16", library) if g.algorithm == "implicit")
+
+    fprop = implicit(first, "fprop")
+    assert fprop.K == 72 and fprop.k_slabs == 9 and fprop.k_padded(32) == 9 * 32  # 8 channels per tap -> 32
+    plan = min(candidate_plans(t4, fprop, "fp16"), key=lambda p: p.time_s)
+    assert plan.executed_macs % (9 * 32) == 0 and plan.executed_macs >= 4 * fprop.useful_macs
+    assert implicit(C64, "fprop").k_padded(32) == implicit(C64, "fprop").K  # 64 channels fill two k steps
+    assert implicit(C64, "dgrad").k_slabs == 9 and implicit(first, "fprop", "cudnn8").k_slabs == 1
+    speech = Layer("ds2", N=4, C=32, K=48, H=79, W=341, R=5, S=10, stride=2, pad=0)
+    phased = next(g for g in formulations(t4, speech, "dgrad", "fp16", "cudnn7") if g.algorithm == "phased")
+    assert phased.k_slabs == 15 and phased.k_padded(32) == 15 * 64  # K = 48 pads to 64 per tap of a phase
+
+
 def test_tensor_core_strided_dgrad_skips_the_inserted_zeros_at_any_channel_count() -> None:
     # cuDNN 7.4.1: faster strided dgrad for NHWC filters, the layout of cuDNN's tensor-core kernels.
     t4 = load_gpu("t4")
