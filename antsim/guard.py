@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from antsim.dataflow.gemm import guard_layer
+from antsim.dataflow.tiling import make_tiling
 from antsim.errors import AntsimError
 from antsim.phases import phase_problem
 from antsim.simulate import overall_densities
@@ -95,7 +96,10 @@ def phase_steps(arch: ArchSpec, layer: Layer, phase: Phase, densities: Mapping[s
     problem = phase_problem(layer, phase)
     pe = arch.pe_array
     n, cs, ys, xs = problem.stationary_shape
-    chunks = n * math.ceil(problem.streamed_shape[2] / arch.mapping.output_channel_group)
+    acc = arch.accumulators
+    groups = make_tiling(problem, pe.rows, pe.cols, arch.mapping.output_channel_group,
+                         acc.banks * acc.entries_per_bank).n_groups
+    chunks = n * groups
     dense = not arch.sparsity_support
     density = 1.0 if dense else _density_of(densities, problem.stationary_operand, phase)
     values = cs * math.ceil(ys / pe.rows) * math.ceil(xs / pe.cols) * density  # one image's tile, mean PE

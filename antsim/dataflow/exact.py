@@ -21,7 +21,7 @@ from antsim.dataflow.context import MappingContext
 from antsim.dataflow.fibers import Vectors
 from antsim.dataflow.footprint import Footprint
 from antsim.dataflow.pairing import Cells, PairBatch, iter_pairs
-from antsim.dataflow.tiling import Tiling
+from antsim.dataflow.tiling import Tiling, output_window
 from antsim.phases import PhaseProblem
 from antsim.vocabulary import Policy
 
@@ -63,20 +63,6 @@ class _Products:
     pair: np.ndarray
 
 
-def _windows(problem: PhaseProblem, tiling: Tiling) -> tuple[np.ndarray, np.ndarray, int, int]:
-    """Per PE the origin of its reachable output window and the (uniform) window size."""
-    U, V = problem.streamed_shape[3:]
-    y_lo, y_hi = tiling.row_extents()
-    x_lo, x_hi = tiling.col_extents()
-    row_lo, row_hi = problem.dims[0].reach(y_lo, y_hi, np.zeros_like(y_lo), np.full_like(y_lo, U - 1))
-    col_lo, col_hi = problem.dims[1].reach(x_lo, x_hi, np.zeros_like(x_lo), np.full_like(x_lo, V - 1))
-    win_h = int(max(1, (row_hi - row_lo + 1).max()))
-    win_w = int(max(1, (col_hi - col_lo + 1).max()))
-    origin_y = np.repeat(row_lo, tiling.cols)
-    origin_x = np.tile(col_lo, tiling.rows)
-    return origin_y, origin_x, win_h, win_w
-
-
 def _expand_products(stationary: Vectors, streamed: Vectors, pairs: PairBatch
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(pair index, stationary element, streamed element) of every product of ``pairs``."""
@@ -97,7 +83,7 @@ class _Enumerator:
         self.out_rows, self.out_cols = problem.output_shape[2:]
         self.out_size = int(np.prod(problem.output_shape))
         self.output = np.zeros(self.out_size if scatter else 0)
-        self.windows = _windows(problem, context.tiling) if problem.output_is_plane else None
+        self.windows = output_window(problem, context.tiling) if problem.output_is_plane else None
 
     def batch(self, pairs: PairBatch, pair_base: int) -> _Products:
         """Scatter the valid products of ``pairs`` into the output; return their bookkeeping."""

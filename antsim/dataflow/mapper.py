@@ -118,13 +118,20 @@ def _map_dense_batch(arch: ArchSpec, options: MappingOptions, layer: Layer, phas
     return replace(work, layer_name=layer.name), tiles, per_image
 
 
+def _tiling(arch: ArchSpec, problem: PhaseProblem) -> Tiling:
+    """The planar tiling with the arch's Kc (``mapping.output_channel_group``; 0 = what one accumulator half holds)."""
+    acc = arch.accumulators
+    return make_tiling(problem, arch.pe_array.rows, arch.pe_array.cols, arch.mapping.output_channel_group,
+                       acc.banks * acc.entries_per_bank)
+
+
 def _map_sampled(arch: ArchSpec, options: MappingOptions, layer: Layer, phase: Phase, tensors: Tensors,
                  batch_sample: int) -> tuple[PhaseWork, BatchTiles, np.ndarray]:
     """Image-major work of the batch estimated from ``batch_sample`` images (``antsim.dataflow.sampling``),
     its batch tiles and the exact (N, n_pes) stationary values per image."""
     problem = phase_problem(layer, phase)
     pe = arch.pe_array
-    tiling = make_tiling(problem, pe.rows, pe.cols, arch.mapping.output_channel_group)
+    tiling = _tiling(arch, problem)
     classes = stride_classes(problem, arch.mapping.stride_phases)
     stationary_tensor = problem.stationary(tensors)
     per_image = stationary_counts(tiling, classes, stationary_tensor)
@@ -183,7 +190,7 @@ class _MappingInputs:
     def build(cls, arch: ArchSpec, layer: Layer, phase: Phase, tensors: Tensors) -> _MappingInputs:
         problem = phase_problem(layer, phase)
         pe = arch.pe_array
-        tiling = make_tiling(problem, pe.rows, pe.cols, arch.mapping.output_channel_group)
+        tiling = _tiling(arch, problem)
         classes = stride_classes(problem, arch.mapping.stride_phases)
         dense = not arch.sparsity_support
         stationary_tensor, streamed_tensor = problem.stationary(tensors), problem.streamed(tensors)

@@ -9,7 +9,7 @@ Work chunks are (image n, output-channel group g) in order, ``g`` covering ``Kc`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import product
 
 import numpy as np
@@ -90,16 +90,47 @@ class Tiling:
         return slice(g * self.kc, min((g + 1) * self.kc, n_out_channels))
 
 
-def make_tiling(problem: PhaseProblem, rows: int, cols: int, kc: int) -> Tiling:
-    """SCNN planar tiling of ``problem`` on a ``rows × cols`` grid with ``kc`` output channels per group."""
+def make_tiling(problem: PhaseProblem, rows: int, cols: int, kc: int, accumulator_entries: int = 0) -> Tiling:
+    """SCNN planar tiling of ``problem`` on a ``rows × cols`` grid with ``kc`` output channels per group
+    (``kc = 0``: as many as one accumulator half of ``accumulator_entries`` holds, ``capacity_group``)."""
     N, _, Ys, Xs = problem.stationary_shape
     n_out_channels = problem.streamed_shape[2]
     out_plane = problem.output_shape[2:]
     tile_h, tile_w = _ceil_div(Ys, rows), _ceil_div(Xs, cols)
     out_tile_h, out_tile_w = ((_ceil_div(out_plane[0], rows), _ceil_div(out_plane[1], cols))
                               if problem.output_is_plane else (0, 0))
-    return Tiling(rows, cols, tile_h, tile_w, out_tile_h, out_tile_w, (Ys, Xs), (out_plane[0], out_plane[1]), kc,
-                  _ceil_div(n_out_channels, kc), N)
+    tiling = Tiling(rows, cols, tile_h, tile_w, out_tile_h, out_tile_w, (Ys, Xs), (out_plane[0], out_plane[1]),
+                    max(kc, 1), _ceil_div(n_out_channels, max(kc, 1)), N)
+    if kc > 0:
+        return tiling
+    kc = capacity_group(problem, tiling, accumulator_entries)
+    return replace(tiling, kc=kc, n_groups=_ceil_div(n_out_channels, kc))
+
+
+def output_window(problem: PhaseProblem, tiling: Tiling) -> tuple[np.ndarray, np.ndarray, int, int]:
+    """Per PE the origin of the output window its tile can reach, and the (uniform) window size: the
+    PE's own output tile plus its halo (plane outputs only)."""
+    U, V = problem.streamed_shape[3:]
+    y_lo, y_hi = tiling.row_extents()
+    x_lo, x_hi = tiling.col_extents()
+    row_lo, row_hi = problem.dims[0].reach(y_lo, y_hi, np.zeros_like(y_lo), np.full_like(y_lo, U - 1))
+    col_lo, col_hi = problem.dims[1].reach(x_lo, x_hi, np.zeros_like(x_lo), np.full_like(x_lo, V - 1))
+    win_h = int(max(1, (row_hi - row_lo + 1).max()))
+    win_w = int(max(1, (col_hi - col_lo + 1).max()))
+    return np.repeat(row_lo, tiling.cols), np.tile(col_lo, tiling.rows), win_h, win_w
+
+
+def capacity_group(problem: PhaseProblem, tiling: Tiling, accumulator_entries: int) -> int:
+    """The output channels per group that one accumulator half holds: SCNN sizes Kc so a group's partial
+    sums fit its accumulators (DNNsim's ``Kc = out_acc_size / (output tile)``; here the tile's whole reachable
+    window, halo included, so a group never overflows). A plane output takes the window per channel;
+    wgrad's dW takes C·R·S partial sums per channel. At least 1, at most every output channel."""
+    if problem.output_is_plane:
+        _, _, win_h, win_w = output_window(problem, tiling)
+        per_channel = win_h * win_w
+    else:
+        per_channel = int(np.prod(problem.output_shape[1:]))
+    return int(min(problem.streamed_shape[2], max(1, accumulator_entries // max(1, per_channel))))
 
 
 @dataclass(frozen=True)

@@ -82,7 +82,11 @@ class Buffers(_Section):
 class Mapping(_Section):
     """How a phase is laid onto the PE array."""
 
-    output_channel_group: int = Field(8, ge=1, le=4096, description="Kc: output channels per group (barrier unit)")
+    output_channel_group: int = Field(
+        8, ge=0, le=4096,
+        description="Kc: output channels per group (barrier unit); 0 = per layer and phase, as many as one"
+                    " accumulator half (banks x entries_per_bank) holds for a PE's output window, halo included"
+                    " (wgrad: C x R x S partial sums per channel) — SCNN's and DNNsim's rule")
     stride_phases: bool = Field(False, description="split strided operands into stride phases (fewer RCPs)")
     streamed_order: Literal["channel_inner", "spatial_inner"] = Field(
         "channel_inner",
