@@ -1,4 +1,4 @@
-"""``mapping.wgrad_dy``: wgrad's dY broadcast to every PE (SCNN's default) or tiled by reach.
+"""``MappingOptions`` from the arch: ``mapping.wgrad_dy``, wgrad's dY broadcast to every PE (SCNN's default) or tiled.
 
 The tiled count is checked against a brute force written from the definition: a PE pairs every
 activation non-zero of its tile with every dY non-zero whose row and column can land an output
