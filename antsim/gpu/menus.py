@@ -127,7 +127,7 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
     if generation >= NHWC_VECTOR_GENERATION:
         width = VECTOR_BYTES // PRECISIONS[precision][0]
         return [replace(g, gather_width=width) if g.gathered else g for g in gemms]
-    return [_cudnn7_tensor_kernel(g, layer) if g.gathered else g for g in gemms]
+    return [_cudnn7_tensor_kernel(g, layer) if g.gathered and not g.simt_only else g for g in gemms]
 
 
 def _cudnn7_tensor_kernel(g: Gemm, layer: Layer) -> Gemm:
