@@ -252,8 +252,11 @@ def _base_fibers(tiling: Tiling, classes: StrideClasses, streamed_tensor: np.nda
     Nt, Ct, n_ko, n_u, n_v = streamed_tensor.shape
     (mh, mw), kc, n_groups = classes.mt, tiling.kc, tiling.n_groups
     rows, cols = -(-n_u // mh), -(-n_v // mw)
-    mask = np.zeros((Nt, Ct, n_groups * kc, rows * mh, cols * mw), bool)
-    mask[:, :, :n_ko, :n_u, :n_v] = nonzero_mask(streamed_tensor, options.dense)
+    mask = nonzero_mask(streamed_tensor, options.dense)
+    if mask.shape != (Nt, Ct, n_groups * kc, rows * mh, cols * mw):
+        padded = np.zeros((Nt, Ct, n_groups * kc, rows * mh, cols * mw), bool)
+        padded[:, :, :n_ko, :n_u, :n_v] = mask
+        mask = padded
     grid = mask.reshape(Nt, Ct, n_groups, kc, rows, mh, cols, mw)
     axes = (0, 1, 2, 5, 7, 4, 6, 3) if options.channel_inner else (0, 1, 2, 5, 7, 3, 4, 6)
     fiber, rest = np.divmod(np.flatnonzero(grid.transpose(axes)), rows * cols * kc)
@@ -270,10 +273,24 @@ def _base_fibers(tiling: Tiling, classes: StrideClasses, streamed_tensor: np.nda
     v *= mw
     v += cls % mw
     rest, group = np.divmod(block, n_groups)
-    image, channel = np.divmod(rest, Ct)
+    image = rest // Ct
     out_channel = group * kc + k_local
-    values = np.asarray(streamed_tensor, dtype=np.float64)[image, channel, out_channel, u, v]
-    return _BaseFibers(fiber, u, v, out_channel, image, values)
+    return _BaseFibers(fiber, u, v, out_channel, image, _values_at(streamed_tensor, rest, out_channel, u, v))
+
+
+def _values_at(tensor: np.ndarray, image_channel: np.ndarray, out_channel: np.ndarray, u: np.ndarray, v: np.ndarray
+               ) -> np.ndarray:
+    """``tensor[n, c, ko, u, v]`` as float64 for ``image_channel = n · Ct + c``: one flat take when the tensor is
+    C-contiguous (~4× faster than a 5-index gather), else the gather (no copy of a transposed view)."""
+    Ct, n_ko, n_u, n_v = tensor.shape[1:]
+    if not tensor.flags.c_contiguous:
+        image, channel = np.divmod(image_channel, Ct)
+        return np.asarray(tensor[image, channel, out_channel, u, v], dtype=np.float64)
+    flat = (image_channel * n_ko + out_channel) * n_u
+    flat += u
+    flat *= n_v
+    flat += v
+    return np.asarray(tensor.ravel()[flat], dtype=np.float64)
 
 
 @dataclass(frozen=True)
