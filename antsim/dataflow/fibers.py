@@ -298,7 +298,9 @@ class _SetPieces:
     """Where each fetch set's fibers lie. A set's fiber is its unfiltered fiber filtered by the set's reach,
     in the same order: a set that keeps every element shares the unfiltered fiber's vectors; otherwise its
     fiber is a run of consecutive elements of the element store, which holds the base elements, one copy of
-    them per column pattern that cuts some, and copies of the (rare) fibers that are neither.
+    them per column pattern that cuts some (a row pattern that is an interval keeps consecutive elements of
+    a fiber ordered (u, v, ko)), and copies of what the other row patterns keep (``spatial_inner``, or
+    a row pattern with a hole).
 
     Attributes:
         key: streamed fiber key of every non-empty (base fiber, set), ascending — see ``StreamedLayout``.
@@ -390,8 +392,6 @@ def _set_pieces(base: _BaseFibers, unfiltered: np.ndarray, row_pat: np.ndarray, 
                 count = table[:, rows[1] + 1] - table[:, rows[0]]
                 fiber = np.flatnonzero(count)
                 first, count = table[fiber, rows[0]] + offset, count[fiber]
-            some = count > 0
-            fiber, first, count = fiber[some], first[some], count[some]
             pieces.append((fiber * n_sets + a * len(col_pat) + b, count,
                            np.where(count == unfiltered[fiber], fiber, -1), first))
     key, nnz, whole, first = (np.concatenate(x).astype(np.int64, copy=False) for x in zip(*pieces, strict=True))
@@ -433,7 +433,7 @@ def _shared_vectors(base: _BaseFibers, sets: _SetPieces, width: int, channel_inn
     """The vectors of the base fibers some set keeps whole, then of every other set fiber (a run of the
     element store); each set key's fiber table points at its vectors."""
     starts, lengths = _runs(base.fiber)
-    kept_whole = np.zeros(len(starts) and int(base.fiber[-1]) + 1, bool)
+    kept_whole = np.zeros(int(base.fiber[-1]) + 1 if len(base.fiber) else 0, bool)  # per base fiber id
     kept_whole[sets.whole[sets.whole >= 0]] = True
     run_of_fiber = np.full(len(kept_whole), -1, np.int64)
     run_of_fiber[base.fiber[starts]] = np.arange(len(starts))
