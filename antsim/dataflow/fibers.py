@@ -252,8 +252,11 @@ def _base_fibers(tiling: Tiling, classes: StrideClasses, streamed_tensor: np.nda
     Nt, Ct, n_ko, n_u, n_v = streamed_tensor.shape
     (mh, mw), kc, n_groups = classes.mt, tiling.kc, tiling.n_groups
     rows, cols = -(-n_u // mh), -(-n_v // mw)
-    mask = np.zeros((Nt, Ct, n_groups * kc, rows * mh, cols * mw), bool)
-    mask[:, :, :n_ko, :n_u, :n_v] = nonzero_mask(streamed_tensor, options.dense)
+    mask = nonzero_mask(streamed_tensor, options.dense)
+    if mask.shape != (Nt, Ct, n_groups * kc, rows * mh, cols * mw):
+        padded = np.zeros((Nt, Ct, n_groups * kc, rows * mh, cols * mw), bool)
+        padded[:, :, :n_ko, :n_u, :n_v] = mask
+        mask = padded
     grid = mask.reshape(Nt, Ct, n_groups, kc, rows, mh, cols, mw)
     axes = (0, 1, 2, 5, 7, 4, 6, 3) if options.channel_inner else (0, 1, 2, 5, 7, 3, 4, 6)
     fiber, rest = np.divmod(np.flatnonzero(grid.transpose(axes)), rows * cols * kc)
@@ -270,10 +273,24 @@ def _base_fibers(tiling: Tiling, classes: StrideClasses, streamed_tensor: np.nda
     v *= mw
     v += cls % mw
     rest, group = np.divmod(block, n_groups)
-    image, channel = np.divmod(rest, Ct)
+    image = rest // Ct
     out_channel = group * kc + k_local
-    values = np.asarray(streamed_tensor, dtype=np.float64)[image, channel, out_channel, u, v]
-    return _BaseFibers(fiber, u, v, out_channel, image, values)
+    return _BaseFibers(fiber, u, v, out_channel, image, _values_at(streamed_tensor, rest, out_channel, u, v))
+
+
+def _values_at(tensor: np.ndarray, image_channel: np.ndarray, out_channel: np.ndarray, u: np.ndarray, v: np.ndarray
+               ) -> np.ndarray:
+    """``tensor[n, c, ko, u, v]`` as float64 for ``image_channel = n · Ct + c``: one flat take when the tensor is
+    C-contiguous (~4× faster than a 5-index gather), else the gather (no copy of a transposed view)."""
+    Ct, n_ko, n_u, n_v = tensor.shape[1:]
+    if not tensor.flags.c_contiguous:
+        image, channel = np.divmod(image_channel, Ct)
+        return np.asarray(tensor[image, channel, out_channel, u, v], dtype=np.float64)
+    flat = (image_channel * n_ko + out_channel) * n_u
+    flat += u
+    flat *= n_v
+    flat += v
+    return np.asarray(tensor.ravel()[flat], dtype=np.float64)
 
 
 @dataclass(frozen=True)
@@ -281,7 +298,9 @@ class _SetPieces:
     """Where each fetch set's fibers lie. A set's fiber is its unfiltered fiber filtered by the set's reach,
     in the same order: a set that keeps every element shares the unfiltered fiber's vectors; otherwise its
     fiber is a run of consecutive elements of the element store, which holds the base elements, one copy of
-    them per column pattern that cuts some, and copies of the (rare) fibers that are neither.
+    them per column pattern that cuts some (a row pattern that is an interval keeps consecutive elements of
+    a fiber ordered (u, v, ko)), and copies of what the other row patterns keep (``spatial_inner``, or
+    a row pattern with a hole).
 
     Attributes:
         key: streamed fiber key of every non-empty (base fiber, set), ascending — see ``StreamedLayout``.
@@ -373,8 +392,6 @@ def _set_pieces(base: _BaseFibers, unfiltered: np.ndarray, row_pat: np.ndarray, 
                 count = table[:, rows[1] + 1] - table[:, rows[0]]
                 fiber = np.flatnonzero(count)
                 first, count = table[fiber, rows[0]] + offset, count[fiber]
-            some = count > 0
-            fiber, first, count = fiber[some], first[some], count[some]
             pieces.append((fiber * n_sets + a * len(col_pat) + b, count,
                            np.where(count == unfiltered[fiber], fiber, -1), first))
     key, nnz, whole, first = (np.concatenate(x).astype(np.int64, copy=False) for x in zip(*pieces, strict=True))
@@ -416,7 +433,7 @@ def _shared_vectors(base: _BaseFibers, sets: _SetPieces, width: int, channel_inn
     """The vectors of the base fibers some set keeps whole, then of every other set fiber (a run of the
     element store); each set key's fiber table points at its vectors."""
     starts, lengths = _runs(base.fiber)
-    kept_whole = np.zeros(len(starts) and int(base.fiber[-1]) + 1, bool)
+    kept_whole = np.zeros(int(base.fiber[-1]) + 1 if len(base.fiber) else 0, bool)  # per base fiber id
     kept_whole[sets.whole[sets.whole >= 0]] = True
     run_of_fiber = np.full(len(kept_whole), -1, np.int64)
     run_of_fiber[base.fiber[starts]] = np.arange(len(starts))

@@ -55,22 +55,30 @@ def _decode_stationary(problem: PhaseProblem, tiling: Tiling, classes: StrideCla
     return n, ch, pe, cls
 
 
+def _walk_order(stationary_class: np.ndarray, classes: StrideClasses, n_groups: int
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stationary fiber, group g and streamed class of every cell in the order a PE walks them: fiber-major
+    (a PE walks its fiber through all groups), then g, then the streamed classes its class pairs with, in
+    ``classes.groups`` order. Built by counting, without a sort."""
+    partners = [[b for a, b in classes.groups if a == cls] for cls in range(classes.n_stationary)]
+    n_partners = np.array([len(p) for p in partners], np.int64)
+    table = np.zeros((classes.n_stationary, max(1, int(n_partners.max()))), np.int64)
+    for cls, p in enumerate(partners):
+        table[cls, :len(p)] = p
+    per_fiber = n_partners[stationary_class]
+    cells = per_fiber * n_groups
+    fiber = np.repeat(np.arange(len(stationary_class), dtype=np.int64), cells)
+    rank = np.arange(len(fiber), dtype=np.int64) - np.repeat(np.cumsum(cells) - cells, cells)
+    group, pair = np.divmod(rank, per_fiber[fiber])
+    return fiber, group, table[stationary_class[fiber], pair]
+
+
 def make_cells(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, stationary: Vectors,
                streamed: StreamedOperand) -> Cells:
     """All pairing cells of the phase, ordered by stationary fiber, then stride group, then group g."""
     image, channel, pe, stationary_class = _decode_stationary(problem, tiling, classes, stationary.fiber_keys)
     Nt, Ct = problem.streamed_shape[:2]
-    fibers, groups, streamed_classes = [], [], []
-    for a_class, b_class in classes.groups:
-        in_class = np.nonzero(stationary_class == a_class)[0]
-        for g in range(tiling.n_groups):
-            fibers.append(in_class)
-            groups.append(np.full(len(in_class), g))
-            streamed_classes.append(np.full(len(in_class), b_class))
-    fiber, group, b_class_of = (np.concatenate(x) if x else np.zeros(0, np.int64)
-                                for x in (fibers, groups, streamed_classes))
-    order = np.lexsort((group, fiber))  # fiber-major: a PE walks its fiber through all groups
-    fiber, group, b_class_of = fiber[order], group[order], b_class_of[order]
+    fiber, group, b_class_of = _walk_order(stationary_class, classes, tiling.n_groups)
     streamed_image = image[fiber] if Nt > 1 else np.zeros_like(fiber)
     streamed_channel = channel[fiber] if Ct > 1 else np.zeros_like(fiber)
     block = (streamed_image * Ct + streamed_channel) * tiling.n_groups + group

@@ -50,6 +50,14 @@ _GEMM_ALGO = {("fprop", "implicit"): "IMPLICIT_PRECOMP_GEMM", ("dgrad", "implici
 TENSOR_CHANNEL_MULTIPLE = {"fp16": 8, "bf16": 8, "tf32": 4}
 
 
+# The formulations whose cuDNN algorithms have tensor-core kernels: IMPLICIT_PRECOMP_GEMM (fprop),
+# BWD_DATA_ALGO_1 (dgrad, zero-inserted or per stride phase), BWD_FILTER_ALGO_1 (wgrad) and the
+# WINOGRAD_NONFUSED of each (cuDNN Developer Guide, "Tensor Core Operations", supported algorithms;
+# DeepBench's conv_bench.cu: "Tensor Op math only supports IMPLICIT_PRECOMP_GEMM algorithm"). FFT,
+# FFT_TILING, fused WINOGRAD and BWD_DATA_ALGO_0 (col2im) run their SIMT kernels at any precision.
+TENSOR_CORE_FORMULATIONS = ("implicit", "phased", "winograd_nonfused")
+
+
 # cuDNN 8's tensor-core convolution kernels run on NHWC tensors (NCHW input is transposed first) and
 # gather one 16-byte vector of consecutive channels per address (NVIDIA Deep Learning Performance
 # guide, "Convolutional Layers User's Guide": tensor cores need NHWC; CUTLASS implicit-GEMM iterators
@@ -115,10 +123,11 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
     if not tensor_core_eligible(gpu, layer, precision, library):
         return [replace(g, simt_only=True) for g in gemms]
     gemms[1:1] = [replace(g, algo=_GEMM_ALGO[phase, g.algorithm]) for g in phased_for_any_c(layer, phase)]
+    gemms = [g if g.algorithm in TENSOR_CORE_FORMULATIONS else replace(g, simt_only=True) for g in gemms]
     if generation >= NHWC_VECTOR_GENERATION:
         width = VECTOR_BYTES // PRECISIONS[precision][0]
         return [replace(g, gather_width=width) if g.gathered else g for g in gemms]
-    return [_cudnn7_tensor_kernel(g, layer) if g.gathered else g for g in gemms]
+    return [_cudnn7_tensor_kernel(g, layer) if g.gathered and not g.simt_only else g for g in gemms]
 
 
 def _cudnn7_tensor_kernel(g: Gemm, layer: Layer) -> Gemm:

@@ -8,7 +8,7 @@ their anticipation units' screening — is a closed form per PE. ``PEArray`` the
 that waits for the shared events and advances to the barrier release, and computes the per-PE part with
 numpy: the same timing and the same stall ledger as one ``antsim.sim.pe.PE`` process (plus one
 ``RcpAnticipator``) per PE, with a few events per step instead of a few per PE and step.
-``tests/sim/test_sim_array.py`` checks the two against each other on random schedules.
+``tests/sim/test_array.py`` checks the two against each other on random schedules.
 
 Per PE ``p`` and step ``s`` (``start`` is when the array starts the step, ``L`` the lookahead):
 

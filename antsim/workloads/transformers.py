@@ -4,7 +4,7 @@ Every builder returns the layers of one training sample (batch 1) in network ord
 scales the batch (``Gemm.batch_dim``). Layout: a linear layer is ``Y (out × tokens) = W (out × in) ·
 X (in × tokens)``; attention is two activation × activation GEMMs per head, ``S = Q·Kᵀ`` (scores,
 ``a="activations"``) and ``C = P·V`` (context, ``a="attention"``: P is the softmax output). What is
-counted and the published totals each is checked against (``tests/workloads/test_gemm_zoo.py``):
+counted and the published totals each is checked against (``tests/workloads/test_transformers.py``):
 
 * ``bert_base(seq_len=128)`` — BERT-base (Devlin et al., NAACL 2019: L=12, H=768, A=12, FFN 3072; "110M"
   parameters): the 12 encoder layers' GEMMs, named as Hugging Face's ``BertModel`` modules (query, key,

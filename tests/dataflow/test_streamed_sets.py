@@ -17,6 +17,7 @@ from antsim.dataflow.fibers import (
     Elements,
     StreamedOperand,
     Vectors,
+    _reach_patterns,
     cut_segments,
     pack_vectors,
     stationary_vectors,
@@ -92,6 +93,24 @@ def test_every_pe_receives_the_vectors_of_the_replicated_representation(seed, ph
     for options in OPTIONS:
         shared = streamed_vectors(problem, tiling, classes, tensor, options, width)
         reference = reference_streamed_vectors(problem, tiling, classes, tensor, options, width)
+        _assert_same_operand(shared, reference)
+        _assert_each_pe_sees_the_same_vectors(shared, reference, tiling.n_pes)
+
+
+@pytest.mark.parametrize("stride_phases", [True, False])
+def test_a_row_pattern_with_a_hole(stride_phases):
+    """One-row tiles with stride 2: a tile's row reaches taps 0 and 2 but not 1 (pattern 1, 0, 1), so its
+    fibers are not one run of the column selection and are copied (``_filtered_runs``) even in (u, v, ko) order."""
+    layer = Layer("hole", N=1, C=3, K=6, H=6, W=6, R=3, S=3, stride=2, pad=1)
+    problem = phase_problem(layer, "fprop")
+    tiling = make_tiling(problem, 6, 2, 2)
+    row_pat = _reach_patterns(problem, tiling)[0]
+    assert [1, 0, 1] in row_pat.astype(int).tolist()
+    classes = stride_classes(problem, stride_phases)
+    tensor = problem.streamed(random_tensors(layer, 0.6, 4))
+    for options in OPTIONS:
+        shared = streamed_vectors(problem, tiling, classes, tensor, options, 3)
+        reference = reference_streamed_vectors(problem, tiling, classes, tensor, options, 3)
         _assert_same_operand(shared, reference)
         _assert_each_pe_sees_the_same_vectors(shared, reference, tiling.n_pes)
 

@@ -194,6 +194,22 @@ def test_tensor_core_strided_dgrad_skips_the_inserted_zeros_at_any_channel_count
     assert fast.details["algorithm"] == "phased"
 
 
+def test_only_the_implicit_gemm_and_nonfused_winograd_algorithms_have_tensor_core_kernels() -> None:
+    # cuDNN Developer Guide, "Tensor Core Operations": IMPLICIT_PRECOMP_GEMM, BWD_*_ALGO_1, *_WINOGRAD_NONFUSED
+    v100 = load_gpu("v100")
+    narrow = Layer("n16", N=8, C=16, K=64, H=28, W=28, R=5, S=5, stride=1, pad=2)  # col2im (C < 32), FFT (5x5)
+    seen = set()
+    for layer in (C64, BIG5, narrow):
+        for phase in PHASES:
+            for library in ("cudnn7", "cudnn8"):
+                for g in formulations(v100, layer, phase, "fp16", library):
+                    seen.add(g.algorithm)
+                    assert g.simt_only == (g.algorithm not in ("implicit", "phased", "winograd_nonfused")), g.algo
+                for plan, g in layer_plans(v100, layer, phase, "fp16", library=library):
+                    assert plan.tensor_cores == (not g.simt_only), g.algo
+    assert {"fft", "fft_tiling", "col2im", "winograd_fused", "implicit", "winograd_nonfused"} <= seen
+
+
 def _scaled(gpu: str, **factors: float):
     """The GPU with some resources multiplied (peaks by ``compute``, DRAM by ``dram``, L2 by ``l2``)."""
     spec = load_gpu(gpu)

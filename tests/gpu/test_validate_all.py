@@ -26,7 +26,7 @@ REACHED = {
     ("titanx-maxwell", "fp32"): {"fprop": 0.25, "dgrad": 0.35, "wgrad": 0.40},
     ("m40", "fp32"): {"fprop": 0.30, "dgrad": 0.40, "wgrad": 0.45},
     ("t4", "fp32"): {"fprop": 0.25, "dgrad": 0.35, "wgrad": 0.45},
-    ("t4", "fp16"): {"fprop": 0.25, "dgrad": 0.35, "wgrad": 0.40},
+    ("t4", "fp16"): {"fprop": 0.20, "dgrad": 0.30, "wgrad": 0.40},
     ("a100-80gb-pcie", "fp32"): {"fprop": 0.30},
     ("p100-pcie", "fp32"): {"fprop": 0.35},
     ("p4", "fp32"): {"fprop": 0.30},

@@ -85,7 +85,7 @@ def test_layer_counts_and_chaining(name: str, convs: int) -> None:
 def test_all_nine_networks_present() -> None:
     cnns = {"resnet18-cifar", "vgg16-cifar", "wrn-16-8-cifar", "densenet121-cifar", "resnet18-imagenet",
             "vgg16-imagenet", "resnet50-imagenet", "densenet121-imagenet", "googlenet-imagenet"}
-    # each CNN also with its FC layers (NAME-full), and the networks with GEMM layers (tests/workloads/test_gemm_zoo.py)
+    # each CNN also with its FC layers (NAME-full), and the GEMM networks (tests/workloads/test_transformers.py)
     assert set(networks()) == cnns | {f"{c}-full" for c in cnns} | {"bert-base", "vit-lite-7-4-cifar", "lstm-lm-medium"}
 
 

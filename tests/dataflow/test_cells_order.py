@@ -1,0 +1,74 @@
+"""``make_cells`` builds its walking order by counting; the cells equal those of the sort it replaced.
+
+The reference is ``make_cells`` of commit 0ab16c6: every (stride pair, group) appends the fibers of the
+pair's stationary class, then one stable ``lexsort`` by (fiber, group) puts them in walking order.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from antsim.dataflow.fibers import stationary_vectors, streamed_vectors
+from antsim.dataflow.options import MappingOptions
+from antsim.dataflow.pairing import Cells, _walk_order, make_cells
+from antsim.dataflow.tiling import StrideClasses, make_tiling, stride_classes
+from antsim.phases import phase_problem
+from antsim.workloads.layers import PHASES, Layer
+from tests.dataflow.dataflow_helpers import random_tensors
+
+
+def _reference_walk_order(stationary_class: np.ndarray, classes: StrideClasses, n_groups: int
+                          ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    fibers, groups, streamed_classes = [], [], []
+    for a_class, b_class in classes.groups:
+        in_class = np.nonzero(stationary_class == a_class)[0]
+        for g in range(n_groups):
+            fibers.append(in_class)
+            groups.append(np.full(len(in_class), g))
+            streamed_classes.append(np.full(len(in_class), b_class))
+    fiber, group, b_class_of = (np.concatenate(x) if x else np.zeros(0, np.int64)
+                                for x in (fibers, groups, streamed_classes))
+    order = np.lexsort((group, fiber))
+    return fiber[order], group[order], b_class_of[order]
+
+
+LAYERS = [
+    Layer("s2", N=2, C=3, K=9, H=11, W=10, R=3, S=3, stride=2, pad=1),
+    Layer("s3x1", N=1, C=4, K=5, H=9, W=12, R=5, S=2, stride=(3, 1), pad=(2, 0)),
+    Layer("1x1s2", N=1, C=6, K=4, H=8, W=8, R=1, S=1, stride=2, pad=0),
+]
+
+
+@pytest.mark.parametrize("layer", LAYERS, ids=lambda layer: layer.name)
+@pytest.mark.parametrize("phase", PHASES)
+@pytest.mark.parametrize("stride_phases", [True, False])
+def test_cells_equal_the_sorted_construction(layer, phase, stride_phases, monkeypatch):
+    problem = phase_problem(layer, phase)
+    tiling = make_tiling(problem, 3, 2, 2)
+    classes = stride_classes(problem, stride_phases)
+    tensors = random_tensors(layer, 0.4, 7)
+    stationary = stationary_vectors(problem, tiling, classes, problem.stationary(tensors), False, 4)
+    streamed = streamed_vectors(problem, tiling, classes, problem.streamed(tensors), MappingOptions(fetch_filter=True),
+                                4)
+    cells = make_cells(problem, tiling, classes, stationary, streamed)
+    monkeypatch.setattr("antsim.dataflow.pairing._walk_order", _reference_walk_order)
+    reference = make_cells(problem, tiling, classes, stationary, streamed)
+    assert len(reference.slot) > 0
+    for name in Cells.__dataclass_fields__:
+        got, want = getattr(cells, name), getattr(reference, name)
+        assert got.dtype == want.dtype, name
+        np.testing.assert_array_equal(got, want, err_msg=name)
+
+
+def test_walk_order_by_hand():
+    """A class with two streamed partners (no stride geometry above has one) and a class with none."""
+    # stationary classes 0 and 1; class 0 pairs with streamed 2 then 0, class 1 with 1; class 2 with none
+    classes = StrideClasses((1, 3), (1, 3), ((0, 2), (1, 1), (0, 0)))
+    fiber, group, b_class = _walk_order(np.array([1, 0, 2, 0]), classes, 2)
+    assert fiber.tolist() == [0, 0, 1, 1, 1, 1, 3, 3, 3, 3]
+    assert group.tolist() == [0, 1, 0, 0, 1, 1, 0, 0, 1, 1]
+    assert b_class.tolist() == [1, 1, 2, 0, 2, 0, 2, 0, 2, 0]
+    for got, want in zip((fiber, group, b_class), _reference_walk_order(np.array([1, 0, 2, 0]), classes, 2),
+                         strict=True):
+        np.testing.assert_array_equal(got, want)
