@@ -1,4 +1,5 @@
-"""Multi-fidelity screening: proxy workload, scaling, the dominance-with-margin rule, and a screened sweep."""
+"""Multi-fidelity screening: scaling, the dominance-with-margin rule, and a screened sweep (the proxy workload is
+in test_workload.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from antsim.dse.evaluators import analytic
 from antsim.dse.objective import build_arch, complete_metrics, scale_proxy, screen_reason
 from antsim.dse.spec import load_sweep
 from antsim.dse.storage import make_storage
-from antsim.dse.workload import proxy_layer_names, proxy_workload, resolve_workload
+from antsim.dse.workload import proxy_workload, resolve_workload
 
 
 def _trial(number: int, values: list[float], metrics: dict, proxy: dict) -> optuna.trial.FrozenTrial:
@@ -24,25 +25,6 @@ def _trial(number: int, values: list[float], metrics: dict, proxy: dict) -> optu
                                       user_attrs={"metrics": metrics, "proxy_metrics": proxy, "feasible": True})
     trial.number = number
     return trial
-
-
-def test_proxy_layers_spread_over_network_and_keep_seed_indices(tmp_path: Path) -> None:
-    spec = load_sweep(write_spec(tmp_path, multi_fidelity={"proxy_layers": 2, "proxy_phases": ["wgrad"]}))
-    full = resolve_workload(spec)
-    # Planes: a 8×8; b and c 4×4 (b has the common 3×3 kernel, c is a cheaper 1×1).
-    assert proxy_layer_names(full, 2) == ("a", "b") and proxy_layer_names(full, 1) == ("b",)
-    assert proxy_layer_names(full, 5) == ("a", "b")
-    proxy = proxy_workload(spec, full)
-    assert proxy is not None and [la.name for la in proxy.layers] == ["a", "b"]
-    assert proxy.indices == (0, 1) and proxy.phases == ("wgrad",)
-
-
-def test_proxy_layers_of_resnet18_one_per_plane_cheapest_3x3() -> None:
-    from antsim.dse.workload import Workload
-    from antsim.workloads.zoo import network
-
-    picks = proxy_layer_names(Workload(tuple(network("resnet18-cifar"))), 3)
-    assert picks == ("conv1", "layer3.0.conv1", "layer4.0.conv1")
 
 
 def test_scale_proxy_uses_median_full_over_proxy_ratio() -> None:
