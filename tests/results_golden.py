@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -117,7 +118,11 @@ def normalised(path: Path) -> bytes:
 
 if __name__ == "__main__":
     GOLDEN.mkdir(parents=True, exist_ok=True)
-    for case in CASES:
-        for written in write_case(case, GOLDEN):
-            written.write_bytes(normalised(written))
-            print(f"wrote {written.relative_to(ROOT)}")
+    # Each case writes into an empty folder (``write_case`` returns the files that appeared), then the
+    # normalised bytes replace the golden ones.
+    with tempfile.TemporaryDirectory() as scratch:
+        for case in CASES:
+            for written in write_case(case, Path(scratch)):
+                target = GOLDEN / written.name
+                target.write_bytes(normalised(written))
+                print(f"wrote {target.relative_to(ROOT)}")

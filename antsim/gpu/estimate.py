@@ -27,7 +27,7 @@ from antsim.gpu.menus import (
 )
 from antsim.gpu.model import CALIBRATION, Calibration, Plan, best_plan, candidate_plans
 from antsim.gpu.spec import PRECISIONS, GpuSpec, load_gpu, precision_key
-from antsim.results import LayerResult, NetworkResult
+from antsim.results import GpuLayerDetails, LayerResult, NetworkResult, WorkloadEcho
 from antsim.vocabulary import Library, Phase, Precision, Selection
 from antsim.workloads.gemm import Gemm as GemmLayer
 from antsim.workloads.gemm import layer_kind
@@ -111,7 +111,7 @@ def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer | GemmLayer, phase: P
     candidates = [(best_plan(spec, g, precision, calibration), g) for g in gemms]
     plan, gemm = min(candidates, key=lambda pg: pg[0].time_s)
     energy = energy_breakdown(spec, precision, plan.time_s, 2.0 * plan.executed_macs, plan.dram_bytes)
-    details = _details(plan, gemm, precision) | {"selection": selection, "library": library}
+    details = _details(plan, gemm, precision, selection, library)
     return LayerResult(layer=layer.name, phase=phase, time_s=plan.time_s, energy_j=sum(energy.values()),
                        energy_breakdown_j=energy, details=details, kind=layer_kind(layer))
 
@@ -143,18 +143,17 @@ def _gemms(gpu: GpuSpec, layer: Layer | GemmLayer, phase: Phase, precision: Prec
     return [replace(g, structured=True) if FAMILY[g.algorithm] == "gemm" else g for g in gemms]
 
 
-def _details(plan: Plan, gemm: Any, precision: Precision) -> dict[str, Any]:
-    return {
-        "M": gemm.M, "N": gemm.N, "K": gemm.K, "algorithm": gemm.algorithm, "precision": precision,
-        "tile": plan.tile.name, "split_k": plan.split_k, "ctas": plan.ctas, "ctas_per_sm": plan.ctas_per_sm,
-        "waves": plan.waves, "bound": plan.bound, "compute_s": plan.compute_s, "l2_s": plan.l2_s,
-        "dram_s": plan.dram_s, "store_s": plan.store_s, "reduce_s": plan.reduce_s, "kernels": plan.launches,
-        "dram_bytes": plan.dram_bytes, "l2_bytes": plan.l2_bytes, "executed_flops": 2 * plan.executed_macs,
-        "useful_flops": 2 * gemm.useful_macs, "structured": "2:4" if gemm.structured and plan.tensor_cores else None,
-        "algo": gemm.algo, "family": FAMILY[gemm.algorithm], "tensor_cores": plan.tensor_cores,
-        "run_precision": plan.precision, "side_s": plan.side_s,
-        "workspace_bytes": gemm.workspace * PRECISIONS[plan.precision][0],
-    }
+def _details(plan: Plan, gemm: Any, precision: Precision, selection: Selection, library: Library) -> GpuLayerDetails:
+    return GpuLayerDetails(
+        M=gemm.M, N=gemm.N, K=gemm.K, algorithm=gemm.algorithm, precision=precision, tile=plan.tile.name,
+        split_k=plan.split_k, ctas=plan.ctas, ctas_per_sm=plan.ctas_per_sm, waves=plan.waves, bound=plan.bound,
+        compute_s=plan.compute_s, l2_s=plan.l2_s, dram_s=plan.dram_s, store_s=plan.store_s, reduce_s=plan.reduce_s,
+        kernels=plan.launches, dram_bytes=plan.dram_bytes, l2_bytes=plan.l2_bytes,
+        executed_flops=2 * plan.executed_macs, useful_flops=2 * gemm.useful_macs,
+        structured="2:4" if gemm.structured and plan.tensor_cores else None, algo=gemm.algo,
+        family=FAMILY[gemm.algorithm], tensor_cores=plan.tensor_cores, run_precision=plan.precision,
+        side_s=plan.side_s, workspace_bytes=gemm.workspace * PRECISIONS[plan.precision][0], selection=selection,
+        library=library)
 
 
 def estimate_gpu(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer], phases: Iterable[Phase] = PHASES,
@@ -194,13 +193,14 @@ def estimate_gpu(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer],
                for layer in items for phase in phases]
     return NetworkResult(design=gpu_design_name(spec.name, precision, structured), backend="gpu",
                          records=tuple(records), spec=spec.to_dict(),
-                         workload=dict(workload) if workload is not None else _workload(layers, phases),
+                         workload=WorkloadEcho.from_mapping(workload) if workload is not None
+                         else _workload(layers, phases),
                          meta={"precision": precision, "structured": structured, "selection": selection,
                                "library": library, "model": MODEL_NAME,
                                "calibration": calibration.to_dict()})
 
 
-def _workload(layers: Sequence[Layer | GemmLayer], phases: Sequence[Phase]) -> dict[str, Any]:
+def _workload(layers: Sequence[Layer | GemmLayer], phases: Sequence[Phase]) -> WorkloadEcho:
     batches = {layer.batch if isinstance(layer, GemmLayer) else layer.N for layer in layers}
-    return {"network": None, "layers_csv": None, "batch": batches.pop() if len(batches) == 1 else None,
-            "phases": list(phases), "layers": [layer.to_dict() for layer in layers]}
+    return WorkloadEcho.of(network=None, layers_csv=None, batch=batches.pop() if len(batches) == 1 else None,
+                           phases=list(phases), layers=[layer.to_dict() for layer in layers])

@@ -44,7 +44,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -53,7 +53,7 @@ from antsim.gpu.elementwise import KERNEL_OVERHEAD_S, Kernel, KernelTime, kernel
 from antsim.gpu.energy import energy_breakdown
 from antsim.gpu.estimate import estimate_gpu
 from antsim.gpu.spec import PRECISIONS, GpuSpec, load_gpu
-from antsim.results import LayerResult, NetworkResult
+from antsim.results import GpuLayerDetails, LayerResult, NetworkResult
 from antsim.vocabulary import Phase, Precision
 from antsim.workloads.gemm import Gemm as GemmLayer
 from antsim.workloads.layers import PHASES, Layer
@@ -281,9 +281,9 @@ def _with_kernels(gpu: GpuSpec, record: LayerResult, times: Sequence[KernelTime]
                               sum(t.kernel.bytes for t in times))
     breakdown = {k: record.energy_breakdown_j.get(k, 0.0) + energy.get(k, 0.0)
                  for k in dict.fromkeys([*record.energy_breakdown_j, *energy])}
-    details = {**record.details, "conv_time_s": record.time_s, "step_time_s": extra,
-               "step_kernels": [t.to_dict() for t in times],
-               **{f"step_{t.kernel.name}_s": t.time_s for t in times}}
+    details = replace(GpuLayerDetails.of(record), conv_time_s=record.time_s, step_time_s=extra,
+                      step_kernels=tuple(t.to_dict() for t in times),
+                      step_times_s={t.kernel.name: t.time_s for t in times})
     return LayerResult(layer=record.layer, phase=record.phase, time_s=record.time_s + extra,
                        energy_j=None if record.energy_j is None else record.energy_j + sum(energy.values()),
                        energy_breakdown_j=breakdown, details=details, kind=record.kind)
