@@ -162,47 +162,92 @@ def plane_footprint_sparse(problem: PhaseProblem, tiling: Tiling, stationary_mas
                            streamed_mask: np.ndarray) -> Footprint:
     """fprop/dgrad with sparse products per tap ``W_tap (Ko × Cs) @ S_tap (Cs × outputs)`` (cost ∝ valid
     products); touched outputs are keyed by the PE whose stationary value produced them."""
-    N, Cs, Ys, Xs = stationary_mask.shape
-    Ko, U, V = streamed_mask.shape[2:]
-    O = tiling.out_plane[0] * tiling.out_plane[1]
-    n_pes, G = tiling.n_pes, tiling.n_groups
-    pe_stat = tiling.pe_of_stationary()
-    own = tiling.pe_of_output().ravel()
-    fwd_h = [_forward(pair, Ys) for pair in links(problem.dims[0], Ys, U, False)]
-    fwd_w = [_forward(pair, Xs) for pair in links(problem.dims[1], Xs, V, False)]
+    N = stationary_mask.shape[0]
+    G, n_pes = tiling.n_groups, tiling.n_pes
     valid = np.zeros((N, G * n_pes))
     partial, halo = np.zeros((N, G * n_pes), np.int64), np.zeros((N, G * n_pes), np.int64)
     out_values = np.zeros((N, G), np.int64)
-    tap_weights = np.ascontiguousarray(streamed_mask[0].transpose(2, 3, 1, 0))  # (U, V, Ko, Cs): W_tap per tap
-    weighted = np.asarray(tap_weights.any(axis=(2, 3)))
+    taps = _SparseTaps.build(problem, tiling, stationary_mask, streamed_mask)
     for n in range(N):
-        c, y, x = np.nonzero(stationary_mask[n])
-        keys = []
-        for u, rows_of in enumerate(fwd_h):
+        for channels in taps.channel_batches():
+            found = taps.touched(n, channels, valid[n])
+            if found is None:
+                continue
+            touched, out_channel_of = found
+            rest, o = np.divmod(touched, taps.n_out)
+            pe, local = np.divmod(rest, channels.stop - channels.start)
+            out_channel = out_channel_of[local]
+            slot = (out_channel // tiling.kc) * n_pes + pe
+            partial[n] += np.bincount(slot, minlength=G * n_pes)
+            halo[n] += np.bincount(slot[taps.own[o] != pe], minlength=G * n_pes)
+            outs = distinct(local * taps.n_out + o, (channels.stop - channels.start) * taps.n_out)
+            out_values[n] += np.bincount(out_channel_of[outs // taps.n_out] // tiling.kc, minlength=G)
+    return Footprint(np.rint(valid).astype(np.int64).ravel(), partial.ravel(), halo.ravel(), out_values.ravel())
+
+
+@dataclass(frozen=True)
+class _SparseTaps:
+    """The per-tap operands of ``plane_footprint_sparse``: each streamed tap's weight mask and the output each
+    stationary position lands on through it."""
+
+    problem: PhaseProblem
+    tiling: Tiling
+    stationary_mask: np.ndarray
+    tap_weights: np.ndarray  # (U, V, Ko, Cs): W_tap per tap
+    weighted: np.ndarray  # (U, V): the tap has a weight
+    fwd_h: list[np.ndarray]
+    fwd_w: list[np.ndarray]
+    own: np.ndarray
+    n_out: int
+
+    @classmethod
+    def build(cls, problem: PhaseProblem, tiling: Tiling, stationary_mask: np.ndarray,
+              streamed_mask: np.ndarray) -> _SparseTaps:
+        Ys, Xs = stationary_mask.shape[2:]
+        U, V = streamed_mask.shape[3:]
+        tap_weights = np.ascontiguousarray(streamed_mask[0].transpose(2, 3, 1, 0))
+        return cls(problem, tiling, stationary_mask, tap_weights, np.asarray(tap_weights.any(axis=(2, 3))),
+                   [_forward(pair, Ys) for pair in links(problem.dims[0], Ys, U, False)],
+                   [_forward(pair, Xs) for pair in links(problem.dims[1], Xs, V, False)],
+                   tiling.pe_of_output().ravel(), tiling.out_plane[0] * tiling.out_plane[1])
+
+    def channel_batches(self) -> list[slice]:
+        """Output channels in batches whose (PE, channel, output) key space fits one ``_BITMAP_KEYS`` bitmap,
+        so touched outputs are marked tap by tap instead of collected from every tap first (a 10000-channel
+        GEMM decoder with 65 taps held ~2 GB of keys)."""
+        n_ko = self.tap_weights.shape[2]
+        per_batch = max(1, _BITMAP_KEYS // max(1, self.tiling.n_pes * self.n_out))
+        return [slice(k, min(k + per_batch, n_ko)) for k in range(0, n_ko, per_batch)]
+
+    def touched(self, n: int, channels: slice, valid: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        """Add image ``n``'s valid pair counts of the ``channels`` to ``valid`` (per slot); return the distinct
+        touched ``(pe · batch + local channel) · outputs + output`` keys and the channel of each local index,
+        or None when no tap lands."""
+        tiling, n_out = self.tiling, self.n_out
+        width = channels.stop - channels.start
+        seen = np.zeros(tiling.n_pes * width * n_out, bool)
+        pe_stat = tiling.pe_of_stationary()
+        c, y, x = np.nonzero(self.stationary_mask[n])
+        landed = False
+        for u, rows_of in enumerate(self.fwd_h):
             out_row = rows_of[y]
-            for v, cols_of in enumerate(fwd_w):
+            for v, cols_of in enumerate(self.fwd_w):
                 out_col = cols_of[x]
                 ok = (out_row >= 0) & (out_col >= 0)
-                if not ok.any() or not weighted[u, v]:
+                if not ok.any() or not self.weighted[u, v]:
                     continue
                 o = out_row[ok] * tiling.out_plane[1] + out_col[ok]
-                row, col, count = _tap_pair_counts(tap_weights[u, v], c[ok], o, O)
-                src = np.full(O, -1, dtype=np.int64)
+                row, col, count = _tap_pair_counts(self.tap_weights[u, v, channels], c[ok], o, n_out)
+                src = np.full(n_out, -1, dtype=np.int64)
                 src[o] = pe_stat[y[ok], x[ok]]
                 pe = src[col]
-                valid[n] += np.bincount((row // tiling.kc) * n_pes + pe, weights=count, minlength=G * n_pes)
-                keys.append((pe * Ko + row) * O + col)
-        if not keys:
-            continue
-        touched = distinct(np.concatenate(keys), n_pes * Ko * O)
-        rest, o = np.divmod(touched, O)
-        pe, out_channel = np.divmod(rest, Ko)
-        slot = (out_channel // tiling.kc) * n_pes + pe
-        partial[n] += np.bincount(slot, minlength=G * n_pes)
-        halo[n] += np.bincount(slot[own[o] != pe], minlength=G * n_pes)
-        outs = distinct(out_channel * O + o, Ko * O)
-        out_values[n] += np.bincount((outs // O) // tiling.kc, minlength=G)
-    return Footprint(np.rint(valid).astype(np.int64).ravel(), partial.ravel(), halo.ravel(), out_values.ravel())
+                valid += np.bincount(((row + channels.start) // tiling.kc) * tiling.n_pes + pe, weights=count,
+                                     minlength=len(valid))
+                seen[(pe * width + row) * n_out + col] = True
+                landed = True
+        if not landed:
+            return None
+        return np.flatnonzero(seen), np.arange(channels.start, channels.stop)
 
 
 def _inverse(pairs: tuple[np.ndarray, np.ndarray], n_u: int) -> np.ndarray:
