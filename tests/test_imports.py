@@ -1,8 +1,8 @@
 """The package's import graph, read from the source (AST), function-level imports included.
 
 Checks: no import cycle among antsim modules; function-level imports only of optional dependencies
-(or an entry of the allow-lists below, which only shrink); no library module imports ``antsim.cli``;
-the package's version matches pyproject's.
+(or an entry of the allow-lists below, which only shrink); no library module imports ``antsim.cli``; the
+modules that record the version read it from ``antsim.version`` (which tests/test_version.py checks).
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import ast
 import random
 import subprocess
 import sys
-import tomllib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -280,11 +279,6 @@ def test_the_library_never_imports_the_cli() -> None:
 def test_modules_that_record_the_version_do_not_import_the_package(name: str) -> None:
     targets = {i.target for i in package_imports() if i.module == name}
     assert "antsim" not in targets and "antsim.version" in targets
-
-
-def test_version_matches_pyproject() -> None:
-    project = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]
-    assert antsim.__version__ == project["version"]
 
 
 _IMPORT_STATE_SCRIPT = """

@@ -1,11 +1,14 @@
-"""``antsim compare --arch … --gpu …`` runs the simulator and the GPU model in-process on a tiny workload."""
+"""``antsim compare``: result files to JSON or CSV; with ``--arch … --gpu …`` it runs the simulator and the GPU
+model in-process on a tiny workload."""
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
 import pytest
+from report_factories import five_designs, write_result_files
 
 from antsim.cli import main
 from antsim.results import NetworkResult
@@ -102,3 +105,18 @@ def test_gpu_options_without_a_gpu_are_a_user_error(tmp_path: Path, capsys: pyte
                    "--out", str(tmp_path / "x.json")])
     err = capsys.readouterr().err
     assert status == 2 and "--gpu-precision" in err and "need --gpu NAME" in err
+
+
+def test_compare_command_writes_json_or_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    paths = write_result_files(tmp_path, five_designs())
+    assert main(["compare", *paths, "--baseline", "v100", "--out", str(tmp_path / "c.json")]) == 0
+    out = capsys.readouterr().out
+    assert "baseline v100" in out and "ant_oracle" in out
+    data = json.loads((tmp_path / "c.json").read_text())
+    assert data["baseline"] == "v100" and len(data["designs"]) == 5
+    assert main(["compare", *paths, "--out", str(tmp_path / "c.csv")]) == 0
+    rows = list(csv.DictReader((tmp_path / "c.csv").open()))
+    assert len(rows) == len(data["rows"]) and rows[0]["design"] == "scnn"
+    assert main(["compare", *paths, "--out", str(tmp_path / "c.txt")]) == 2
+    assert main(["compare", *paths, "--baseline", "dcnn", "--out", str(tmp_path / "d.json")]) == 2
+    assert not (tmp_path / "d.json").exists() and not (tmp_path / "c.txt").exists()

@@ -121,17 +121,3 @@ def test_grid_sampler_is_capped_at_grid_size(tmp_path: Path) -> None:
 def test_grid_sampler_needs_step_for_float(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match=r"space\.technology\.clock_ghz.*grid sampler needs a step"):
         load_sweep(write_spec(tmp_path, sampler="grid", space={"technology.clock_ghz": {"low": 0.5, "high": 1.0}}))
-
-
-@pytest.mark.parametrize(("argv", "words"), [
-    (["--workers", "0"], "--workers must be >= 1"),
-    (["--n-trials", "0"], "--n-trials must be >= 1"),
-    (["--export-only"], "--export-only needs --export"),
-    (["--storage", "nonsense"], "not an RDB URL"),
-])
-def test_bad_arguments_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture, argv: list[str], words: str) -> None:
-    spec = write_spec(tmp_path, "args")
-    assert main(["sweep", str(spec), *argv]) == 2
-    err = capsys.readouterr().err
-    assert words in err and len(err.strip().splitlines()) == 1
-    assert not (tmp_path / "results").exists()

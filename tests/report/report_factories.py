@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 
 from antsim.energy.actions import ACTIONS
@@ -63,3 +65,19 @@ def gpu_result(design: str, seed: int, layers: list[Layer] = LAYERS, batch: int 
     return NetworkResult(design=design, backend="gpu", records=tuple(records),
                          spec={"name": design, "sms": 80}, workload=workload(layers, batch=batch),
                          meta={"precision": "fp32"})
+
+
+def five_designs() -> list[NetworkResult]:
+    """SCNN, ANT, ANT oracle and two GPUs on the same workload (the report and compare command tests)."""
+    return [accelerator_result("scnn", 1, 0.0), accelerator_result("ant", 2, 0.9),
+            accelerator_result("ant_oracle", 3, 1.0), gpu_result("v100", 4), gpu_result("h100", 5)]
+
+
+def write_result_files(folder: Path, items: list[NetworkResult]) -> list[str]:
+    """Each result as ``folder/<design>.json``; the paths as strings, in order."""
+    paths = []
+    for result in items:
+        path = folder / f"{result.design}.json"
+        result.write_json(path)
+        paths.append(str(path))
+    return paths

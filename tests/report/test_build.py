@@ -1,4 +1,5 @@
-"""The report folder: self-contained HTML, resolvable Markdown, figure data, atomic writes, CLI errors."""
+"""The report folder: self-contained HTML, resolvable Markdown, figure data, atomic writes (the command's refusals:
+tests/cli/test_report.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from report_factories import LAYERS, accelerator_result, gpu_result
+from report_factories import LAYERS, five_designs, write_result_files
 
 from antsim.cli import main
 from antsim.report import build as build_module
@@ -21,20 +22,6 @@ from antsim.workloads.layers import PHASES
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 FIGURES = ("speedup", "energy_reduction", "energy_breakdown", "products", "cycles", "pareto", "tradeoffs")
-
-
-def _inputs() -> list[NetworkResult]:
-    return [accelerator_result("scnn", 1, 0.0), accelerator_result("ant", 2, 0.9),
-            accelerator_result("ant_oracle", 3, 1.0), gpu_result("v100", 4), gpu_result("h100", 5)]
-
-
-def _write_inputs(folder: Path, items: list[NetworkResult]) -> list[str]:
-    paths = []
-    for result in items:
-        path = folder / f"{result.design}.json"
-        result.write_json(path)
-        paths.append(str(path))
-    return paths
 
 
 def _write_sweep(folder: Path) -> Path:
@@ -60,7 +47,7 @@ def _write_measured_csv(path: Path, time_s: float) -> str:
 def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
     """One report of three accelerators, two GPU models and a timing-only measurement, with a sweep."""
     root = tmp_path_factory.mktemp("report")
-    paths = _write_inputs(root, _inputs())
+    paths = write_result_files(root, five_designs())
     measured = _write_measured_csv(root / "titanxp_measured.csv", 2e-5)
     sweep = _write_sweep(root / "sweep")
     status = main(["report", *paths, measured, "--sweep", str(sweep), "--out", str(root / "reports" / "main")])
@@ -177,91 +164,11 @@ def test_same_inputs_give_the_same_report_data(report: tuple[Path, list[str]], t
     assert sorted(p.name for p in tmp_path.iterdir()) == ["again", "sweep"]  # no temporary folders left
 
 
-@pytest.mark.parametrize("make_bad, message", [
-    (lambda: gpu_result("v100", 4, batch=8), "workload.layers: layer 'conv1' is N8"),
-    (lambda: accelerator_result("scnn", 9, 0.0), "design name 'scnn' also comes from"),
-])
-def test_mismatched_inputs_exit_2_and_write_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                    make_bad, message: str) -> None:
-    paths = _write_inputs(tmp_path, _inputs()[:2])
-    bad = tmp_path / "bad" / "bad.json"
-    bad.parent.mkdir()
-    make_bad().write_json(bad)
-    out = tmp_path / "reports" / "r"
-    assert main(["report", *paths, str(bad), "--out", str(out)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert message in err and str(bad) in err and len(err.splitlines()) == 1
-    assert not (tmp_path / "reports").exists() or not any((tmp_path / "reports").iterdir())
-
-
-def test_missing_file_and_non_report_folder_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    paths = _write_inputs(tmp_path, _inputs()[:2])
-    assert main(["report", *paths, str(tmp_path / "nope.json"), "--out", str(tmp_path / "r")]) == 2
-    assert "nope.json: result file not found" in capsys.readouterr().err
-    assert not (tmp_path / "r").exists()
-    precious = tmp_path / "precious"
-    precious.mkdir()
-    (precious / "thesis.tex").write_text("keep me")
-    assert main(["report", *paths, "--out", str(precious)]) == 2
-    assert f"holds no {MANIFEST}" in capsys.readouterr().err
-    assert (precious / "thesis.tex").read_text() == "keep me"
-
-
-def test_a_folder_that_only_looks_like_a_report_is_never_replaced(tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]) -> None:
-    """index.html + report.md are not proof: without the manifest the folder (and thesis.tex) stays."""
-    paths = _write_inputs(tmp_path, _inputs()[:2])
-    lookalike = tmp_path / "lookalike"
-    lookalike.mkdir()
-    for name, text in (("index.html", "mine"), ("report.md", "mine"), ("thesis.tex", "keep me")):
-        (lookalike / name).write_text(text)
-    assert main(["report", *paths, "--out", str(lookalike)]) == 2
-    assert f"holds no {MANIFEST}" in capsys.readouterr().err
-    assert sorted(p.name for p in lookalike.iterdir()) == ["index.html", "report.md", "thesis.tex"]
-    assert (lookalike / "thesis.tex").read_text() == "keep me"
-
-
-def test_a_report_holding_a_users_file_is_not_replaced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    paths = _write_inputs(tmp_path, _inputs()[:2])
-    out = tmp_path / "r"
-    assert main(["report", *paths, "--out", str(out)]) == 0
-    capsys.readouterr()
-    (out / "notes").mkdir()
-    (out / "notes" / "thesis.tex").write_text("keep me")
-    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    assert main(["report", *paths, "--out", str(out)]) == 2
-    err = capsys.readouterr().err
-    assert "holds notes/thesis.tex, which the report did not write" in err and len(err.splitlines()) == 1
-    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
-
-
 def test_a_failure_while_rendering_leaves_no_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def broken(*_args: object) -> None:
         raise RuntimeError("renderer crashed")
 
     monkeypatch.setattr(build_module.f, "render_ratio", broken)
     with pytest.raises(RuntimeError):
-        build_report(compare_results(_inputs()[:2]), tmp_path / "r")
+        build_report(compare_results(five_designs()[:2]), tmp_path / "r")
     assert list(tmp_path.iterdir()) == []
-
-
-def test_compare_command_writes_json_or_csv(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    paths = _write_inputs(tmp_path, _inputs())
-    assert main(["compare", *paths, "--baseline", "v100", "--out", str(tmp_path / "c.json")]) == 0
-    out = capsys.readouterr().out
-    assert "baseline v100" in out and "ant_oracle" in out
-    data = json.loads((tmp_path / "c.json").read_text())
-    assert data["baseline"] == "v100" and len(data["designs"]) == 5
-    assert main(["compare", *paths, "--out", str(tmp_path / "c.csv")]) == 0
-    rows = list(csv.DictReader((tmp_path / "c.csv").open()))
-    assert len(rows) == len(data["rows"]) and rows[0]["design"] == "scnn"
-    assert main(["compare", *paths, "--out", str(tmp_path / "c.txt")]) == 2
-    assert main(["compare", *paths, "--baseline", "dcnn", "--out", str(tmp_path / "d.json")]) == 2
-    assert not (tmp_path / "d.json").exists() and not (tmp_path / "c.txt").exists()
-
-
-def test_gpu_designs_read_as_gpu_names_with_their_precision() -> None:
-    from antsim.report.document import _gpu_name
-
-    assert [_gpu_name(d) for d in ("v100", "h100-fp16", "a100-bf16-2:4", "my_gpu")] == [
-        "V100", "H100 fp16", "A100 bf16 2:4", "my_gpu"]

@@ -1,0 +1,59 @@
+"""``antsim.sim.schedule``: passes and re-streams from the buffer sizes (hand arithmetic), and the step layout
+``build_schedule`` makes of a PhaseWork (each pass a share of the work, drains on the last pass only)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from antsim.sim import Densities
+from antsim.sim.schedule import accumulator_restreams, build_schedule, stationary_passes
+
+DENSE = Densities(1.0, 1.0, 1.0)
+DENSE_FORMAT = {"format": "dense", "index_bits": 0}
+
+
+@pytest.mark.parametrize(("values", "passes"), [(0, 1), (5000, 1), (5120, 1), (5121, 2), (6000, 2), (15361, 4)])
+def test_stationary_passes_fit_the_input_buffer(make_work, make_arch, values: int, passes: int) -> None:
+    # The default 10 KB input buffer holds 10 * 8192 / 16 = 5120 dense 16-bit values.
+    arch = make_arch(pe_array={"rows": 1, "cols": 1}, compression=DENSE_FORMAT)
+    assert arch.buffers.input_kb == 10
+    assert stationary_passes(arch, make_work(2, 1, 1, stationary=values), 1.0) == passes
+
+
+def test_accumulator_overflow_restreams_each_chunk_or_the_run_sharing_a_half(make_work, make_arch) -> None:
+    arch = make_arch(pe_array={"rows": 1, "cols": 1})
+    capacity = arch.accumulators.banks * arch.accumulators.entries_per_bank
+    assert capacity == 32 * 32
+    work = make_work(3, 1, 1, partial=[[2500], [500], [1025]])
+    assert accumulator_restreams(arch, work).tolist() == [3, 1, 2]  # ceil(partial / 1024)
+    # Chunks drained together (one wgrad batch tile) share the half, hence its worst factor.
+    shared = dataclasses.replace(work, drains=np.array([False, True, True]))
+    assert accumulator_restreams(arch, shared).tolist() == [3, 3, 2]
+
+
+def test_passes_split_the_work_and_drain_only_on_the_last(make_work, make_arch, rng) -> None:
+    issued = rng.integers(0, 1000, size=(4, 4))
+    arch = make_arch(pe_array={"rows": 2, "cols": 2}, compression=DENSE_FORMAT)
+    work = make_work(4, 4, issued, partial=300, halo=9, stationary=6000, needs_reduction=True)  # per PE: 2 passes
+    schedule = build_schedule(arch, work, DENSE)
+    assert schedule.passes == 2 and schedule.n_steps == 8
+    per_pass = schedule.issued.reshape(2, 4, 4)  # one batch tile: pass 0's chunks, then pass 1's
+    np.testing.assert_array_equal(per_pass.sum(axis=0), issued)
+    assert np.abs(per_pass[0] - per_pass[1]).max() <= 1
+    np.testing.assert_array_equal(schedule.stationary_bits, [4 * 6000 * 16 / 2, 0, 0, 0] * 2)
+    reduction = math.ceil(300 / 2) + math.ceil(math.log2(4))  # 2 partial sums per cycle into a 4-PE tree
+    np.testing.assert_array_equal(schedule.reduction_cycles, [0] * 4 + [reduction] * 4)
+    np.testing.assert_array_equal(schedule.halo_cycles, [0] * 4 + [math.ceil(9 / 2)] * 4)
+
+
+def test_a_dense_design_has_no_bank_conflicts_and_policy_none_no_screening(make_work, make_arch) -> None:
+    work = make_work(2, 1, 10, candidates=40, conflicts=5)
+    dense = build_schedule(make_arch(pe_array={"rows": 1, "cols": 1}, sparsity_support=False), work, DENSE)
+    assert dense.conflicts.sum() == 0 and dense.screen.sum() == 0
+    ant = build_schedule(make_arch(pe_array={"rows": 1, "cols": 1},
+                                   anticipation={"policy": "ant", "pairs_per_cycle": 4.0}), work, DENSE)
+    assert ant.conflicts.tolist() == [[5.0], [5.0]] and ant.screen.tolist() == [[10.0], [10.0]]
