@@ -11,9 +11,9 @@ from antsim.errors import AntsimError, MappingError, MissingExtraError, SpecErro
 
 
 def test_spec_error_line_names_file_key_rule_and_value() -> None:
-    exc = SpecError("arch_configs/x.yaml", "pe_array.F", "must be a positive integer", 0)
-    assert str(exc) == "arch_configs/x.yaml: pe_array.F: must be a positive integer; got 0"
-    assert (exc.file, exc.key, exc.rule, exc.value) == ("arch_configs/x.yaml", "pe_array.F",
+    exc = SpecError("my_arch.yaml", "pe_array.F", "must be a positive integer", 0)
+    assert str(exc) == "my_arch.yaml: pe_array.F: must be a positive integer; got 0"
+    assert (exc.file, exc.key, exc.rule, exc.value) == ("my_arch.yaml", "pe_array.F",
                                                         "must be a positive integer", 0)
 
 

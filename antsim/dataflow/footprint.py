@@ -261,51 +261,50 @@ def tap_footprint(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.nda
                   tile_of_image: np.ndarray | None = None) -> Footprint:
     """wgrad: ``stationary_mask`` (N, Cs, Ys, Xs) and ``streamed_mask`` (N, 1, Ko, U, V) non-zero masks (bool).
 
-    Per tap, a sparse product ``(PE·Cs × plane) @ (plane × Ko)`` of the stationary mask (rows keyed by
-    the PE holding each position) and the streamed mask moved onto its linked stationary positions: its
-    entries are the contributing pair counts per (PE, ch, ko) — cost ∝ valid products.
+    Per tap, a linked streamed non-zero ``(ko, p, q)`` meets every stationary non-zero at its linked position
+    (on the PE holding it): the valid pairs of a slot are, over those streamed non-zeros, the stationary
+    channels non-zero there. The accumulator entries a PE holds, ``(ch, ko)``, are the non-zeros of a sparse
+    product ``(PE·Cs × images·plane) @ (images·plane × Ko)`` of a batch tile's stationary masks (rows keyed
+    by the PE holding each position) and its streamed masks moved onto their linked positions — one product
+    per tap for the whole tile, summing its images' patterns (cost ∝ valid products).
 
     ``tile_of_image`` (N,) groups consecutive images into batch tiles whose partial sums accumulate in
-    the same accumulator entries: a tile's partial and written outputs are the union of its images'
-    (summed product patterns), reported on the chunks of the tile's last image (0 on the others).
-    Valid products stay per image. Default: every image its own tile.
+    the same accumulator entries: a tile's partial and written outputs are the union of its images',
+    reported on the chunks of the tile's last image (0 on the others). Valid products stay per image.
+    Default: every image its own tile.
     """
     N, Cs, Ys, Xs = stationary_mask.shape
     Ko, U, V = streamed_mask.shape[2:]
-    n_pes, G = tiling.n_pes, tiling.n_groups
+    n_pes, G, plane = tiling.n_pes, tiling.n_groups, Ys * Xs
     tiles = np.arange(N) if tile_of_image is None else np.asarray(tile_of_image)
     pe_stat = tiling.pe_of_stationary().ravel()
     inv_h = [_inverse(pair, U) for pair in links(problem.dims[0], Ys, U, True)]
     inv_w = [_inverse(pair, V) for pair in links(problem.dims[1], Xs, V, True)]
+    channels_at = stationary_mask.sum(axis=1).reshape(N, plane)  # stationary non-zeros per position
     valid, partial = np.zeros((N, G * n_pes)), np.zeros((N, G * n_pes), np.int64)
     out_values = np.zeros((N, G), np.int64)
     for tile in np.unique(tiles):
         images = np.flatnonzero(tiles == tile)
-        s_mats, streamed_nonzeros = [], []
-        for n in images:
-            c, y, x = np.nonzero(stationary_mask[n])
-            pos = y * Xs + x
-            s_mats.append(csr_matrix((np.ones(len(c)), (pe_stat[pos] * Cs + c, pos)), shape=(n_pes * Cs, Ys * Xs)))
-            streamed_nonzeros.append(np.nonzero(streamed_mask[n, 0]))
-        last = images[-1]
+        c, y, x = np.nonzero(stationary_mask[images].transpose(1, 0, 2, 3).reshape(Cs, len(images) * Ys, Xs))
+        at = y * Xs + x  # image-local row y of the tile's stacked planes: (local image · Ys + y) · Xs + x
+        s_tile = csr_matrix((np.ones(len(c)), (pe_stat[at % plane] * Cs + c, at)),
+                            shape=(n_pes * Cs, len(images) * plane))
+        local, k, p, q = np.nonzero(streamed_mask[images, 0])
         for rows_of in inv_h:
             for cols_of in inv_w:
-                union = None
-                for n, s_mat, (k, p, q) in zip(images, s_mats, streamed_nonzeros, strict=True):
-                    yy, xx = rows_of[p], cols_of[q]
-                    ok = (yy >= 0) & (xx >= 0)
-                    d_mat = csr_matrix((np.ones(int(ok.sum())), (yy[ok] * Xs + xx[ok], k[ok])), shape=(Ys * Xs, Ko))
-                    prod = s_mat @ d_mat
-                    coo = prod.tocoo()
-                    valid[n] += np.bincount((coo.col // tiling.kc) * n_pes + coo.row // Cs, weights=coo.data,
-                                            minlength=G * n_pes)
-                    union = prod if union is None else union + prod
-                assert union is not None, "every batch tile holds at least one image"
-                held = union.tocoo()
-                slot = (held.col // tiling.kc) * n_pes + held.row // Cs
-                partial[last] += np.bincount(slot, minlength=G * n_pes)
+                yy, xx = rows_of[p], cols_of[q]
+                ok = (yy >= 0) & (xx >= 0)
+                pos = yy[ok] * Xs + xx[ok]
+                n_ok, k_ok = local[ok], k[ok]
+                slot = n_ok * (G * n_pes) + (k_ok // tiling.kc) * n_pes + pe_stat[pos]
+                valid[images] += np.bincount(slot, weights=channels_at[images[n_ok], pos],
+                                             minlength=len(images) * G * n_pes).reshape(len(images), G * n_pes)
+                d_tile = csr_matrix((np.ones(len(pos)), (n_ok * plane + pos, k_ok)), shape=(len(images) * plane, Ko))
+                held = (s_tile @ d_tile).tocoo()
+                partial[images[-1]] += np.bincount((held.col // tiling.kc) * n_pes + held.row // Cs,
+                                                   minlength=G * n_pes)
                 outs = distinct((held.row % Cs) * Ko + held.col, Cs * Ko)
-                out_values[last] += np.bincount((outs % Ko) // tiling.kc, minlength=G)
+                out_values[images[-1]] += np.bincount((outs % Ko) // tiling.kc, minlength=G)
     return Footprint(np.rint(valid).astype(np.int64).ravel(), partial.ravel(), np.zeros(N * G * n_pes, np.int64),
                      out_values.ravel())
 

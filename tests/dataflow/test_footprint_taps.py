@@ -1,5 +1,6 @@
-"""The fprop/dgrad footprint's per-tap pair counts: the dense BLAS product and the scipy sparse one give the
-same footprint, and both equal the dense per-tap path (an independent algorithm: touched-output arrays)."""
+"""Footprint taps. fprop/dgrad: the dense BLAS product and the scipy sparse one of a tap give the
+same footprint, and both equal the dense per-tap path (an independent algorithm: touched-output arrays).
+wgrad: one product per (tap, batch tile) equals the per-image products of commit 0ab16c6 (kept below)."""
 
 from __future__ import annotations
 
@@ -47,3 +48,70 @@ def test_tap_pair_counts_by_hand(blas, monkeypatch):
     row, col, count = footprint._tap_pair_counts(w_tap, channel, out, 4)
     got = {(int(r), int(c)): float(n) for r, c, n in zip(row, col, count, strict=True)}
     assert got == {(0, 0): 2, (0, 3): 1, (2, 0): 2, (2, 1): 1, (2, 3): 1}
+
+
+def _reference_tap_footprint(problem, tiling, stationary_mask, streamed_mask, tile_of_image=None):
+    """``tap_footprint`` of commit 0ab16c6: one sparse product per (tap, image), valid products counted from
+    each product's entries, a tile's held entries the sum of its images' products."""
+    from scipy.sparse import csr_matrix
+
+    N, Cs, Ys, Xs = stationary_mask.shape
+    Ko, U, V = streamed_mask.shape[2:]
+    n_pes, G = tiling.n_pes, tiling.n_groups
+    tiles = np.arange(N) if tile_of_image is None else np.asarray(tile_of_image)
+    pe_stat = tiling.pe_of_stationary().ravel()
+    inv_h = [footprint._inverse(pair, U) for pair in footprint.links(problem.dims[0], Ys, U, True)]
+    inv_w = [footprint._inverse(pair, V) for pair in footprint.links(problem.dims[1], Xs, V, True)]
+    valid, partial = np.zeros((N, G * n_pes)), np.zeros((N, G * n_pes), np.int64)
+    out_values = np.zeros((N, G), np.int64)
+    for tile in np.unique(tiles):
+        images = np.flatnonzero(tiles == tile)
+        s_mats, streamed_nonzeros = [], []
+        for n in images:
+            c, y, x = np.nonzero(stationary_mask[n])
+            pos = y * Xs + x
+            s_mats.append(csr_matrix((np.ones(len(c)), (pe_stat[pos] * Cs + c, pos)), shape=(n_pes * Cs, Ys * Xs)))
+            streamed_nonzeros.append(np.nonzero(streamed_mask[n, 0]))
+        for rows_of in inv_h:
+            for cols_of in inv_w:
+                union = None
+                for n, s_mat, (k, p, q) in zip(images, s_mats, streamed_nonzeros, strict=True):
+                    yy, xx = rows_of[p], cols_of[q]
+                    ok = (yy >= 0) & (xx >= 0)
+                    d_mat = csr_matrix((np.ones(int(ok.sum())), (yy[ok] * Xs + xx[ok], k[ok])), shape=(Ys * Xs, Ko))
+                    prod = s_mat @ d_mat
+                    coo = prod.tocoo()
+                    valid[n] += np.bincount((coo.col // tiling.kc) * n_pes + coo.row // Cs, weights=coo.data,
+                                            minlength=G * n_pes)
+                    union = prod if union is None else union + prod
+                held = union.tocoo()
+                partial[images[-1]] += np.bincount((held.col // tiling.kc) * n_pes + held.row // Cs,
+                                                   minlength=G * n_pes)
+                outs = footprint.distinct((held.row % Cs) * Ko + held.col, Cs * Ko)
+                out_values[images[-1]] += np.bincount((outs % Ko) // tiling.kc, minlength=G)
+    return footprint.Footprint(np.rint(valid).astype(np.int64).ravel(), partial.ravel(),
+                               np.zeros(N * G * n_pes, np.int64), out_values.ravel())
+
+
+WGRAD_LAYERS = [
+    Layer("3x3", N=4, C=5, K=11, H=9, W=7, R=3, S=3, stride=1, pad=1),
+    Layer("s2", N=3, C=3, K=8, H=12, W=12, R=3, S=3, stride=2, pad=1),
+    Layer("5x3", N=2, C=7, K=6, H=6, W=11, R=5, S=3, stride=(2, 1), pad=(2, 0)),
+]
+
+
+@pytest.mark.parametrize("layer", WGRAD_LAYERS, ids=lambda layer: layer.name)
+@pytest.mark.parametrize("density", [0.1, 0.5])
+def test_wgrad_tile_products_equal_the_per_image_products(layer, density):
+    """One product per (tap, batch tile) and valid pairs counted per linked streamed non-zero give the
+    footprint of one product per (tap, image), for single-image tiles, one tile and uneven tiles."""
+    problem = phase_problem(layer, "wgrad")
+    tiling = make_tiling(problem, 2, 3, 4)
+    t = random_tensors(layer, density, seed=11)
+    S, T = problem.stationary(t) != 0, problem.streamed(t) != 0
+    for tile_of_image in (None, np.zeros(layer.N, np.int64), np.arange(layer.N) // 2):
+        got = footprint.tap_footprint(problem, tiling, S, T, tile_of_image)
+        want = _reference_tap_footprint(problem, tiling, S, T, tile_of_image)
+        for name in FIELDS:
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+        assert got.valid_products.sum() > 0
