@@ -34,7 +34,7 @@ def _brute_tiled_total(layer: Layer, t, rows: int, cols: int) -> int:  # type: i
                     continue
                 a = np.count_nonzero(t.activations[n, :, y_lo:y_hi + 1, x_lo:x_hi + 1])
                 reached = 0
-                for p, q in zip(*np.nonzero(np.any(t.grad_output[n] != 0, axis=0))):
+                for p, q in zip(*np.nonzero(np.any(t.grad_output[n] != 0, axis=0)), strict=True):
                     if (_reaches(y_lo, y_hi, p, layer.stride[0], layer.pad[0], layer.R)
                             and _reaches(x_lo, x_hi, q, layer.stride[1], layer.pad[1], layer.S)):
                         reached += np.count_nonzero(t.grad_output[n, :, p, q])
