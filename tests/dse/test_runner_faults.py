@@ -192,7 +192,7 @@ def test_a_database_gone_for_good_ends_in_one_error_and_resumes(tmp_path: Path, 
         postgres_server.start()
     message = str(info.value)
     assert "\n" not in message and "unreachable for" in message and "rerun the same command to resume" in message
-    assert workers == 1 or message.count("stopped: --storage") == workers  # each worker's own line, joined
+    assert workers == 1 or message.count("stopped: storage ") == workers  # each worker's own line, joined
     summary = run_sweep(spec, SweepOptions(storage_url=url, study_name="faults", n_trials=N_TRIALS, heartbeat_s=1))
     assert summary.counts.finished == N_TRIALS
     _consistent(url, N_TRIALS)
