@@ -109,9 +109,23 @@ class DimMap:
 
     def output(self, y: np.ndarray, u: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Output coordinate and validity of products at stationary ``y``, streamed ``u`` (arrays)."""
-        num = self.alpha * np.asarray(y, dtype=np.int64) + self.beta * np.asarray(u, dtype=np.int64) + self.gamma
-        o = num // self.delta
-        return o, (num - o * self.delta == 0) & (o >= 0) & (o < self.extent)
+        # In place on one int64 temporary, and 0 ≤ o < extent as one unsigned compare (a negative o reads as
+        # ≥ 2^63): the fast path's bank-conflict sample calls this on ~10^6 products per phase.
+        num = np.array(y, dtype=np.int64)
+        if self.alpha != 1:
+            num *= self.alpha
+        if self.beta == 1:
+            num += u
+        elif self.beta == -1:
+            num -= u
+        else:
+            num += self.beta * np.asarray(u, dtype=np.int64)
+        if self.gamma:
+            num += self.gamma
+        if self.delta == 1:
+            return num, num.view(np.uint64) < self.extent
+        o, rest = np.divmod(num, self.delta)
+        return o, (rest == 0) & (o.view(np.uint64) < self.extent)
 
     def reach(self, y_lo: np.ndarray, y_hi: np.ndarray, u_lo: np.ndarray, u_hi: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray]:

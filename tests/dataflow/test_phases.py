@@ -8,7 +8,7 @@ from dataflow_helpers import random_tensors
 from scipy.signal import convolve2d, correlate2d
 
 from antsim.errors import WorkloadError
-from antsim.phases import phase_problem, reference
+from antsim.phases import DimMap, phase_problem, reference
 from antsim.workloads.layers import Layer
 
 LAYERS = [
@@ -86,3 +86,18 @@ def test_output_map_matches_definition() -> None:
 def test_unknown_phase_is_a_user_error() -> None:
     with pytest.raises(WorkloadError, match="phase"):
         phase_problem(LAYERS[0], "backward")
+
+
+@pytest.mark.parametrize("alpha,beta,gamma,delta,extent", [(1, -1, 1, 1, 7), (1, 1, -2, 1, 5), (2, -1, 3, 1, 9),
+                                                          (1, -1, 2, 2, 4), (3, 2, -4, 3, 6), (1, 1, 0, 1, 1)])
+def test_dim_map_output_follows_its_definition(alpha: int, beta: int, gamma: int, delta: int, extent: int) -> None:
+    """o·δ = α·y + β·u + γ, valid iff δ divides it and 0 ≤ o < extent — checked element by element."""
+    dim = DimMap(alpha, beta, gamma, delta, extent)
+    y, u = np.meshgrid(np.arange(-3, 12), np.arange(-3, 12), indexing="ij")
+    o, ok = dim.output(y.ravel(), u.ravel())
+    for yy, uu, got_o, got_ok in zip(y.ravel(), u.ravel(), o, ok, strict=True):
+        num = alpha * int(yy) + beta * int(uu) + gamma
+        valid = num % delta == 0 and 0 <= num // delta < extent
+        assert bool(got_ok) == valid
+        if valid:
+            assert int(got_o) == num // delta
