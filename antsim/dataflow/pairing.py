@@ -2,14 +2,14 @@
 
 A *cell* is one (chunk, PE, stationary fiber, stride group): the PE forms every pair of the fiber's
 I-vectors with the matching streamed fiber's F-vectors. Cells exist for every non-empty stationary
-fiber and every output-channel group; a cell whose streamed fiber is empty (or filtered away) forms
-no pairs but still counts toward ``total`` through the unfiltered streamed count.
+fiber and every output-channel group whose streamed block holds a non-zero; a cell whose streamed fiber
+the fetch filter emptied forms no pairs but still counts toward ``total`` through the unfiltered count.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -73,26 +73,58 @@ def _walk_order(stationary_class: np.ndarray, classes: StrideClasses, n_groups: 
     return fiber, group, table[stationary_class[fiber], pair]
 
 
+# Cells built per batch of stationary fibers (their expansion over groups and stride partners): it bounds
+# the temporaries, not results. [choice] 2^22 cells ≈ 300 MB of int64 temporaries at most.
+_CELL_BATCH = 1 << 22
+
+
 def make_cells(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, stationary: Vectors,
                streamed: StreamedOperand) -> Cells:
-    """All pairing cells of the phase, ordered by stationary fiber, then stride group, then group g."""
+    """All pairing cells of the phase, ordered by stationary fiber, then stride group, then group g — less the
+    inert ones, whose streamed block holds no non-zero even before the fetch filter: they form no pair, add
+    nothing to ``total`` and read nothing (an SCNN FC layer's 8-weight blocks at density 0.1 are 43 % empty)."""
     image, channel, pe, stationary_class = _decode_stationary(problem, tiling, classes, stationary.fiber_keys)
+    per_fiber = np.array([sum(1 for a, _ in classes.groups if a == cls) for cls in range(classes.n_stationary)],
+                         np.int64)[stationary_class] * tiling.n_groups
+    ends = np.cumsum(per_fiber)
+    parts, first = [], 0
+    while first < len(per_fiber):
+        last = max(first + 1, int(np.searchsorted(ends, (ends[first] - per_fiber[first]) + _CELL_BATCH, "right")))
+        fibers = slice(first, last)
+        parts.append(_cells_of(problem, tiling, classes, stationary, streamed,
+                               (image[fibers], channel[fibers], pe[fibers], stationary_class[fibers]), first))
+        first = last
+    if not parts:
+        return _cells_of(problem, tiling, classes, stationary, streamed, (image, channel, pe, stationary_class), 0)
+    return Cells(*(np.concatenate([getattr(part, f.name) for part in parts]) for f in fields(Cells)))
+
+
+def _cells_of(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, stationary: Vectors,
+              streamed: StreamedOperand, decoded: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+              offset: int) -> Cells:
+    """The non-inert cells of the stationary fibers ``offset, offset + 1, …`` (``decoded``: their image,
+    channel, PE and stride class)."""
+    image, channel, pe, stationary_class = decoded
     Nt, Ct = problem.streamed_shape[:2]
-    fiber, group, b_class_of = _walk_order(stationary_class, classes, tiling.n_groups)
-    streamed_image = image[fiber] if Nt > 1 else np.zeros_like(fiber)
-    streamed_channel = channel[fiber] if Ct > 1 else np.zeros_like(fiber)
+    local, group, b_class_of = _walk_order(stationary_class, classes, tiling.n_groups)
+    streamed_image = image[local] if Nt > 1 else np.zeros_like(local)
+    streamed_channel = channel[local] if Ct > 1 else np.zeros_like(local)
     block = (streamed_image * Ct + streamed_channel) * tiling.n_groups + group
-    fetch_set = streamed.layout.set_of_pe[pe[fiber]]
+    nnz_t_all = streamed.unfiltered_nnz[block, b_class_of]
+    live = nnz_t_all > 0
+    local, group, b_class_of, block, nnz_t_all = (a[live] for a in (local, group, b_class_of, block, nnz_t_all))
+    fiber = local + offset
+    fetch_set = streamed.layout.set_of_pe[pe[local]]
     idx, found = streamed.vectors.fiber_index(streamed.layout.key(block, b_class_of, fetch_set))
     vectors = streamed.vectors
-    slot = (image[fiber] * tiling.n_groups + group) * tiling.n_pes + pe[fiber]
+    slot = (image[local] * tiling.n_groups + group) * tiling.n_pes + pe[local]
     return Cells(
         slot=slot.astype(np.int64), i0=stationary.fiber_vec0[fiber], n_i=stationary.fiber_nvec[fiber],
         f0=np.where(found, vectors.fiber_vec0[idx] if len(vectors.fiber_keys) else 0, 0),
         n_f=np.where(found, vectors.fiber_nvec[idx] if len(vectors.fiber_keys) else 0, 0),
         nnz_s=stationary.fiber_nnz[fiber],
         nnz_t=np.where(found, vectors.fiber_nnz[idx] if len(vectors.fiber_keys) else 0, 0),
-        nnz_t_all=streamed.unfiltered_nnz[block, b_class_of],
+        nnz_t_all=nnz_t_all,
         stream_key=(block * classes.n_streamed + b_class_of).astype(np.int64),
     )
 
