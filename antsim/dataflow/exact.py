@@ -193,11 +193,17 @@ def sampled_conflicts(context: MappingContext, policy: Policy, budget: int = _CO
     total = int(cells.n_pairs.sum())
     sample_step = max(1, -(-total // budget))
     pairs = _pairs_at(cells, np.arange(sample_step // 2, total, sample_step, dtype=np.int64))
+    reachable = screen(context.problem, context.stationary, context.streamed_vectors, pairs)
     if policy == "ant":
-        keep = screen(context.problem, context.stationary, context.streamed_vectors, pairs)
-        pairs = PairBatch(pairs.cell[keep], pairs.f[keep], pairs.i[keep])
-    products = _Enumerator(context, scatter=False).batch(pairs, 0)
-    extra = _max_load_extra(products.pair, products.bank, context.banks.banks, len(pairs.f))
+        pairs = PairBatch(pairs.cell[reachable], pairs.f[reachable], pairs.i[reachable])
+        reachable = np.ones(len(pairs.f), bool)
+    # A pair the screen proves holds no valid product writes no bank, so it conflicts nowhere: only the others
+    # are enumerated (most of SCNN's wgrad sample), and the rest count as sampled pairs with no conflict.
+    extra = np.zeros(len(pairs.f), np.int64)
+    enumerated = np.flatnonzero(reachable)
+    products = _Enumerator(context, scatter=False).batch(
+        PairBatch(pairs.cell[enumerated], pairs.f[enumerated], pairs.i[enumerated]), 0)
+    extra[enumerated] = _max_load_extra(products.pair, products.bank, context.banks.banks, len(enumerated))
     slot = cells.slot[pairs.cell]
     extra_sum = np.bincount(slot, weights=extra, minlength=n_slots)
     if sample_step == 1 or issued_pairs is None:
