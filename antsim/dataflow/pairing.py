@@ -94,8 +94,9 @@ def make_cells(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, st
         parts.append(_cells_of(problem, tiling, classes, stationary, streamed,
                                (image[fibers], channel[fibers], pe[fibers], stationary_class[fibers]), first))
         first = last
-    if not parts:
-        return _cells_of(problem, tiling, classes, stationary, streamed, (image, channel, pe, stationary_class), 0)
+    if len(parts) <= 1:
+        return parts[0] if parts else _cells_of(problem, tiling, classes, stationary, streamed,
+                                                 (image, channel, pe, stationary_class), 0)
     return Cells(*(np.concatenate([getattr(part, f.name) for part in parts]) for f in fields(Cells)))
 
 
@@ -112,7 +113,8 @@ def _cells_of(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, sta
     block = (streamed_image * Ct + streamed_channel) * tiling.n_groups + group
     nnz_t_all = streamed.unfiltered_nnz[block, b_class_of]
     live = nnz_t_all > 0
-    local, group, b_class_of, block, nnz_t_all = (a[live] for a in (local, group, b_class_of, block, nnz_t_all))
+    if not live.all():
+        local, group, b_class_of, block, nnz_t_all = (a[live] for a in (local, group, b_class_of, block, nnz_t_all))
     fiber = local + offset
     fetch_set = streamed.layout.set_of_pe[pe[local]]
     idx, found = streamed.vectors.fiber_index(streamed.layout.key(block, b_class_of, fetch_set))
