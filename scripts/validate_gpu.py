@@ -30,7 +30,6 @@ from pathlib import Path
 from antsim.gpu import CALIBRATION, load_gpu
 from antsim.gpu.check import (
     CheckRow,
-    Observation,
     bias,
     check_measured,
     family_rows,
@@ -38,10 +37,11 @@ from antsim.gpu.check import (
     geomean_abs_error,
     observations,
     oracle_rows,
+    padded_channels,
 )
 from antsim.gpu.model import Calibration
 from antsim.measure.deepbench import read_deepbench_csv
-from antsim.workloads.layers import PHASES, Layer
+from antsim.workloads.layers import PHASES
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
 # NeuSight's harness: CUDA events around a Python torch.nn.Conv2d call, so the dispatch time lands in
@@ -93,7 +93,7 @@ def run_rows(run: Run, cal: Calibration = CALIBRATION, host_us: float = NEUSIGHT
              data: Path = DATA, floor: bool = False) -> list[CheckRow]:
     """The check rows of one run (``floor``: the plan-space floor's rows instead)."""
     gpu = load_gpu(run.gpu)
-    measured = padded(observations(read_deepbench_csv(data / run.file, run.precision)), run.pad_channels)
+    measured = padded_channels(observations(read_deepbench_csv(data / run.file, run.precision)), run.pad_channels)
     host = host_us * 1e-6 if run.harness == "neusight" else 0.0
     if floor:
         return oracle_rows(gpu, measured, run.precision, cal, library=run.library, host_overhead_s=host)
@@ -101,25 +101,11 @@ def run_rows(run: Run, cal: Calibration = CALIBRATION, host_us: float = NEUSIGHT
                           host_overhead_s=host)
 
 
-def padded(measured: Sequence[Observation], multiple: int) -> list[Observation]:
-    """The observations with each conv's C and K rounded up to ``multiple`` (the layer the harness timed);
-    unchanged for ``multiple`` 0."""
-    if not multiple:
-        return list(measured)
-    return [dataclasses.replace(o, layer=dataclasses.replace(o.layer, C=_round_up(o.layer.C, multiple),
-                                                             K=_round_up(o.layer.K, multiple)))
-            if isinstance(o.layer, Layer) else o for o in measured]
-
-
-def _round_up(value: int, multiple: int) -> int:
-    return -(-value // multiple) * multiple
-
-
 def gemm_path_rows(run: Run, data: Path = DATA) -> tuple[list[CheckRow], list[CheckRow]]:
     """DeepBench's 1×1 stride-1 rows of one run through the GEMM-layer path, and the same rows through
     the conv path (``antsim.gpu.check.gemm_observations``)."""
     gpu = load_gpu(run.gpu)
-    measured = padded(observations(read_deepbench_csv(data / run.file, run.precision)), run.pad_channels)
+    measured = padded_channels(observations(read_deepbench_csv(data / run.file, run.precision)), run.pad_channels)
     gemms = gemm_observations(measured)
     keys = {(o.layer.name, o.phase) for o in gemms}
     convs = [o for o in measured if (o.layer.name, o.phase) in keys]

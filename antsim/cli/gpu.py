@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from antsim.gpu.check import CheckRow
     from antsim.results import NetworkResult
 
+FLAGS = {"pad_channels": "--pad-channels"}
 HELP = ("model a network's training convolutions (cuDNN's menu) and GEMM layers (cuBLAS GEMMs) on a GPU, or --check "
         "it against measurements")
 
@@ -55,6 +56,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host-overhead-us", type=float, default=0.0, metavar="US",
                         help="with --check: per-call host time of the measurement harness inside each timed "
                              "interval, added to every prediction (e.g. a framework call timed with CUDA events)")
+    parser.add_argument("--pad-channels", type=int, default=0, metavar="M",
+                        help="with --check: the multiple the measurement harness padded C and K to before timing "
+                             "(DeepBench's conv_bench pads fp16 tensor-core runs to 8); the model predicts those "
+                             "layers")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
@@ -71,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
         raise AntsimError("--floor goes with --check MEASURED.csv")
     if args.host_overhead_us:
         raise AntsimError("--host-overhead-us goes with --check MEASURED.csv")
+    if args.pad_channels:
+        raise AntsimError("--pad-channels goes with --check MEASURED.csv")
     if args.out is None:
         raise AntsimError("--out FILE is required (or use --check MEASURED.csv)")
     out = check_out_path(args.out, (".json", ".csv"))
@@ -116,7 +123,14 @@ def _print_summary(result: NetworkResult, out: Path) -> None:
 def _run_check(args: argparse.Namespace) -> int:
     from antsim.errors import AntsimError
     from antsim.gpu import load_gpu
-    from antsim.gpu.check import check_measured, observations, oracle_rows, result_observations, write_check_csv
+    from antsim.gpu.check import (
+        check_measured,
+        observations,
+        oracle_rows,
+        padded_channels,
+        result_observations,
+        write_check_csv,
+    )
     from antsim.gpu.estimate import check_structured
     from antsim.gpu.menus import check_library
     from antsim.measure.deepbench import is_deepbench_csv, read_deepbench_csv
@@ -140,6 +154,7 @@ def _run_check(args: argparse.Namespace) -> int:
         layers, _ = resolve_workload(args, batch_hint=measured_batch(args.check))  # the CSV's N is the batch
         measured = result_observations(read_results_csv(args.check, layers, phases=parse_phases(args.phases)),
                                        layers)
+    measured = padded_channels(measured, args.pad_channels)
     host = args.host_overhead_us * 1e-6
     rows = check_measured(gpu, measured, args.precision, structured=args.structured, selection=args.selection,
                           library=args.library, host_overhead_s=host)
@@ -156,7 +171,8 @@ def _check_report(name: str, args: argparse.Namespace, rows: Sequence[CheckRow],
     from antsim.gpu.check import summarize, worst
 
     lines = [f"{name} vs {args.check} ({args.precision}, {args.library}, {args.selection} selection, host overhead "
-             f"{args.host_overhead_us:g} us); error = exp(mean |ln(pred/meas)|) - 1, bias = exp(mean ln(pred/meas))",
+             f"{args.host_overhead_us:g} us, channels padded to {args.pad_channels or 'none'}); "
+             "error = exp(mean |ln(pred/meas)|) - 1, bias = exp(mean ln(pred/meas))",
              f"{'phase':6s} {'n impl':>6s} {'err impl':>8s} {'bias':>5s} {'n all':>6s} {'err all':>8s} {'bias':>5s}"]
     for s in summarize(rows):
         impl = (f"{s.n_implicit:6d} {s.err_implicit * 100:7.1f}% {s.bias_implicit:5.2f}"

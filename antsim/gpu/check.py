@@ -12,9 +12,10 @@ import csv
 import io
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from antsim.errors import AntsimError
 from antsim.gpu.estimate import estimate_layer, layer_plans
 from antsim.gpu.menus import DEFAULT_LIBRARY, DEFAULT_SELECTION, family_of
 from antsim.gpu.model import CALIBRATION, Calibration
@@ -71,6 +72,19 @@ def observations(measured: Sequence[MeasuredLayer]) -> list[Observation]:
     """The measured (layer, phase) pairs of DeepBench-style rows (``implicit`` from the forward algorithm)."""
     return [Observation(m.layer, phase, m.times_s[phase], m.implicit_gemm if m.algo else None, m.algo)
             for m in measured for phase in PHASES if phase in m.times_s]
+
+
+def padded_channels(measured: Sequence[Observation], multiple: int) -> list[Observation]:
+    """The observations with each conv's C and K rounded up to ``multiple``: the layer a harness that pads
+    channels actually timed (DeepBench's ``conv_bench`` pads fp16 tensor-core runs to a multiple of 8).
+    Unchanged for ``multiple`` 0; GEMM layers are never padded."""
+    if multiple < 0:
+        raise AntsimError(f"channel padding must be a multiple >= 0; got {multiple}", subject="pad_channels")
+    if not multiple:
+        return list(measured)
+    return [replace(o, layer=replace(o.layer, C=-(-o.layer.C // multiple) * multiple,
+                                     K=-(-o.layer.K // multiple) * multiple))
+            if isinstance(o.layer, Layer) else o for o in measured]
 
 
 def gemm_observations(measured: Sequence[Observation]) -> list[Observation]:

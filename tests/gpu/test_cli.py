@@ -11,6 +11,9 @@ import yaml
 
 from antsim.cli import main
 from antsim.gpu import load_gpu
+from antsim.gpu.check import check_measured, observations, padded_channels
+from antsim.measure.deepbench import read_deepbench_csv
+from antsim.workloads.layers import Layer
 
 REPO = Path(__file__).resolve().parents[2]
 LAYERS_CSV = "name,N,C,K,H,W,R,S,stride,pad\nc1,1,3,16,32,32,3,3,1,1\nc2,1,16,32,32,32,3,3,2,1\n"
@@ -169,3 +172,33 @@ def test_floor_without_check_and_structured_check_on_a_gpu_without_it_exit_2(
     assert main(["gpu", "--gpu", "p100", "--check", str(garbled)]) == 2
     err = capsys.readouterr().err
     assert "not a readable CSV" in err and err.count("\n") == 1
+
+
+def test_check_pads_channels_as_the_harness_did(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """``--pad-channels 8`` predicts the C, K-padded layers DeepBench's conv_bench timed at fp16: the check's
+    predictions equal the model's on those padded layers, and differ from the unpadded check on a C = 3 row."""
+    db = REPO / "tests" / "data" / "deepbench" / "deepbench_conv_T4.csv"
+    padded_out, plain_out = tmp_path / "padded.csv", tmp_path / "plain.csv"
+    base = ["gpu", "--gpu", "t4", "--check", str(db), "--precision", "fp16", "--library", "cudnn7",
+            "--selection", "heuristic"]
+    assert main([*base, "--pad-channels", "8", "--out", str(padded_out)]) == 0
+    assert "channels padded to 8" in capsys.readouterr().out
+    assert main([*base, "--out", str(plain_out)]) == 0
+    padded = {(r["name"], r["phase"]): float(r["predicted_s"]) for r in csv.DictReader(padded_out.open())}
+    plain = {(r["name"], r["phase"]): float(r["predicted_s"]) for r in csv.DictReader(plain_out.open())}
+    measured = read_deepbench_csv(db, "fp16")
+    rows = check_measured(load_gpu("t4"), padded_channels(observations(measured), 8), "fp16",
+                          selection="heuristic", library="cudnn7")
+    assert {(r.name, r.phase): r.predicted_s for r in rows} == pytest.approx(padded, rel=1e-5)  # CSV: 6 digits
+    odd = [m for m in observations(measured) if isinstance(m.layer, Layer) and m.layer.C % 8]
+    assert odd and any(padded[(o.layer.name, o.phase)] != plain[(o.layer.name, o.phase)] for o in odd)
+
+
+def test_pad_channels_goes_with_check_and_is_never_negative(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["gpu", "--gpu", "t4", "--network", "resnet18-cifar", "--pad-channels", "8",
+                 "--out", str(tmp_path / "r.json")]) == 2
+    assert "--pad-channels goes with --check" in capsys.readouterr().err
+    db = REPO / "tests" / "data" / "deepbench" / "deepbench_conv_TitanXp.csv"
+    assert main(["gpu", "--gpu", "titanxp", "--check", str(db), "--pad-channels", "-8"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--pad-channels" in err and "-8" in err

@@ -67,10 +67,10 @@ def test_deepbench_tensor_core_rows_time_the_channel_padded_layer() -> None:
     rgb = Layer("rgb", N=8, C=3, K=60, H=32, W=32, R=3, S=3, stride=1, pad=1)
     fc = Gemm("fc", M=10, N=8, K=3, batch=8)
     obs = [Observation(rgb, "fprop", 1e-3), Observation(fc, "fprop", 1e-3)]
-    out = validate.padded(obs, validate.DEEPBENCH_TENSOR_PAD)
+    out = validate.padded_channels(obs, validate.DEEPBENCH_TENSOR_PAD)
     assert (out[0].layer.C, out[0].layer.K, out[0].layer.H, out[0].layer.R) == (8, 64, 32, 3)
     assert out[0].measured_s == 1e-3 and out[1] == obs[1]  # the time is the padded layer's; GEMM layers untouched
-    assert validate.padded(obs, 0) == obs
+    assert validate.padded_channels(obs, 0) == obs
     padded_runs = {(r.gpu, r.precision) for r in validate.RUNS if r.pad_channels}
     assert padded_runs == {("t4", "fp16")}  # the only tensor-core ("half" on tensor cores) sheet
 
