@@ -26,12 +26,7 @@ def test_sparse_footprint_in_channel_batches_equals_exact(phase: str, bitmap_key
     tiling = make_tiling(problem, rows, cols, kc)
     monkeypatch.setattr(footprint, "_BITMAP_KEYS", bitmap_keys)
     found = footprint.plane_footprint_sparse(problem, tiling, problem.stationary(t) != 0, problem.streamed(t) != 0)
-    order = exact.chunk_image * tiling.n_groups + exact.chunk_group  # footprints are image-major
-
-    def executed(per_slot: np.ndarray) -> np.ndarray:
-        return per_slot.reshape(tiling.n_chunks, -1)[order]
-
-    assert np.array_equal(executed(found.valid_products), exact.valid_products)
-    assert np.array_equal(executed(found.partial_outputs), exact.partial_outputs)
-    assert np.array_equal(executed(found.halo_outputs), exact.halo_outputs)
+    order = exact.chunk_image * tiling.n_groups + exact.chunk_group  # footprints are image-major, work executed
+    for field in ("valid_products", "partial_outputs", "halo_outputs"):
+        assert np.array_equal(getattr(found, field).reshape(tiling.n_chunks, -1)[order], getattr(exact, field)), field
     assert np.array_equal(found.output_values[order], exact.output_values)
