@@ -91,21 +91,31 @@ def make_cells(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, st
     while first < len(per_fiber):
         last = max(first + 1, int(np.searchsorted(ends, (ends[first] - per_fiber[first]) + _CELL_BATCH, "right")))
         fibers = slice(first, last)
-        parts.append(_cells_of(problem, tiling, classes, stationary, streamed,
-                               (image[fibers], channel[fibers], pe[fibers], stationary_class[fibers]), first))
+        batch = _FiberBatch(first, image[fibers], channel[fibers], pe[fibers], stationary_class[fibers])
+        parts.append(_cells_of(problem, tiling, classes, stationary, streamed, batch))
         first = last
     if len(parts) <= 1:
         return parts[0] if parts else _cells_of(problem, tiling, classes, stationary, streamed,
-                                                 (image, channel, pe, stationary_class), 0)
+                                                 _FiberBatch(0, image, channel, pe, stationary_class))
     return Cells(*(np.concatenate([getattr(part, f.name) for part in parts]) for f in fields(Cells)))
 
 
+@dataclass(frozen=True)
+class _FiberBatch:
+    """Consecutive stationary fibers ``first, first + 1, …`` with each one's image, channel, PE and stride class."""
+
+    first: int
+    image: np.ndarray
+    channel: np.ndarray
+    pe: np.ndarray
+    stationary_class: np.ndarray
+
+
 def _cells_of(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, stationary: Vectors,
-              streamed: StreamedOperand, decoded: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
-              offset: int) -> Cells:
-    """The non-inert cells of the stationary fibers ``offset, offset + 1, …`` (``decoded``: their image,
-    channel, PE and stride class)."""
-    image, channel, pe, stationary_class = decoded
+              streamed: StreamedOperand, batch: _FiberBatch) -> Cells:
+    """The non-inert cells of the stationary fibers of ``batch``."""
+    image, channel, pe, stationary_class, offset = (batch.image, batch.channel, batch.pe, batch.stationary_class,
+                                                    batch.first)
     Nt, Ct = problem.streamed_shape[:2]
     local, group, b_class_of = _walk_order(stationary_class, classes, tiling.n_groups)
     streamed_image = image[local] if Nt > 1 else np.zeros_like(local)
