@@ -31,7 +31,7 @@ from antsim.vocabulary import Policy
 _EXACT_PAIRS = 1 << 15
 
 # Candidate pairs the fast path hashes to banks per (layer, phase): below it every pair is taken and the
-# fast conflicts equal exact's (tests/dataflow/test_rcp.py); above it a systematic 1-in-step sample.
+# fast conflicts equal exact's (tests/dataflow/test_exact.py); above it a systematic 1-in-step sample.
 # 2^15 keeps sampling to ~0.1 s a phase; measured error of the sampled estimates: +9 % on a 1-in-6 scnn
 # wgrad and +0.4–1.5 % on a sampled oracle layer (BENCHMARKS.md, "Fast vs exact").
 _CONFLICT_SAMPLE_PAIRS = 1 << 15
@@ -157,7 +157,7 @@ def run_exact(context: MappingContext, policy: Policy) -> ExactResult:
 # Pseudo-count of the shrinkage: a slot's sampled conflict rate is averaged with the phase-wide rate as if
 # the phase had contributed 16 sampled pairs (or packed groups) to it, so a slot with few sampled pairs
 # does not read 0 or a multiple of the step. [choice] One slot's worth of a typical sample at F·I = 16;
-# tests/dataflow/test_rcp.py checks the shrunk per-PE error is below the raw sample's.
+# tests/dataflow/test_exact.py checks the shrunk per-PE error is below the raw sample's.
 _PRIOR_PAIRS = 16.0
 
 

@@ -409,7 +409,7 @@ def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClass
     a set's fiber that keeps every element of its unfiltered fiber points at that fiber's vectors, and
     the others are runs of an element store that adds one copy per cutting column pattern
     (``_set_pieces``). Every PE sees the vectors it saw when each set held its own sorted copy
-    (``tests/dataflow/test_streamed_sets.py`` compares them with that representation).
+    (``tests/dataflow/test_fibers.py`` compares them with that representation).
     """
     Nt, Ct = streamed_tensor.shape[:2]
     n_blocks, n_classes = Nt * Ct * tiling.n_groups, classes.n_streamed

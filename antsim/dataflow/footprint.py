@@ -24,7 +24,7 @@ _TOUCH_BUDGET = 1 << 24
 
 # Product of the two mask densities above which fprop/dgrad footprints take the dense per-tap path
 # (cost ∝ planes × channels) instead of the sparse one (cost ∝ valid products). Speed only: both paths
-# give the same integers (tests/dataflow/test_map_phase.py). [choice, commit a62dcd1] Re-measured on a
+# give the same integers (tests/dataflow/test_mapper.py). [choice, commit a62dcd1] Re-measured on a
 # loaded 2-core machine the sparse path was the faster one at every density product from 0.01 to 1 on a
 # 64→64 32×32 and a 256→256 4×4 fprop (8×8 PEs): 0.05–0.30 s against 0.11–0.49 s.
 _DENSE_SWITCH = 0.05

@@ -1,7 +1,7 @@
 """The streamed operand as it was built before it stopped replicating elements per fetch set (commit
 0ab16c6, ``antsim/dataflow/fibers.py``): every streamed non-zero is copied into each fetch set that can
 reach it, the copies are sorted by fiber key and cut into vectors. Kept only as the reference that
-``test_streamed_sets.py`` compares the shared representation against, vector by vector.
+``test_fibers.py`` compares the shared representation against, vector by vector.
 """
 
 from __future__ import annotations

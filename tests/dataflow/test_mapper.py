@@ -131,24 +131,6 @@ def test_dense_design_multiplies_zeros_and_stays_exact() -> None:
         assert map_phase(arch, unpadded, phase, t).products.total == unpadded.macs
 
 
-def test_phase_work_shapes_and_bookkeeping() -> None:
-    layer, density, rows, cols, kc = CASES[0]
-    t = random_tensors(layer, density, seed=4)
-    for phase in ("fprop", "dgrad", "wgrad"):
-        work = map_phase(small_arch("ant", rows, cols, kc), layer, phase, t)
-        groups = -(-(layer.C if phase == "dgrad" else layer.K) // kc)
-        assert work.n_chunks == layer.N * groups and work.n_pes == rows * cols
-        assert work.tiling["chunks"] == work.n_chunks and work.tiling["Kc"] == kc
-        assert work.needs_reduction == (phase == "wgrad")
-        assert (work.issued_pairs <= work.candidate_pairs).all()
-        assert (work.valid_products <= work.issued_products).all()
-        assert (work.halo_outputs <= work.partial_outputs).all()
-        stationary = {"fprop": t.activations, "dgrad": t.grad_output, "wgrad": t.wgrad_activations}[phase]
-        assert int(work.stationary_values.sum()) == np.count_nonzero(stationary)
-        assert work.notes
-    assert map_phase(small_arch("ant", rows, cols, kc), layer, "wgrad", t).halo_outputs.sum() == 0
-
-
 def test_bad_fidelity_and_shapes_are_user_errors() -> None:
     layer, density, rows, cols, kc = CASES[0]
     t = random_tensors(layer, density, seed=5)

@@ -34,7 +34,7 @@ def test_fiber_sizes_match_the_element_level_vectors(layer, phase, fetch_filter,
     reference = streamed_vectors(problem, tiling, classes, problem.streamed(tensors), options, width)
     closed = dense_streamed_fibers(problem, tiling, classes, width, fetch_filter)
     # fiber_vec0 is where a fiber's vectors sit: the element-level operand shares them between fetch sets
-    # (tests/dataflow/test_streamed_sets.py checks their contents); the closed form lays them end to end.
+    # (tests/dataflow/test_fibers.py checks their contents); the closed form lays them end to end.
     for name in ("fiber_keys", "fiber_nvec", "fiber_nnz"):
         np.testing.assert_array_equal(getattr(closed.vectors, name), getattr(reference.vectors, name), err_msg=name)
     np.testing.assert_array_equal(closed.unfiltered_nnz, reference.unfiltered_nnz)
