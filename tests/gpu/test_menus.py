@@ -12,7 +12,7 @@ from antsim.gpu import estimate_layer, load_gpu
 from antsim.gpu.estimate import layer_plans
 from antsim.gpu.menus import formulations, heuristic_family, tensor_core_eligible
 from antsim.gpu.model import candidate_plans
-from antsim.gpu.tiles import CUDNN7_TENSOR_SHAPES, TENSOR_TILES_BY_ARCH, architecture, tensor_tiles
+from antsim.gpu.tiles import CUDNN7_TENSOR_SHAPES, tensor_tiles
 from antsim.measure.deepbench import read_deepbench_csv
 from antsim.workloads.layers import PHASES, Layer
 
@@ -102,15 +102,6 @@ def test_heuristic_follows_the_recorded_forward_algorithm() -> None:
     assert heuristic_family(S2, "fprop") == "gemm"
     r = estimate_layer("p100", C64, "fprop", selection="heuristic", forward_algo="FFT")
     assert r.details["family"] == "fft" and r.details["algo"] in ("FFT", "FFT_TILING")
-
-
-def test_tensor_core_tiles_per_generation() -> None:
-    assert [architecture(load_gpu(g)) for g in ("p100", "v100", "t4", "a100", "h100")] == [
-        "pascal", "volta", "turing", "ampere", "hopper"]
-    assert {t.stages for t in tensor_tiles(load_gpu("v100"))} == {2}
-    assert {t.stages for t in tensor_tiles(load_gpu("a100"))} == {3}
-    assert set(TENSOR_TILES_BY_ARCH["ampere"]) < set(tensor_tiles(load_gpu("h100")))  # Hopper runs sm80 kernels
-    assert max(t.k for t in tensor_tiles(load_gpu("h100"))) == 64
 
 
 def test_cudnn7_tensor_core_convolutions_run_only_the_two_big_tiles() -> None:

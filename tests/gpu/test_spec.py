@@ -31,7 +31,7 @@ DENSE_TENSOR = {"v100": ("fp16", 125), "a100": ("bf16", 312), "h100": ("bf16", 9
 def test_every_builtin_gpu_is_mirrored_identically_in_arch_configs() -> None:
     names = sorted(p.name for p in BUILTIN.glob("*.yaml"))
     assert names == sorted(p.name for p in MIRROR.glob("*.yaml"))
-    assert set(PUBLISHED) <= set(gpu_names())  # the GPUs added later: tests/gpu/test_new_specs.py
+    assert set(PUBLISHED) <= set(gpu_names())  # the GPUs added later: tests/gpu/test_spec_new_gpus.py
     for name in names:
         assert filecmp.cmp(BUILTIN / name, MIRROR / name, shallow=False), name
 

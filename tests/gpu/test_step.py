@@ -11,8 +11,8 @@ import yaml
 
 from antsim.cli import main
 from antsim.errors import AntsimError
-from antsim.gpu import estimate_gpu, gpu_from_dict, load_gpu
-from antsim.gpu.elementwise import KERNEL_OVERHEAD_S, Kernel, kernel_time
+from antsim.gpu import estimate_gpu, gpu_from_dict
+from antsim.gpu.elementwise import KERNEL_OVERHEAD_S
 from antsim.gpu.step import estimate_step, layer_roles, result_scope, role_kernels
 from antsim.report.compare import compare_results
 from antsim.workloads.zoo import network
@@ -41,16 +41,6 @@ def test_step_is_never_faster_than_the_convolutions_alone(gpu: str, net: str, pr
     assert step.totals["time_s"] > conv.totals["time_s"]
     assert result_scope(step) == "step" and result_scope(conv) == "conv"
     assert step.design == f"{conv.design}-step"
-
-
-def test_kernel_time_is_bytes_over_achievable_bandwidth_plus_overhead() -> None:
-    v100 = load_gpu("v100")  # achievable 817.0 GB/s (Lin et al.), FP32 peak 15.7 TFLOP/s
-    memory = kernel_time(v100, Kernel("relu_forward", "fprop", bytes=8.17e8, flops=1e6, launches=2))
-    assert memory.active_s == pytest.approx(8.17e8 / 817.0e9)
-    assert memory.time_s == pytest.approx(1e-3 + 2 * 5e-6)
-    compute = kernel_time(v100, Kernel("bn_forward", "fprop", bytes=1.0, flops=1.57e10))
-    assert compute.time_s == pytest.approx(1.57e10 / 15.7e12 + 5e-6)  # FLOP-bound when arithmetic dominates
-    assert kernel_time(v100, Kernel("x", "fprop", 0.0, 0.0), overhead_s=0.0).time_s == 0.0
 
 
 def _with_bandwidth(gbs: float) -> object:
