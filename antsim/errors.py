@@ -40,6 +40,13 @@ class SpecError(AntsimError):
         got = "" if value is _MISSING else f"; got {value!r}"
         super().__init__(f"{where}{message}{got}".replace("\n", " "))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # BaseException pickles as cls(*self.args), i.e. the one-line message alone, which this constructor
+        # cannot take: a worker process raising a SpecError would then fail to send it back.
+        args = (self.file, self.key, self.rule) if self.value is _MISSING else (self.file, self.key, self.rule,
+                                                                               self.value)
+        return (type(self), args, self.__dict__)
+
 
 class WorkloadError(AntsimError):
     """An invalid layer, network name, layers CSV or tensors file."""

@@ -40,3 +40,15 @@ def test_subject_and_message_survive_pickling(kind: type[AntsimError]) -> None:
     back = pickle.loads(pickle.dumps(exc))
     assert type(back) is kind and str(back) == str(exc) and back.subject == "storage"
     assert kind("no subject").subject is None
+
+
+@pytest.mark.parametrize("value", ["sideways", 0, None])
+def test_spec_errors_survive_pickling_with_file_key_and_value(value: object) -> None:
+    """A sweep worker sends its SpecError back pickled: the same line, file, key, rule and value arrive."""
+    errors = (SpecError("arch.yaml", "mapping.wgrad_dy", "unknown value", value), SpecError("arch.yaml", "", "empty"))
+    for exc in errors:
+        back = pickle.loads(pickle.dumps(exc))
+        assert type(back) is SpecError and str(back) == str(exc)
+        assert (back.file, back.key, back.rule) == (exc.file, exc.key, exc.rule)
+    back = pickle.loads(pickle.dumps(SpecError("arch.yaml", "pe_array.F", "must be >= 1", value)))
+    assert back.value == value and str(back).endswith(f"; got {value!r}")
