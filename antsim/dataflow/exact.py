@@ -256,6 +256,9 @@ def _sampled_lengths(slot_class: np.ndarray, slot_pairs: np.ndarray, budget: int
     one whole slot of the class as long as the phase's total stays within ``_ORACLE_MAX_PAIRS``; past
     that, each class's first slot is cut to an equal share of it."""
     n_classes = int(slot_class.max()) + 1
+    # Slots of a class in a scattered order (index × the prime 7919 mod the slot count), so a class's first
+    # whole slots come from different chunks and PEs rather than the first chunk's. [choice] Any multiplier
+    # coprime to the slot count; ties (a count that 7919 divides) fall back to the index order.
     rank = (np.arange(len(slot_class)) * 7919) % max(1, len(slot_class))
     order = np.lexsort((rank, slot_class))
     pairs_sorted, class_sorted = slot_pairs[order], slot_class[order]
