@@ -17,6 +17,7 @@ written and nothing is drawn: progress goes to the caller's ``progress`` hook an
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -29,6 +30,7 @@ from antsim.gpu.menus import DEFAULT_LIBRARY, DEFAULT_SELECTION, check_library, 
 from antsim.gpu.spec import GpuSpec
 from antsim.gpu.step import estimate_step
 from antsim.guard import guard_run
+from antsim.parallel import one_blas_thread_per_worker
 from antsim.progress import Progress
 from antsim.report.compare import Comparison, compare_results
 from antsim.report.inputs import check_layers, layers_of
@@ -219,7 +221,8 @@ def simulate_designs(archs: Sequence[ArchDesign], layers: Sequence[Layer], workl
         return done
     note(f"simulating {len(archs)} designs on {where}, {jobs} at a time")
     start = time.monotonic()
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    with one_blas_thread_per_worker(), ProcessPoolExecutor(max_workers=jobs,
+                                                           mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = {pool.submit(simulate_network, d.arch, layers, progress=False, **keywords): d.label for d in archs}
         for future in as_completed(futures):
             future.result()  # re-raises a worker's error here

@@ -43,6 +43,7 @@ from antsim.dse.progress import Monitor, Outcomes, trial_outcomes
 from antsim.dse.spec import SweepSpec, grid_values, load_sweep
 from antsim.dse.workload import proxy_workload, resolve_workload
 from antsim.errors import AntsimError, SpecError
+from antsim.parallel import one_blas_thread_per_worker
 
 Progress = Callable[[str], None]
 
@@ -400,8 +401,9 @@ def _run_processes(spec: SweepSpec, opts: SweepOptions, n_trials: int, deadline:
     procs = [ctx.Process(target=_worker_main, args=(spec.source, opts, i, n_trials, deadline, os.getpid(),
                                                     messages), name=f"antsim-sweep-worker-{i}")
              for i in range(opts.workers)]
-    for p in procs:
-        p.start()
+    with one_blas_thread_per_worker():
+        for p in procs:
+            p.start()
     try:
         for p in procs:
             p.join()
