@@ -41,3 +41,14 @@ def config_with(path: str, **updates: dict) -> object:
     for key, value in updates.items():
         data[key].update(value)
     return arch_from_dict(data)
+
+
+# Small layers covering strides, asymmetric strides and pads, 1x1 and 5x5 kernels, batches: (layer, density,
+# rows, cols, Kc).
+MAPPING_CASES = [
+    (Layer("s1", N=2, C=3, K=5, H=9, W=7, R=3, S=3, stride=1, pad=1), 0.4, 2, 3, 2),
+    (Layer("s2", N=1, C=4, K=3, H=11, W=9, R=3, S=3, stride=2, pad=1), 0.5, 3, 2, 2),
+    (Layer("ns", N=3, C=2, K=4, H=9, W=10, R=5, S=3, stride=(2, 1), pad=(2, 0)), 0.3, 2, 2, 3),
+    (Layer("k1", N=1, C=3, K=4, H=7, W=7, R=1, S=1, stride=2, pad=0), 0.6, 2, 2, 4),
+    (Layer("k5", N=2, C=2, K=2, H=13, W=11, R=5, S=5, stride=1, pad=2), 0.25, 3, 3, 1),
+]

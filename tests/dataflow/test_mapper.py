@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from dataflow_helpers import MAPPING_CASES as CASES
 from dataflow_helpers import arch_from_dict, random_tensors, small_arch
 from test_phases import scipy_phase
 
@@ -13,13 +14,6 @@ from antsim.errors import MappingError, WorkloadError
 from antsim.phases import reference
 from antsim.workloads.layers import Layer
 
-CASES = [  # (layer, density, rows, cols, Kc)
-    (Layer("s1", N=2, C=3, K=5, H=9, W=7, R=3, S=3, stride=1, pad=1), 0.4, 2, 3, 2),
-    (Layer("s2", N=1, C=4, K=3, H=11, W=9, R=3, S=3, stride=2, pad=1), 0.5, 3, 2, 2),
-    (Layer("ns", N=3, C=2, K=4, H=9, W=10, R=5, S=3, stride=(2, 1), pad=(2, 0)), 0.3, 2, 2, 3),
-    (Layer("k1", N=1, C=3, K=4, H=7, W=7, R=1, S=1, stride=2, pad=0), 0.6, 2, 2, 4),
-    (Layer("k5", N=2, C=2, K=2, H=13, W=11, R=5, S=5, stride=1, pad=2), 0.25, 3, 3, 1),
-]
 FIELDS_EQUAL = [f for f in PER_PE_FIELDS if f != "conflict_cycles"]
 
 

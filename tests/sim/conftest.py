@@ -71,3 +71,17 @@ def make_arch() -> Callable[..., ArchSpec]:
 @pytest.fixture
 def rng() -> np.random.Generator:
     return np.random.default_rng(1234)
+
+
+@pytest.fixture
+def every_stall_phase(make_work: Callable[..., PhaseWork], make_arch: Callable[..., ArchSpec],
+                      rng: np.random.Generator) -> tuple[ArchSpec, PhaseWork]:
+    """A 4×4-PE ANT design and 10 chunks of random work that meet every stall kind: screening slower than
+    issue, bank conflicts, halo, a slow DRAM, single-buffered accumulators and a cross-PE reduction."""
+    issued = rng.integers(0, 200, size=(10, 16))
+    arch = make_arch(pe_array={"rows": 4, "cols": 4}, anticipation={"policy": "ant", "pairs_per_cycle": 2.0},
+                     dram={"bandwidth_gbps": 4.0}, accumulators={"double_buffered": False})
+    work = make_work(10, 16, issued, candidates=issued * 3, conflicts=rng.integers(0, 9, size=(10, 16)),
+                     halo=rng.integers(0, 50, size=(10, 16)), partial=40, outputs=600, streamed=900,
+                     stationary=300, needs_reduction=True)
+    return arch, work

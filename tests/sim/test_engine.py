@@ -141,13 +141,8 @@ def test_accumulator_overflow_restreams_the_chunk(make_work, make_arch):
     assert timing.actions["dram"]["read_bits"] == pytest.approx((3 + 1) * 100 * 16)
 
 
-def test_stalls_sum_to_simulated_time(make_work, make_arch, rng):
-    issued = rng.integers(0, 200, size=(10, 16))
-    arch = make_arch(pe_array={"rows": 4, "cols": 4}, anticipation={"policy": "ant", "pairs_per_cycle": 2.0},
-                     dram={"bandwidth_gbps": 4.0}, accumulators={"double_buffered": False})
-    work = make_work(10, 16, issued, candidates=issued * 3, conflicts=rng.integers(0, 9, size=(10, 16)),
-                     halo=rng.integers(0, 50, size=(10, 16)), partial=40, outputs=600, streamed=900,
-                     stationary=300, needs_reduction=True)
+def test_stalls_sum_to_simulated_time(every_stall_phase):
+    arch, work = every_stall_phase
     timing = simulate_phase(arch, work, Densities(0.2, 0.1, 1.0))
     assert set(timing.stalls) == set(STALL_KEYS)
     assert math.fsum(timing.stalls.values()) == pytest.approx(timing.end_cycle)

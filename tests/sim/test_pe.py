@@ -42,13 +42,8 @@ def test_without_lookahead_a_step_takes_the_longer_of_multiply_and_screen(make_w
     assert timing.stalls["anticipation"] == pytest.approx(np.maximum(0, candidates / 4.0 - issued).sum())
 
 
-def test_every_cycle_is_in_one_stall_category(make_work, make_arch, rng) -> None:
-    issued = rng.integers(0, 200, size=(10, 16))
-    arch = make_arch(pe_array={"rows": 4, "cols": 4}, anticipation={"policy": "ant", "pairs_per_cycle": 2.0},
-                     dram={"bandwidth_gbps": 4.0}, accumulators={"double_buffered": False})
-    work = make_work(10, 16, issued, candidates=issued * 3, conflicts=rng.integers(0, 9, size=(10, 16)),
-                     halo=rng.integers(0, 50, size=(10, 16)), partial=40, outputs=600, streamed=900,
-                     stationary=300, needs_reduction=True)
+def test_every_cycle_is_in_one_stall_category(every_stall_phase) -> None:
+    arch, work = every_stall_phase
     timing = simulate_phase(arch, work, Densities(0.2, 0.1, 1.0), per_pe=True)
     assert set(timing.stalls) == set(STALL_KEYS) and min(timing.stalls.values()) >= 0
     assert math.fsum(timing.stalls.values()) == pytest.approx(timing.end_cycle)
