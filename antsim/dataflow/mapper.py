@@ -250,7 +250,8 @@ def _context(arch: ArchSpec, options: MappingOptions, inputs: _MappingInputs) ->
     else:
         streamed = streamed_vectors(problem, tiling, classes, inputs.streamed_tensor, options, pe.F)
     cells = make_cells(problem, tiling, classes, inputs.stationary_vectors, streamed)
-    banks = BankMap(arch.accumulators.banks, arch.accumulators.bank_hash, pe.F)
+    acc = arch.accumulators
+    banks = BankMap(acc.banks, acc.bank_hash, pe.F, acc.queue_depth)
     return MappingContext(problem, tiling, classes, inputs.stationary_vectors, streamed, cells, banks, pe.F, pe.I)
 
 
