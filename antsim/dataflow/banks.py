@@ -5,7 +5,12 @@ Bank hash (``accumulators.bank_hash``): a valid product goes to bank ``bank_of(r
 − window row, output column − window column) over the PE's reachable output window (fprop/dgrad) or
 (output channel − g·Kc, stationary channel, r, s) (wgrad) — ``mod``: the index mod banks; ``xor``: the
 XOR of the index's log2(banks)-bit slices; ``sliced``: one group of banks per output channel mod F.
-A pair takes ``max(1, largest bank load)`` cycles (``antsim.dataflow.exact``).
+
+Bank timing (``accumulators.queue_depth`` = Q; docs/accumulator_banks.md): a bank writes one product a
+cycle. With Q = 0 (SCNN's and DNNsim's rule) a pair takes ``max(1, largest bank load)`` cycles. With a
+FIFO of Q products in front of every bank the array issues the next pair as soon as every bank's backlog
+is at most Q (``BankQueues``): pair t with loads l_b, backlogs B_b takes d_t = max(1, max_b(B_b + l_b) − Q)
+cycles and leaves B_b ← max(0, B_b + l_b − d_t); a slot's sequence ends by draining its largest backlog.
 """
 
 from __future__ import annotations
@@ -34,11 +39,12 @@ def bank_of(region: np.ndarray, banks: int, bank_hash: str) -> np.ndarray:
 @dataclass(frozen=True)
 class BankMap:
     """How a PE's accumulator entries map to its banks (``accumulators.banks`` / ``bank_hash``; ``slices``
-    = F for the ``sliced`` hash)."""
+    = F for the ``sliced`` hash) and the products each bank's FIFO holds (``accumulators.queue_depth``)."""
 
     banks: int
     hash: str = "mod"
     slices: int = 1
+    queue_depth: int = 0
 
     def bank(self, k_local: np.ndarray, entry: np.ndarray, per_channel: int) -> np.ndarray:
         """Bank of the entry ``entry`` of local output channel ``k_local`` (``per_channel`` entries each)."""
@@ -54,3 +60,71 @@ def sliced_bank(k_local: np.ndarray, entry: np.ndarray, banks: int, slices: int)
     stationary vector that lie within banks/F consecutive entries of one channel."""
     per_slice = banks // slices
     return (np.asarray(k_local) % slices) * per_slice + np.asarray(entry) % per_slice
+
+
+# Largest (group × bank) table ``max_load_extra`` counts densely (one bincount): 2^22 int32 = 16 MB. Past it
+# (the oracle's groups of a whole large phase) the products' keys are sorted instead; both give the same
+# maxima. [choice] Memory, not results.
+_DENSE_LOADS = 1 << 22
+
+
+def bank_loads(group: np.ndarray, bank: np.ndarray, banks: int, n_groups: int) -> np.ndarray:
+    """Products per (group, bank), (n_groups, banks) int32: ``group`` and ``bank`` per product."""
+    flat = np.asarray(group, dtype=np.int64) * banks + bank
+    return np.bincount(flat, minlength=n_groups * banks).astype(np.int32).reshape(n_groups, banks)
+
+
+def max_load_extra(group: np.ndarray, bank: np.ndarray, banks: int, n_groups: int) -> np.ndarray:
+    """Per group id: max(1, largest number of its products to one bank) − 1 (0 for empty groups): the
+    stall cycles of an unbuffered bank (``queue_depth`` 0), int64."""
+    if len(group) == 0:
+        return np.zeros(n_groups, np.int64)
+    if n_groups * banks <= _DENSE_LOADS:
+        worst = bank_loads(group, bank, banks, n_groups).max(axis=1).astype(np.int64)
+        return np.maximum(worst - 1, 0)
+    keys = np.sort(np.asarray(group, dtype=np.int64) * banks + bank)  # sparse: count the distinct keys
+    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
+    counts = np.diff(np.append(starts, len(keys)))
+    worst = np.zeros(n_groups, np.int64)
+    np.maximum.at(worst, keys[starts] // banks, counts)
+    return np.maximum(worst - 1, 0)
+
+
+class BankQueues:
+    """Per-slot bank backlogs of FIFOs of ``depth`` products, fed pair (or packed group) sequences in order.
+
+    ``feed`` runs the recurrence of the module docstring over every slot at once, one sequence position
+    at a time (numpy over the slots and banks, a loop over positions), and can be fed a slot's sequence
+    in several calls (the exact path's pair batches): the backlogs carry over. ``stalls`` holds each
+    slot's Σ(d_t − 1); ``drain()`` the cycles its last backlog takes once the sequence ends.
+    """
+
+    def __init__(self, n_slots: int, banks: int, depth: int) -> None:
+        self.depth = depth
+        self.backlog = np.zeros((n_slots, banks), np.int64)
+        self.stalls = np.zeros(n_slots, np.int64)
+
+    def feed(self, slot: np.ndarray, loads: np.ndarray) -> None:
+        """Advance by the items (pairs or groups) with slots ``slot`` and bank loads ``loads`` (n, banks),
+        given in sequence order within each slot (slots may interleave)."""
+        slot = np.asarray(slot, dtype=np.int64)
+        if len(slot) == 0:
+            return
+        order = np.argsort(slot, kind="stable")
+        sorted_slot = slot[order]
+        position = np.arange(len(slot)) - np.searchsorted(sorted_slot, sorted_slot, side="left")
+        by_step = order[np.argsort(position, kind="stable")]  # position-major: one item per slot a step
+        ends = np.cumsum(np.bincount(position))
+        start = 0
+        for end in ends:
+            item = by_step[start:end]
+            start = end
+            slots = slot[item]
+            pending = self.backlog[slots] + loads[item]
+            cycles = np.maximum(pending.max(axis=1) - self.depth, 1)
+            self.backlog[slots] = np.maximum(pending - cycles[:, None], 0)
+            self.stalls[slots] += cycles - 1
+
+    def drain(self) -> np.ndarray:
+        """Per slot, the cycles its banks still need after its last item: its largest backlog."""
+        return self.backlog.max(axis=1)

@@ -5,7 +5,9 @@ coordinates (``DimMap.output``), valid ones scatter-added into the phase output,
 bank conflicts counted exactly: a valid product goes to the bank its accumulator entry hashes to
 (``antsim.dataflow.banks``); invalid products never reach a bank. A pair takes ``max(1, largest bank
 load)`` cycles, so it adds ``max(1, maxload) − 1`` conflict cycles. Oracle packs each (chunk, PE)'s valid products, in
-enumeration order, into groups of F·I and applies the same rule per group.
+enumeration order, into groups of F·I and applies the same rule per group. With bank FIFOs
+(``accumulators.queue_depth`` > 0) each slot's pairs (or groups), in enumeration order, run through the
+backlog recurrence of ``antsim.dataflow.banks.BankQueues`` instead, its final drain included.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from antsim.dataflow.anticipation import screen
+from antsim.dataflow.banks import BankMap, BankQueues, bank_loads, max_load_extra
 from antsim.dataflow.context import MappingContext
 from antsim.dataflow.fibers import Vectors
 from antsim.dataflow.footprint import Footprint
@@ -119,37 +122,31 @@ class _Enumerator:
         return self.context.banks.bank(k_local, entry, per_channel)
 
 
-def _max_load_extra(group: np.ndarray, bank: np.ndarray, banks: int, n_groups: int) -> np.ndarray:
-    """Per group id: max(1, largest number of products to one bank) − 1 (0 for empty groups)."""
-    keys = np.sort(group * banks + bank)
-    starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1]))) if len(keys) else keys
-    counts = np.diff(np.append(starts, len(keys)))
-    keys = keys[starts]
-    worst = np.zeros(n_groups, np.int64)
-    np.maximum.at(worst, keys // banks, counts)
-    return np.maximum(worst - 1, 0)
-
-
 def run_exact(context: MappingContext, policy: Policy) -> ExactResult:
     """Enumerate the products of the issued pairs (all candidate pairs for ``oracle``, which then packs
     each slot's valid products into groups of F·I)."""
-    n_slots, banks = context.n_slots, context.banks.banks
+    n_slots, banks, depth = context.n_slots, context.banks.banks, context.banks.queue_depth
     enumerator = _Enumerator(context)
     conflicts = np.zeros(n_slots, np.int64)
+    queues = BankQueues(n_slots, banks, depth)
     kept: list[_Products] = []
     pair_base = 0
     for pairs in _issued_batches(context, screened=policy == "ant"):
         products = enumerator.batch(pairs, pair_base)
-        if policy != "oracle":
-            extra = _max_load_extra(products.pair - pair_base, products.bank, banks, len(pairs.f))
-            conflicts += np.bincount(context.cells.slot[pairs.cell], weights=extra,
-                                     minlength=n_slots).astype(np.int64)
+        pair_slot = context.cells.slot[pairs.cell]
+        if policy != "oracle" and depth:
+            queues.feed(pair_slot, bank_loads(products.pair - pair_base, products.bank, banks, len(pairs.f)))
+        elif policy != "oracle":
+            extra = max_load_extra(products.pair - pair_base, products.bank, banks, len(pairs.f))
+            conflicts += np.bincount(pair_slot, weights=extra, minlength=n_slots).astype(np.int64)
         pair_base += len(pairs.f)
         kept.append(products)
     every = _Products(*(np.concatenate([getattr(p, a) for p in kept]) if kept else np.zeros(0, np.int64)
                         for a in ("slot", "out", "bank", "pair")))
     if policy == "oracle":
-        conflicts = _oracle_conflicts(every, banks, context.group_size, n_slots)
+        conflicts = _oracle_conflicts(every, context.banks, context.group_size, n_slots)
+    elif depth:
+        conflicts = queues.stalls + queues.drain()
     footprint = _footprint(context, every)
     return ExactResult(enumerator.output.reshape(context.problem.output_shape), footprint, conflicts)
 
@@ -199,16 +196,25 @@ def sampled_conflicts(context: MappingContext, policy: Policy, budget: int = _CO
         reachable = np.ones(len(pairs.f), bool)
     # A pair the screen proves holds no valid product writes no bank, so it conflicts nowhere: only the others
     # are enumerated (most of SCNN's wgrad sample), and the rest count as sampled pairs with no conflict.
-    extra = np.zeros(len(pairs.f), np.int64)
     enumerated = np.flatnonzero(reachable)
     products = _Enumerator(context, scatter=False).batch(
         PairBatch(pairs.cell[enumerated], pairs.f[enumerated], pairs.i[enumerated]), 0)
-    extra[enumerated] = _max_load_extra(products.pair, products.bank, context.banks.banks, len(enumerated))
     slot = cells.slot[pairs.cell]
-    extra_sum = np.bincount(slot, weights=extra, minlength=n_slots)
+    banks, depth = context.banks.banks, context.banks.queue_depth
+    drain = np.zeros(n_slots, np.int64)
+    if depth:  # the sampled pairs, in order, as each slot's sequence (exact when every pair is sampled)
+        loads = np.zeros((len(pairs.f), banks), np.int32)
+        loads[enumerated] = bank_loads(products.pair, products.bank, banks, len(enumerated))
+        queues = BankQueues(n_slots, banks, depth)
+        queues.feed(slot, loads)
+        extra_sum, drain = queues.stalls.astype(np.float64), queues.drain()
+    else:
+        extra = np.zeros(len(pairs.f), np.int64)
+        extra[enumerated] = max_load_extra(products.pair, products.bank, banks, len(enumerated))
+        extra_sum = np.bincount(slot, weights=extra, minlength=n_slots)
     if sample_step == 1 or issued_pairs is None:
-        return ConflictEstimate(np.rint(extra_sum * sample_step).astype(np.int64), sample_step)
-    return ConflictEstimate(_shrunk(extra_sum, slot, n_slots, issued_pairs), sample_step)
+        return ConflictEstimate(np.rint(extra_sum * sample_step).astype(np.int64) + drain, sample_step)
+    return ConflictEstimate(_shrunk(extra_sum, slot, n_slots, issued_pairs) + drain, sample_step)
 
 
 def _geometry_classes(problem: PhaseProblem, tiling: Tiling) -> np.ndarray:
@@ -324,10 +330,13 @@ def _prefix_conflicts(products: _Products, context: MappingContext, whole: np.nd
     keep = whole[slot] | (position < (valid // group_size * group_size)[slot])
     slot, bank, position = slot[keep], bank[keep], position[keep]
     group_key, group = np.unique(slot * (len(slot) + 1) + position // group_size, return_inverse=True)
-    extra = _max_load_extra(group, bank, context.banks.banks, len(group_key))
     group_slot = group_key // (len(slot) + 1)
-    return (np.bincount(group_slot, weights=extra, minlength=n_slots),
-            np.bincount(group_slot, minlength=n_slots).astype(np.float64))
+    groups = np.bincount(group_slot, minlength=n_slots).astype(np.float64)
+    if context.banks.queue_depth:  # a cut prefix's backlog is not the slot's last: only whole slots drain
+        stalls, drain = _queued_groups(group, bank, group_slot, context.banks, n_slots)
+        return (stalls + np.where(whole, drain, 0)).astype(np.float64), groups
+    extra = max_load_extra(group, bank, context.banks.banks, len(group_key))
+    return np.bincount(group_slot, weights=extra, minlength=n_slots), groups
 
 
 def _issued_batches(context: MappingContext, screened: bool) -> Iterator[PairBatch]:
@@ -339,15 +348,38 @@ def _issued_batches(context: MappingContext, screened: bool) -> Iterator[PairBat
         yield pairs
 
 
-def _oracle_conflicts(products: _Products, banks: int, group_size: int, n_slots: int) -> np.ndarray:
+def _oracle_conflicts(products: _Products, bank_map: BankMap, group_size: int, n_slots: int) -> np.ndarray:
     """Per slot, the conflict cycles of its valid products packed in enumeration order into groups of F·I."""
     order = np.argsort(products.slot, kind="stable")
     slot, bank = products.slot[order], products.bank[order]
     first = np.searchsorted(slot, slot, side="left")
     group_in_slot = (np.arange(len(slot)) - first) // group_size
     group_key, group = np.unique(slot * (len(slot) + 1) + group_in_slot, return_inverse=True)
-    extra = _max_load_extra(group, bank, banks, len(group_key))
-    return np.bincount(group_key // (len(slot) + 1), weights=extra, minlength=n_slots).astype(np.int64)
+    group_slot = group_key // (len(slot) + 1)
+    if bank_map.queue_depth:
+        stalls, drain = _queued_groups(group, bank, group_slot, bank_map, n_slots)
+        return stalls + drain
+    extra = max_load_extra(group, bank, bank_map.banks, len(group_key))
+    return np.bincount(group_slot, weights=extra, minlength=n_slots).astype(np.int64)
+
+
+# Packed groups fed to the bank queues per call: bounds the (groups × banks) load table to 2^15 · banks
+# int32 (4 MB at 32 banks). [choice] Memory, not results: the queues carry their backlogs across calls.
+_QUEUE_GROUPS = 1 << 15
+
+
+def _queued_groups(group: np.ndarray, bank: np.ndarray, group_slot: np.ndarray, bank_map: BankMap,
+                   n_slots: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per slot, the stall cycles of its packed groups through the bank FIFOs and its final drain.
+    ``group`` (per product, non-decreasing) numbers the groups in each slot's sequence order."""
+    queues = BankQueues(n_slots, bank_map.banks, bank_map.queue_depth)
+    n_groups = len(group_slot)
+    for first in range(0, n_groups, _QUEUE_GROUPS):
+        last = min(first + _QUEUE_GROUPS, n_groups)
+        lo, hi = np.searchsorted(group, [first, last])
+        queues.feed(group_slot[first:last], bank_loads(group[lo:hi] - first, bank[lo:hi], bank_map.banks,
+                                                       last - first))
+    return queues.stalls, queues.drain()
 
 
 def _footprint(context: MappingContext, products: _Products) -> Footprint:
