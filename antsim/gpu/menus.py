@@ -16,7 +16,7 @@ cuDNN 5 introduced WINOGRAD (fused, 3×3) and 5.1 WINOGRAD_NONFUSED; FFT and FFT
 forward and backward-data since cuDNN 4, FFT for backward-filter since 4 and FFT_TILING for it
 from cuDNN 7 [U]. Tensor-core kernels arrive with cuDNN 7 (Volta), TF32 with cuDNN 8 (Ampere).
 The model's GEMM formulations map to the GEMM algorithms: fprop ``IMPLICIT_PRECOMP_GEMM``, dgrad
-``ALGO_1`` (zero-inserted or, cuDNN ≥ 7, per stride phase) and ``ALGO_0`` (col2im), wgrad
+``ALGO_1`` (zero-inserted or per stride phase) and ``ALGO_0`` (col2im), wgrad
 ``ALGO_1``.
 """
 
@@ -89,28 +89,48 @@ def check_selection(selection: str) -> None:
         raise AntsimError(f"selection: unknown {selection!r}; known: {', '.join(SELECTIONS)}")
 
 
-def tensor_core_eligible(gpu: GpuSpec, layer: Layer, precision: Precision, library: Library) -> bool:
-    """True when the library runs this convolution's GEMMs on tensor cores.
+def tensor_core_eligible(gpu: GpuSpec, layer: Layer, precision: Precision, library: Library,
+                         phase: Phase = "fprop") -> bool:
+    """True when the library runs this convolution's GEMMs (of ``phase``) on tensor cores.
 
     Needs a tensor-core precision on a tensor-core GPU, cuDNN ≥ 7, and C and K multiples of
-    ``TENSOR_CHANNEL_MULTIPLE`` (an input layer with C = 3 runs the SIMT kernel).
+    ``TENSOR_CHANNEL_MULTIPLE`` (an input layer with C = 3 runs the SIMT kernel); dgrad and wgrad
+    also need the padding inside the filter (``backward_padding_ok``).
     """
     if not gpu.uses_tensor_cores(precision) or _generation(library) < 7:
         return False
+    if phase != "fprop" and not backward_padding_ok(layer):
+        return False
     multiple = TENSOR_CHANNEL_MULTIPLE.get(precision, 8)
     return layer.C % multiple == 0 and layer.K % multiple == 0
+
+
+def backward_padding_ok(layer: Layer) -> bool:
+    """True when the padding is smaller than the filter along both axes (pad < R and pad < S).
+
+    Backward data is the forward convolution of dY with the flipped filter at padding R − 1 − pad
+    (and wgrad correlates X with dY over the same window), which is negative when pad ≥ R: a
+    forward-style tensor-core kernel has no such window, so the layer runs the SIMT kernel
+    [assumption, inferred from DeepBench's T4 fp16 sheet (cuDNN 7.6): its 1×1 stride-2 pad-3 layer
+    (C = 2048, K = 512, 7×7) runs fprop on tensor cores (56–65 µs) but dgrad and wgrad at the fp32
+    kernels' speed on the same card (429 vs 373 µs and 256 vs 231 µs at N = 8)].
+    """
+    return layer.pad_h < layer.R and layer.pad_w < layer.S
 
 
 def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
                  library: Library = DEFAULT_LIBRARY) -> list[Gemm]:
     """Every formulation of the library's menu for this (layer, phase), with its cuDNN name.
 
-    GEMM formulations always (stride-phase dgrad from cuDNN 7 only); Winograd fused (3×3, stride 1)
+    GEMM formulations always (``gemm.phase_gemms``, on every generation); Winograd fused (3×3, stride 1)
     and non-fused (3×3; 5×5 from cuDNN 7); FFT and FFT_TILING (stride 1; FFT_TILING wgrad from
     cuDNN 7). A formulation that cannot use tensor cores here is marked ``simt_only``.
     """
     generation = _generation(library)
-    gemms = [g for g in phase_gemms(layer, phase) if g.algorithm != "phased" or generation >= 7]
+    # The stride-phase dgrad is not a cuDNN 7 addition: DeepBench's cuDNN 5 (TITAN X Maxwell, M40) and
+    # cuDNN 6 (GTX 1080 Ti) sheets run the Speaker-ID 5×5 stride-2 dgrads (C = 64–256) 1.7–3.4× faster
+    # than the zero-inserted GEMM allows, at the stride-phase GEMM's speed (0.6–1.2× of it).
+    gemms = list(phase_gemms(layer, phase))
     gemms = [replace(g, algo=_GEMM_ALGO[phase, g.algorithm]) for g in gemms]
     if winograd.eligible(layer, fused=True) and phase != "wgrad":  # BWD_FILTER_ALGO_WINOGRAD: not supported [U]
         gemms.append(winograd.winograd_gemm(layer, phase, fused=True))
@@ -120,7 +140,7 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
         gemms.append(fft.fft_gemm(layer, phase, tiled=False))
     if fft.eligible(layer, tiled=True) and (phase != "wgrad" or generation >= 7):
         gemms.append(fft.fft_gemm(layer, phase, tiled=True))
-    if not tensor_core_eligible(gpu, layer, precision, library):
+    if not tensor_core_eligible(gpu, layer, precision, library, phase):
         return [replace(g, simt_only=True) for g in gemms]
     gemms[1:1] = [replace(g, algo=_GEMM_ALGO[phase, g.algorithm]) for g in phased_for_any_c(layer, phase)]
     gemms = [g if g.algorithm in TENSOR_CORE_FORMULATIONS else replace(g, simt_only=True) for g in gemms]

@@ -60,8 +60,10 @@ def test_winograd_never_for_stride_two_and_only_3x3_fused() -> None:
 def test_library_menus_grow_with_the_generation() -> None:
     gpu = load_gpu("p100")
     strided = Layer("sd", N=8, C=128, K=128, H=28, W=28, R=3, S=3, stride=2, pad=1)
-    assert "phased" not in {g.algorithm for g in formulations(gpu, strided, "dgrad", "fp32", "cudnn6")}
-    assert "phased" in {g.algorithm for g in formulations(gpu, strided, "dgrad", "fp32", "cudnn7")}
+    # The stride-phase dgrad is on every generation's menu (DeepBench's cuDNN 5 and 6 sheets run the
+    # Speaker-ID 5×5 stride-2 dgrads 1.7–3.4× faster than the zero-inserted GEMM allows).
+    for library in ("cudnn5", "cudnn6", "cudnn7"):
+        assert "phased" in {g.algorithm for g in formulations(gpu, strided, "dgrad", "fp32", library)}, library
     for older, newer in (("cudnn5", "cudnn6"), ("cudnn6", "cudnn7"), ("cudnn7", "cudnn8")):
         for layer in LAYERS:
             for phase in PHASES:
@@ -248,3 +250,19 @@ def test_deepbench_fp16_mixed_rows_are_read_as_fp16_and_the_algo_typo_is_fixed(d
     assert "LICIT_PRECOMP_GEMM" not in {m.algo for m in fp32}
     assert sum(m.algo == "IMPLICIT_PRECOMP_GEMM" for m in fp32) == 26 and all(m.implicit_gemm for m in fp32
                                                                                 if "GEMM" in m.algo)
+
+
+def test_backward_tensor_core_kernels_need_the_padding_inside_the_filter() -> None:
+    # As a forward convolution, dgrad pads by R - 1 - pad: negative for DeepBench's 1x1 pad-3 layer, whose
+    # fprop runs on T4's tensor cores while its dgrad and wgrad run at the fp32 kernels' speed.
+    t4 = load_gpu("t4")
+    odd = Layer("pad3", N=8, C=2048, K=512, H=7, W=7, R=1, S=1, stride=2, pad=3)
+    assert tensor_core_eligible(t4, odd, "fp16", "cudnn7", "fprop")
+    for phase in ("dgrad", "wgrad"):
+        assert not tensor_core_eligible(t4, odd, "fp16", "cudnn7", phase), phase
+        assert all(g.simt_only for g in formulations(t4, odd, phase, "fp16", "cudnn7")), phase
+        assert tensor_core_eligible(t4, dataclasses.replace(odd, pad=(0, 0)), "fp16", "cudnn7", phase), phase
+        assert tensor_core_eligible(t4, C64, "fp16", "cudnn7", phase), phase  # 3x3 pad 1: inside the filter
+        fast = estimate_layer(t4, dataclasses.replace(odd, pad=(0, 0)), phase, "fp16", library="cudnn7")
+        slow = estimate_layer(t4, odd, phase, "fp16", library="cudnn7")
+        assert fast.details.tensor_cores and not slow.details.tensor_cores, phase
