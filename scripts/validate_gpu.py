@@ -11,11 +11,13 @@ inside each timed interval (``--host-overhead-us``). Printed as Markdown:
    row predicted by the plan of the menu closest to it: what no selection rule can beat);
 2. with ``--gemm``: the GEMM-layer path (``antsim.gpu.gemm_layer``) on DeepBench's 1×1 stride-1
    rows (a 1×1 stride-1 convolution is a GEMM) beside the conv path on the same rows;
-3. with ``--loo``: leave-one-GPU-out — the fitted constants (``FIT_GRID``: the Winograd efficiency and
+3. with ``--families``: per phase, the families (filter, stride, channel band, the model's algorithm)
+   holding the most error (summed |ln(pred/meas)|), with each run's bias / error and rows;
+4. with ``--loo``: leave-one-GPU-out — the fitted constants (``FIT_GRID``: the Winograd efficiency and
    the NeuSight harness overhead) are refitted on all GPUs but one and the held-out GPU is predicted
    with them. ``fit`` is a plain function of the runs it may see, rerun per fold.
 
-    .venv/bin/python scripts/validate_gpu.py [--gemm] [--loo] [--data DIR]
+    .venv/bin/python scripts/validate_gpu.py [--gemm] [--families] [--loo] [--data DIR]
 """
 
 from __future__ import annotations
@@ -41,7 +43,8 @@ from antsim.gpu.check import (
 )
 from antsim.gpu.model import Calibration
 from antsim.measure.deepbench import read_deepbench_csv
-from antsim.workloads.layers import PHASES
+from antsim.workloads.gemm import Gemm as GemmLayer
+from antsim.workloads.layers import PHASES, Layer
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
 # NeuSight's harness: CUDA events around a Python torch.nn.Conv2d call, so the dispatch time lands in
@@ -161,6 +164,45 @@ def _fam(rows: Sequence[CheckRow]) -> str:
     return f"{_pct(geomean_abs_error([r.ratio for r in rows]))} (n={len(rows)})" if rows else "–"
 
 
+def _channel_band(channels: int) -> str:
+    return "C < 32" if channels < 32 else "C < 128" if channels < 128 else "C ≥ 128"
+
+
+def shape_family(layer: Layer | GemmLayer, model_algo: str) -> str:
+    """A row's family: filter, stride, input-channel band and the algorithm the model kept."""
+    if isinstance(layer, GemmLayer):
+        return f"GEMM layer, {model_algo}"
+    return f"{layer.R}×{layer.S} s{layer.stride_h}, {_channel_band(layer.C)}, {model_algo}"
+
+
+def family_table(data: Path = DATA, top: int = 8) -> None:
+    """Print table 4: per phase, the ``top`` families with the largest summed |ln(pred/meas)| over every run
+    (error × rows: where the error mass is), each run's bias / error and row count."""
+    cells: dict[tuple[str, str], dict[Run, list[float]]] = {}
+    for run in RUNS:
+        measured = padded_channels(observations(read_deepbench_csv(data / run.file, run.precision)), run.pad_channels)
+        for o, r in zip(measured, run_rows(run, data=data), strict=True):
+            cells.setdefault((r.phase, shape_family(o.layer, r.model_algo)), {}).setdefault(run, []).append(
+                math.log(r.ratio))
+    print("| phase | family (filter, stride, C, model's algorithm) | Σ abs ln | "
+          + " | ".join(f"{r.gpu} {r.precision}" for r in RUNS) + " |")
+    print("|---|---|---|" + "---|" * len(RUNS))
+    for phase in PHASES:
+        mass = {key: sum(abs(x) for xs in per_run.values() for x in xs) for key, per_run in cells.items()
+                if key[0] == phase}
+        for key in sorted(mass, key=lambda k: -mass[k])[:top]:
+            per_run = cells[key]
+            print(f"| {phase} | {key[1]} | {mass[key]:.1f} | "
+                  + " | ".join(_cell(per_run.get(run, [])) for run in RUNS) + " |")
+
+
+def _cell(logs: Sequence[float]) -> str:
+    if not logs:
+        return ""
+    error = math.exp(math.fsum(map(abs, logs)) / len(logs)) - 1
+    return f"{math.exp(math.fsum(logs) / len(logs)):.2f} / {_pct(error)} ({len(logs)})"
+
+
 def fit(runs: Sequence[Run], table: dict[tuple[float, float], dict[Run, dict[str, float]]]) -> tuple[float, float]:
     """The (winograd_efficiency, host_us) minimising the mean per-phase error over ``runs``."""
     def objective(key: tuple[float, float]) -> float:
@@ -206,6 +248,8 @@ def main() -> None:
     parser.add_argument("--loo", action="store_true", help="also the leave-one-GPU-out check of the fitted constants")
     parser.add_argument("--gemm", action="store_true",
                         help="also the GEMM-layer path on DeepBench's 1x1 stride-1 rows beside the conv path")
+    parser.add_argument("--families", action="store_true",
+                        help="also, per phase, the families holding the most error (bias / error (rows) per run)")
     parser.add_argument("--data", type=Path, default=DATA,
                         help="folder holding deepbench/ and neusight/ (default tests/data; the full NeuSight files "
                              "live in the team's shared data folder)")
@@ -217,6 +261,9 @@ def main() -> None:
     if args.gemm:
         print()
         gemm_table(args.data)
+    if args.families:
+        print()
+        family_table(args.data)
     if args.loo:
         print()
         leave_one_gpu_out(args.data)

@@ -6,6 +6,7 @@ next 5 points; the issue's goal (≤ 20 % per phase and precision on all rows) i
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import sys
 from pathlib import Path
@@ -22,11 +23,11 @@ _spec.loader.exec_module(validate)
 REACHED = {
     ("p100", "fp32"): {"fprop": 0.25, "dgrad": 0.30, "wgrad": 0.30},
     ("titanxp", "fp32"): {"fprop": 0.20, "dgrad": 0.30, "wgrad": 0.25},
-    ("gtx1080ti", "fp32"): {"fprop": 0.30, "dgrad": 0.40, "wgrad": 0.25},
+    ("gtx1080ti", "fp32"): {"fprop": 0.30, "dgrad": 0.35, "wgrad": 0.25},
     ("titanx-maxwell", "fp32"): {"fprop": 0.25, "dgrad": 0.35, "wgrad": 0.40},
-    ("m40", "fp32"): {"fprop": 0.30, "dgrad": 0.40, "wgrad": 0.45},
+    ("m40", "fp32"): {"fprop": 0.30, "dgrad": 0.35, "wgrad": 0.45},
     ("t4", "fp32"): {"fprop": 0.25, "dgrad": 0.35, "wgrad": 0.45},
-    ("t4", "fp16"): {"fprop": 0.20, "dgrad": 0.30, "wgrad": 0.40},
+    ("t4", "fp16"): {"fprop": 0.20, "dgrad": 0.25, "wgrad": 0.35},
     ("a100-80gb-pcie", "fp32"): {"fprop": 0.30},
     ("p100-pcie", "fp32"): {"fprop": 0.35},
     ("p4", "fp32"): {"fprop": 0.30},
@@ -80,3 +81,14 @@ def test_deepbench_tensor_core_rows_time_the_channel_padded_layer() -> None:
 def test_issue_goal_twenty_percent_on_all_rows() -> None:
     for run in RUNS:
         assert all(e <= 0.20 for e in validate.phase_errors(validate.run_rows(run)).values()), run.gpu
+
+
+def test_family_of_a_row_names_filter_stride_channel_band_and_algorithm() -> None:
+    from antsim.workloads.gemm import Gemm as GemmLayer
+    from antsim.workloads.layers import Layer
+
+    layer = Layer("x", N=8, C=64, K=128, H=28, W=28, R=3, S=3, stride=2, pad=1)
+    assert validate.shape_family(layer, "BWD_DATA_ALGO_1") == "3×3 s2, C < 128, BWD_DATA_ALGO_1"
+    assert validate.shape_family(dataclasses.replace(layer, C=8), "x").startswith("3×3 s2, C < 32")
+    assert validate.shape_family(dataclasses.replace(layer, C=128), "x") == "3×3 s2, C ≥ 128, x"
+    assert validate.shape_family(GemmLayer("g", M=8, N=8, K=8), "gemm") == "GEMM layer, gemm"
