@@ -250,6 +250,111 @@ class _SparseTaps:
         return np.flatnonzero(seen), np.arange(channels.start, channels.stop)
 
 
+# fprop/dgrad footprints of every tap at once as one float32 BLAS product per batch of images
+# (``plane_footprint_stacked``) when a batch's pair counts (stationary positions × taps × output channels) fit
+# 2^22 entries (16 MB) and an image takes at most 2^29 multiply-adds. Speed only: the same integers as the
+# per-tap paths (tests/dataflow/test_footprint_taps.py). [choice] Measured here (one core, CPU time, uniform 0.1,
+# every ResNet-18 CIFAR fprop/dgrad layer fits): all fprop/dgrad footprints of a step 0.55 → 0.20 s (ANT operands),
+# 0.45 → 0.17 s (SCNN); the per-tap BLAS products above stay for what does not fit.
+_STACKED_ENTRIES = 1 << 22
+_STACKED_MACS = 1 << 29
+
+
+def stacked_fits(stationary_shape: tuple[int, ...], streamed_shape: tuple[int, ...]) -> bool:
+    """Whether one image's stacked tap product fits ``_STACKED_ENTRIES`` / ``_STACKED_MACS`` and its summed pair
+    counts (≤ taps · Cs) are exact in float32."""
+    _, Cs, Ys, Xs = stationary_shape
+    Ko, U, V = streamed_shape[2:]
+    entries = Ys * Xs * U * V * Ko
+    return entries <= _STACKED_ENTRIES and entries * Cs <= _STACKED_MACS and U * V * Cs < 1 << 24
+
+
+@dataclass(frozen=True)
+class _TapLinks:
+    """Every (stationary position, streamed tap) whose output lies in the window, sorted by the PE holding the
+    position, then the output: one link per (position, tap), ``groups`` of links per (PE, output).
+
+    Attributes:
+        position: stationary position ``y · Xs + x`` of each link. tap: streamed tap ``u · V + v``.
+        start: first link of each (PE, output) group. pe, out: its PE and output position ``o1 · O2 + o2``.
+        n_taps: streamed taps ``U · V``.
+    """
+
+    position: np.ndarray
+    tap: np.ndarray
+    start: np.ndarray
+    pe: np.ndarray
+    out: np.ndarray
+    n_taps: int
+
+    @classmethod
+    def build(cls, problem: PhaseProblem, tiling: Tiling, plane: tuple[int, int], taps: tuple[int, int]
+              ) -> _TapLinks:
+        (Ys, Xs), (U, V) = plane, taps
+        fwd_h = np.stack([_forward(pair, Ys) for pair in links(problem.dims[0], Ys, U, False)])  # (U, Ys)
+        fwd_w = np.stack([_forward(pair, Xs) for pair in links(problem.dims[1], Xs, V, False)])  # (V, Xs)
+        ok = (fwd_h[:, None, :, None] >= 0) & (fwd_w[None, :, None, :] >= 0)  # (U, V, Ys, Xs)
+        tap, y, x = np.nonzero(ok.reshape(U * V, Ys, Xs))
+        out = fwd_h[tap // V, y] * tiling.out_plane[1] + fwd_w[tap % V, x]
+        key = tiling.pe_of_stationary()[y, x].astype(np.int64) * (tiling.out_plane[0] * tiling.out_plane[1]) + out
+        order = np.argsort(key, kind="stable")
+        key = key[order]
+        start = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1]))) if len(key) else np.zeros(0, np.int64)
+        pe, out_of_group = np.divmod(key[start], tiling.out_plane[0] * tiling.out_plane[1])
+        return cls((y * Xs + x)[order], tap[order], start, pe, out_of_group, U * V)
+
+    def summing_matrix(self, n_positions: int) -> csr_matrix:
+        """(groups × positions · taps): ones where a group holds the link (position, tap); times a matrix of pair
+        counts with one row per (position, tap) (``position · n_taps + tap``) it sums each (PE, output)'s links."""
+        sizes = np.diff(np.append(self.start, len(self.position)))
+        group = np.repeat(np.arange(len(self.start)), sizes)
+        return csr_matrix((np.ones(len(group), np.float32), (group, self.position * self.n_taps + self.tap)),
+                          shape=(len(self.start), n_positions * self.n_taps))
+
+
+def plane_footprint_stacked(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.ndarray,
+                            streamed_mask: np.ndarray) -> Footprint:
+    """fprop/dgrad with every tap in one dense product per batch of images: ``S (positions × Cs) @ W (Cs × taps ·
+    Ko)`` counts, per stationary position, tap and output channel, the pairs that tap links (cost ∝ positions ×
+    channels × taps, one BLAS call). A position lies on one PE, so summing a (PE, output)'s links gives the pairs
+    that PE forms for that output: valid products are their sums, partial outputs the non-zero sums, halo those
+    on another PE's output, written outputs the non-zero sums over PEs (the same integers as the per-tap paths)."""
+    N, Cs, Ys, Xs = stationary_mask.shape
+    Ko, U, V = streamed_mask.shape[2:]
+    G, kc, n_pes = tiling.n_groups, tiling.kc, tiling.n_pes
+    taps = _TapLinks.build(problem, tiling, (Ys, Xs), (U, V))
+    valid, partial, halo = (np.zeros((N, G, n_pes), np.int64) for _ in range(3))
+    out_values = np.zeros((N, G), np.int64)
+    if len(taps.start) == 0:
+        return Footprint(valid.ravel(), partial.ravel(), halo.ravel(), out_values.ravel())
+    weights = np.ascontiguousarray(streamed_mask[0], dtype=np.float32).reshape(Cs, Ko * U * V)  # (Cs, ko · tap)
+    gather = taps.summing_matrix(Ys * Xs)
+    pe_start = np.flatnonzero(np.concatenate(([True], taps.pe[1:] != taps.pe[:-1])))
+    pes = taps.pe[pe_start]
+    not_own = (tiling.pe_of_output().ravel()[taps.out] != taps.pe)[:, None, None]
+    by_out = np.argsort(taps.out, kind="stable")
+    out_start = np.flatnonzero(np.concatenate(([True], np.diff(taps.out[by_out]) != 0)))
+    per_batch = max(1, _STACKED_ENTRIES // (Ys * Xs * U * V * Ko))
+    for n0 in range(0, N, per_batch):
+        images = slice(n0, min(N, n0 + per_batch))
+        nb = images.stop - images.start
+        positions = stationary_mask[images].transpose(2, 3, 0, 1).reshape(Ys * Xs * nb, Cs)  # rows (y, x, image)
+        counts = (positions.astype(np.float32) @ weights).reshape(Ys * Xs, nb, Ko, U * V)
+        counts = np.ascontiguousarray(counts.transpose(0, 3, 1, 2)).reshape(Ys * Xs * U * V, nb * Ko)
+        # Integer pair counts (≤ taps · Cs, exact in float32) summed per (PE, output) group of links, with the
+        # output channels padded to whole groups.
+        per_pe_out = np.zeros((len(taps.start), nb, G * kc), np.int64)
+        per_pe_out[:, :, :Ko] = (gather @ counts).reshape(len(taps.start), nb, Ko)
+        per_pe_out = per_pe_out.reshape(len(taps.start), nb, G, kc)
+        touched = np.count_nonzero(per_pe_out, axis=3)  # (groups, nb, G)
+        valid[images][:, :, pes] = np.add.reduceat(per_pe_out.sum(axis=3), pe_start, axis=0).transpose(1, 2, 0)
+        partial[images][:, :, pes] = np.add.reduceat(touched, pe_start, axis=0).transpose(1, 2, 0)
+        halo[images][:, :, pes] = np.add.reduceat(touched * not_own, pe_start, axis=0).transpose(1, 2, 0)
+        per_out = np.add.reduceat(per_pe_out[by_out], out_start, axis=0)  # (outputs, nb, G, kc)
+        out_values[images] = np.count_nonzero(per_out, axis=(0, 3))
+    return Footprint(valid.ravel(), partial.ravel(), halo.ravel(), out_values.ravel())
+
+
 def _inverse(pairs: tuple[np.ndarray, np.ndarray], n_u: int) -> np.ndarray:
     """Map streamed coordinate u → linked stationary coordinate y (−1 where none) for one tap."""
     inv = np.full(n_u, -1, dtype=np.int64)
@@ -314,6 +419,8 @@ def fast_footprint(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.nd
     """Valid products and output footprints of the phase from the operands' non-zero masks (wgrad
     partial sums accumulated over the batch tiles ``tile_of_image``, see ``tap_footprint``)."""
     if problem.output_is_plane:
+        if stacked_fits(stationary_mask.shape, streamed_mask.shape):
+            return plane_footprint_stacked(problem, tiling, stationary_mask, streamed_mask)
         # Sparse products cost ∝ valid products, dense ones ∝ planes × channels: pick by mask density.
         if stationary_mask.mean() * streamed_mask.mean() > _DENSE_SWITCH:
             return plane_footprint_dense(problem, tiling, stationary_mask, streamed_mask)

@@ -1,5 +1,6 @@
 """Footprint taps. fprop/dgrad: the dense BLAS product and the scipy sparse one of a tap give the
-same footprint, and both equal the dense per-tap path (an independent algorithm: touched-output arrays).
+same footprint, and both equal the dense per-tap path (an independent algorithm: touched-output arrays);
+so does the stacked product of every tap at once.
 wgrad: one product per (tap, batch tile) equals the per-image products of commit 0ab16c6 (kept below)."""
 
 from __future__ import annotations
@@ -37,6 +38,50 @@ def test_blas_and_sparse_tap_products_give_the_same_footprint(layer, phase, dens
         np.testing.assert_array_equal(getattr(blas, name), getattr(sparse, name), err_msg=name)
         np.testing.assert_array_equal(getattr(blas, name), getattr(dense, name), err_msg=name)
     assert blas.valid_products.sum() > 0
+
+
+@pytest.mark.parametrize("layer", [*LAYERS, Layer("1x1s2", N=3, C=6, K=9, H=8, W=8, R=1, S=1, stride=2, pad=0)],
+                         ids=lambda layer: layer.name)
+@pytest.mark.parametrize("phase", ["fprop", "dgrad"])
+@pytest.mark.parametrize("density", [0.05, 0.4, 1.0])
+@pytest.mark.parametrize("grid", [(3, 2, 4), (4, 4, 3), (1, 1, 16)])
+def test_stacked_taps_equal_the_per_tap_paths(layer, phase, density, grid, monkeypatch):
+    """Every tap in one BLAS product per batch of images (links summed per PE and output) gives the footprint of
+    the per-tap sparse products and of the dense touched-output arrays (independent algorithms), also when
+    the images are taken one per product, on grids with more PEs than rows or columns."""
+    problem = phase_problem(layer, phase)
+    tiling = make_tiling(problem, *grid)
+    t = random_tensors(layer, density, seed=5)
+    S, T = problem.stationary(t) != 0, problem.streamed(t) != 0
+    stacked = footprint.plane_footprint_stacked(problem, tiling, S, T)
+    monkeypatch.setattr(footprint, "_STACKED_ENTRIES", 1)  # one image per product
+    one_by_one = footprint.plane_footprint_stacked(problem, tiling, S, T)
+    sparse = footprint.plane_footprint_sparse(problem, tiling, S, T)
+    dense = footprint.plane_footprint_dense(problem, tiling, S, T)
+    for name in FIELDS:
+        np.testing.assert_array_equal(getattr(stacked, name), getattr(sparse, name), err_msg=name)
+        np.testing.assert_array_equal(getattr(stacked, name), getattr(dense, name), err_msg=name)
+        np.testing.assert_array_equal(getattr(one_by_one, name), getattr(sparse, name), err_msg=name)
+    assert stacked.valid_products.sum() > 0
+
+
+def test_fast_footprint_takes_the_stacked_path_only_when_it_fits(monkeypatch):
+    layer = LAYERS[0]
+    problem = phase_problem(layer, "fprop")
+    tiling = make_tiling(problem, 3, 2, 4)
+    t = random_tensors(layer, 0.3, seed=2)
+    S, T = problem.stationary(t) != 0, problem.streamed(t) != 0
+    taken = []
+    monkeypatch.setattr(footprint, "plane_footprint_stacked", lambda *a: taken.append("stacked"))
+    monkeypatch.setattr(footprint, "plane_footprint_dense", lambda *a: taken.append("dense"))
+    footprint.fast_footprint(problem, tiling, S, T)
+    entries = layer.H * layer.W * layer.R * layer.S * layer.K  # one image's stacked pair counts
+    monkeypatch.setattr(footprint, "_STACKED_ENTRIES", entries - 1)
+    footprint.fast_footprint(problem, tiling, S, T)
+    monkeypatch.setattr(footprint, "_STACKED_ENTRIES", entries)
+    monkeypatch.setattr(footprint, "_STACKED_MACS", entries * layer.C - 1)
+    footprint.fast_footprint(problem, tiling, S, T)
+    assert taken == ["stacked", "dense", "dense"]
 
 
 @pytest.mark.parametrize("blas", [True, False])
