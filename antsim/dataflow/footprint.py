@@ -340,11 +340,11 @@ def plane_footprint_stacked(problem: PhaseProblem, tiling: Tiling, stationary_ma
         nb = images.stop - images.start
         positions = stationary_mask[images].transpose(2, 3, 0, 1).reshape(Ys * Xs * nb, Cs)  # rows (y, x, image)
         counts = (positions.astype(np.float32) @ weights).reshape(Ys * Xs, nb, Ko, U * V)
-        counts = np.ascontiguousarray(counts.transpose(0, 3, 1, 2)).reshape(Ys * Xs * U * V, nb * Ko)
+        per_link = np.ascontiguousarray(counts.transpose(0, 3, 1, 2)).reshape(Ys * Xs * U * V, nb * Ko)
         # Integer pair counts (≤ taps · Cs, exact in float32) summed per (PE, output) group of links, with the
         # output channels padded to whole groups.
         per_pe_out = np.zeros((len(taps.start), nb, G * kc), np.int64)
-        per_pe_out[:, :, :Ko] = (gather @ counts).reshape(len(taps.start), nb, Ko)
+        per_pe_out[:, :, :Ko] = (gather @ per_link).reshape(len(taps.start), nb, Ko)
         per_pe_out = per_pe_out.reshape(len(taps.start), nb, G, kc)
         touched = np.count_nonzero(per_pe_out, axis=3)  # (groups, nb, G)
         valid[images][:, :, pes] = np.add.reduceat(per_pe_out.sum(axis=3), pe_start, axis=0).transpose(1, 2, 0)
