@@ -110,12 +110,15 @@ class Objective:
         spec: The validated sweep.
         workload: The full workload.
         evaluator: ``(arch, workload, fidelity, seed) -> metrics``.
-        proxy: The multi-fidelity proxy workload, or None for a full evaluation of every trial.
+        proxy: The multi-fidelity proxy workload (``screen: proxy_layers``), or None.
+        screener: The multi-fidelity screen evaluated on the full workload (``screen: analytic``:
+            ``antsim.dse.screen.analytic_screen``), or None. With neither, every trial is evaluated in full.
     """
 
     def __init__(self, spec: SweepSpec, workload: Workload, evaluator: Evaluator,
-                 proxy: Workload | None = None) -> None:
+                 proxy: Workload | None = None, screener: Evaluator | None = None) -> None:
         self.spec, self.workload, self.evaluator, self.proxy = spec, workload, evaluator, proxy
+        self.screener = screener
         self.constraint_keys = constraint_keys(spec)
 
     def __call__(self, trial: optuna.Trial) -> tuple[float, ...]:
@@ -126,8 +129,8 @@ class Objective:
             arch = build_arch(self.spec, params, name)
         except SpecError as exc:
             self._infeasible(trial, f"arch rule: {exc.key}: {exc.rule}")
-        if self.proxy is not None:
-            self._screen(trial, arch)
+        if self.proxy is not None or self.screener is not None:
+            self._screen(trial, arch, params)
         metrics = self._evaluate(trial, arch, self.workload, attrs.EVAL_S)
         attrs.set_metrics(trial, metrics)
         attrs.set_stage(trial, "full")
@@ -160,21 +163,58 @@ class Objective:
         # CPU seconds as well as wall seconds: on a shared machine only the former compare across runs.
         attrs.set_seconds(trial, key, time.perf_counter() - start, time.process_time() - cpu_start)
 
-    def _screen(self, trial: optuna.Trial, arch: ArchSpec) -> None:
-        """Stage 1: evaluate the proxy; prune the trial when its full-workload estimate is hopeless."""
-        assert self.proxy is not None and self.spec.multi_fidelity is not None
-        proxy_metrics = self._evaluate(trial, arch, self.proxy, attrs.PROXY_EVAL_S)
+    def _screen(self, trial: optuna.Trial, arch: ArchSpec, params: dict[str, Any]) -> None:
+        """Stage 1: evaluate the proxy (or the screen); prune the trial when its full-workload estimate is
+        hopeless."""
+        mf = self.spec.multi_fidelity
+        assert mf is not None
+        if self.screener is not None:
+            proxy_metrics = self._screened(trial, arch)
+        else:
+            assert self.proxy is not None
+            proxy_metrics = self._evaluate(trial, arch, self.proxy, attrs.PROXY_EVAL_S)
         attrs.set_proxy_metrics(trial, proxy_metrics)
         history = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
         calibrated = [t for t in history if attrs.proxy_metrics(t) is not None and attrs.metrics(t) is not None]
-        if len(calibrated) < self.spec.multi_fidelity.warmup_trials:
+        if len(calibrated) < mf.warmup_trials:
             return
-        estimate = scale_proxy(proxy_metrics, calibrated)
+        peers = calibration_peers(self.spec, params, calibrated)
+        if not peers:
+            return  # nothing of its kind evaluated yet: no ratio to trust, evaluate it in full
+        estimate = scale_proxy(proxy_metrics, peers)
         attrs.set_estimate(trial, estimate)
-        reason = screen_reason(self.spec, estimate, calibrated, self.spec.multi_fidelity.margin)
+        reason = screen_reason(self.spec, estimate, calibrated, mf.margin)
         if reason:
             attrs.set_stage(trial, "proxy")
-            self._infeasible(trial, f"screened: {reason}")
+            self._infeasible(trial, f"screened ({mf.screen}): {reason}")
+
+    def _screened(self, trial: optuna.Trial, arch: ArchSpec) -> dict[str, float]:
+        """The analytic screen's metrics (timed as the proxy evaluation)."""
+        assert self.screener is not None
+        start, cpu_start = time.perf_counter(), time.process_time()
+        metrics = self.screener(arch, self.workload, self.spec.fidelity, self.spec.seed)
+        self._timed(trial, attrs.PROXY_EVAL_S, start, cpu_start)
+        return complete_metrics(metrics)
+
+
+# Trials of the same anticipation policy calibrate the analytic screen together: its ant estimate (the
+# issue fraction) and its none estimate miss different terms, so one ratio for both would mix two errors.
+# [choice] 3 peers: the fewest whose median is not one trial's own ratio.
+CALIBRATION_KEYS = ("anticipation.policy",)
+MIN_PEERS = 3
+
+
+def calibration_peers(spec: SweepSpec, params: dict[str, Any], calibrated: Sequence[FrozenTrial]
+                      ) -> list[FrozenTrial]:
+    """The calibrated trials whose full/screen ratios scale this trial's screen: all of them for the
+    ``proxy_layers`` screen; for ``analytic``, those sharing the sampled ``CALIBRATION_KEYS`` values, or
+    none when fewer than ``MIN_PEERS`` do."""
+    mf = spec.multi_fidelity
+    if mf is None or mf.screen != "analytic":
+        return list(calibrated)
+    keys = [k for k in CALIBRATION_KEYS if k in spec.space]
+    peers = [t for t in calibrated if all(t.params.get(k) == params.get(k) for k in keys)]
+    return peers if len(peers) >= MIN_PEERS else []
 
 
 def scale_proxy(proxy_metrics: dict[str, float], calibrated: Sequence[FrozenTrial]) -> dict[str, float]:

@@ -40,6 +40,7 @@ from antsim.dse import storage as st
 from antsim.dse.evaluators import Evaluator, resolve_evaluator
 from antsim.dse.objective import Objective
 from antsim.dse.progress import Monitor, Outcomes, trial_outcomes
+from antsim.dse.screen import screener_of
 from antsim.dse.spec import SweepSpec, grid_values, load_sweep
 from antsim.dse.workload import proxy_workload, resolve_workload
 from antsim.errors import AntsimError, SpecError
@@ -183,7 +184,7 @@ class _Worker:
         workload = resolve_workload(spec)
         evaluator = opts.evaluator or resolve_evaluator(spec.evaluator.name, dict(spec.evaluator.options),
                                                         spec.source)
-        self.objective = Objective(spec, workload, evaluator, proxy_workload(spec, workload))
+        self.objective = Objective(spec, workload, evaluator, proxy_workload(spec, workload), screener_of(spec))
         self.lock = st.SlotLock(opts.storage_url, opts.study_name)
         self.ran = 0
         self.errors_in_a_row = 0

@@ -83,16 +83,24 @@ class EvaluatorSpec(_Model):
     options: dict[str, Any] = Field(default_factory=dict)
 
 
+SCREENS = ("proxy_layers", "analytic")
+
+
 class MultiFidelitySpec(_Model):
     """Two-stage screening: a cheap proxy evaluation, the full one only for promising trials.
 
-    The proxy is ``proxy_layers`` representative layers (spread over the network, or the names given in
-    ``proxy_select``) and ``proxy_phases``. Its metrics are scaled to full-workload estimates by the median
-    full/proxy ratio of the fully evaluated trials; a trial whose estimate, improved by ``margin``, is still
-    dominated by a fully evaluated feasible trial (or breaks a constraint by more than ``margin``) is pruned.
+    ``screen: proxy_layers`` (the default): the proxy is ``proxy_layers`` representative layers (spread
+    over the network, or the names given in ``proxy_select``) and ``proxy_phases``, through the evaluator.
+    ``screen: analytic``: the whole workload through ``antsim.dse.screen.analytic_screen`` (closed-form
+    counts from the operand masks, docs/sweep_screening.md); the ``proxy_*`` keys do not apply. The screen's
+    metrics are scaled to full-workload estimates by the median full/screen ratio of the fully evaluated
+    trials (``analytic``: of those with the same ``anticipation.policy`` when the space samples it); a trial
+    whose estimate, improved by ``margin``, is still dominated by a fully evaluated feasible trial (or breaks
+    a constraint by more than ``margin``) is pruned.
     """
 
     enabled: bool = True
+    screen: str = "proxy_layers"
     proxy_layers: int = Field(2, ge=1)
     proxy_select: tuple[str, ...] | None = None
     proxy_phases: tuple[Phase, ...] | None = None
@@ -343,4 +351,28 @@ def _check_evaluator(spec: SweepSpec) -> None:
 
 def _check_workload(spec: SweepSpec) -> None:
     """Resolve the workload once so a bad network / CSV / selection fails before the study exists."""
-    proxy_workload(spec, resolve_workload(spec))
+    workload = resolve_workload(spec)
+    _check_screen(spec, workload)
+    proxy_workload(spec, workload)
+
+
+def _check_screen(spec: SweepSpec, workload: Any) -> None:
+    """``multi_fidelity.screen``: a known screen; ``analytic`` takes no ``proxy_*`` key and conv layers only."""
+    mf = spec.multi_fidelity
+    if mf is None:
+        return
+    if mf.screen not in SCREENS:
+        raise SpecError(spec.source, "multi_fidelity.screen", f"unknown screen; known: {', '.join(SCREENS)}",
+                        mf.screen)
+    if mf.screen != "analytic":
+        return
+    for key in ("proxy_layers", "proxy_select", "proxy_phases"):
+        if key in mf.model_fields_set:
+            raise SpecError(spec.source, f"multi_fidelity.{key}", "applies to screen: proxy_layers only (the analytic"
+                            " screen looks at the whole workload)", getattr(mf, key))
+    from antsim.workloads.gemm import Gemm
+
+    for layer in workload.layers:
+        if isinstance(layer, Gemm):
+            raise SpecError(spec.source, "multi_fidelity.screen", f"analytic screens conv layers only; {layer.name!r}"
+                            " is a GEMM layer", mf.screen)

@@ -179,13 +179,14 @@ def proxy_layer_names(workload: Workload, count: int) -> tuple[str, ...]:
 
 
 def proxy_workload(spec: SweepSpec, workload: Workload) -> Workload | None:
-    """The cheap first-look workload of ``spec.multi_fidelity`` (None when multi-fidelity is off).
+    """The cheap first-look workload of ``spec.multi_fidelity`` (None when multi-fidelity is off or its
+    screen is not ``proxy_layers``).
 
     Raises:
         SpecError: a ``proxy_select`` name that is not in the workload.
     """
     mf = spec.multi_fidelity
-    if mf is None or not mf.enabled:
+    if mf is None or not mf.enabled or mf.screen != "proxy_layers":
         return None
     if mf.proxy_select is not None:
         known = {layer.name for layer in workload.layers}

@@ -1,0 +1,382 @@
+"""Analytic screen: a closed-form estimate of a design's full-network metrics from the operand masks.
+
+``multi_fidelity.screen: analytic`` evaluates every trial with ``analytic_screen`` first (tens of
+milliseconds for a ResNet-18 step instead of seconds) and runs the discrete-event model only on the
+designs whose calibrated estimate can still enter the front (``antsim.dse.objective``).
+
+What is counted, per (layer, phase), with the mapping's own tiling, stride classes and fetch sets
+(``antsim.dataflow.tiling``, ``antsim.dataflow.fibers.reach_tables``):
+
+* SCNN's candidate vector pairs per (chunk, PE): ``Σ ⌈nnz_stationary / I⌉ · ⌈nnz_streamed / F⌉`` over the
+  PE's stationary fibers (``(n, ch, pe, class)``; ``(n, pe, class)`` in wgrad) and the streamed fiber of
+  the chunk's output-channel group that reaches the PE (``(block, class, fetch set)``) — the count
+  ``antsim.dataflow.anticipation.count_pairs`` makes for policy ``none``, without forming a cell;
+* products ``Σ nnz_s · nnz_t``, stationary reads ``Σ ⌈nnz_t / F⌉ · nnz_s``, and the valid products (a
+  mask correlation, ``antsim.phases`` on 0/1 operands; design independent, made once per worker);
+* policy ``ant``: the unit screens every candidate pair (``pairs_per_cycle`` per cycle) and issues a
+  fraction ``1 − (1 − ρ)^(F·I)`` of them, ``ρ`` = valid / products of the phase — [estimate] a pair is
+  issued when one of its products may be valid, products treated as independent (the real screen looks
+  at vector bounding boxes, ``antsim.dataflow.anticipation.screen``);
+* cycles = Σ over chunks of the busiest PE's ``max(issued, candidates / pairs_per_cycle)`` — the barrier
+  per output-channel group; time = max(compute, DRAM bits / bandwidth) (overlap, as a lower bound);
+* stationary passes (input-buffer capacity, ``antsim.sim.schedule.stationary_passes``);
+* energy: the action counts above priced by ``antsim.energy.price`` (leakage × the estimated time);
+* area: ``antsim.simulate.design_area_mm2`` — the full model's own number.
+
+Not modelled: bank conflicts, halo exchange, wgrad's reduction cycles, DRAM staging stalls. The screen
+is therefore calibrated against the warm-up trials' full evaluations (median full/screen ratio per
+metric and anticipation policy) before it prunes anything; its error against the full model is stated
+in docs/sweep_screening.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from antsim.dataflow.fibers import nonzero_mask, reach_tables
+from antsim.dataflow.options import MappingOptions
+from antsim.dataflow.tiling import StrideClasses, Tiling, make_tiling, stride_classes
+from antsim.dse.workload import Workload
+from antsim.errors import SpecError
+from antsim.phases import PhaseProblem, conv_dgrad, conv_fprop, conv_wgrad, phase_problem
+from antsim.simulate import design_area_mm2, output_density
+from antsim.sparsity.tensors import Tensors
+from antsim.spec.arch import ArchSpec
+from antsim.spec.encoding import bits_per_value, encoded_bits
+from antsim.vocabulary import Fidelity, Phase
+from antsim.workloads.gemm import Gemm
+from antsim.workloads.layers import Layer
+
+if TYPE_CHECKING:
+    from antsim.dse.evaluators import Evaluator
+    from antsim.dse.spec import SweepSpec
+
+
+@dataclass(frozen=True)
+class PhaseOperands:
+    """What the screen needs of one (layer, phase), independent of the design.
+
+    Attributes:
+        problem: The Cartesian view of the phase.
+        stationary: Coordinates ``(n, ch, y, x)`` of the stationary non-zeros (4 int64 arrays).
+        streamed: Coordinates ``(nt, ct, ko, u, v)`` of the streamed non-zeros (5 int64 arrays).
+        valid_products: Products of two non-zeros that land on an output.
+        stationary_density, streamed_density, output_density: For the compressed sizes.
+    """
+
+    problem: PhaseProblem
+    stationary: tuple[np.ndarray, ...]
+    streamed: tuple[np.ndarray, ...]
+    valid_products: int
+    stationary_density: float
+    streamed_density: float
+    output_density: float
+
+
+def _valid_products(layer: Layer, phase: Phase, tensors: Tensors) -> int:
+    """Valid products by mask correlation: the phase's convolution on 0/1 operands, summed."""
+    w = (tensors.weights != 0).astype(np.float64)
+    if phase == "fprop":
+        out = conv_fprop((tensors.activations != 0).astype(np.float64), w, layer.stride, layer.pad)
+    elif phase == "dgrad":
+        out = conv_dgrad((tensors.grad_output != 0).astype(np.float64), w, (layer.H, layer.W), layer.stride,
+                         layer.pad)
+    else:
+        out = conv_wgrad((tensors.wgrad_activations != 0).astype(np.float64),
+                         (tensors.grad_output != 0).astype(np.float64), (layer.R, layer.S), layer.stride, layer.pad)
+    return int(round(float(out.sum())))
+
+
+def phase_operands(layer: Layer, phase: Phase, tensors: Tensors, dense: bool = False) -> PhaseOperands:
+    """The design-independent part of one (layer, phase) (``dense``: every element counts as a non-zero)."""
+    problem = phase_problem(layer, phase)
+    stationary = problem.stationary(tensors)
+    streamed = problem.streamed(tensors)
+    st_mask, tr_mask = nonzero_mask(stationary, dense), nonzero_mask(streamed, dense)
+    valid = _dense_valid(layer, phase) if dense else _valid_products(layer, phase, tensors)
+    st_d = float(st_mask.mean()) if st_mask.size else 1.0
+    tr_d = float(tr_mask.mean()) if tr_mask.size else 1.0
+    out_d = 1.0 if dense else max(output_density(tensors, phase), 1e-6)
+    return PhaseOperands(problem, tuple(a.astype(np.int64) for a in np.nonzero(st_mask)),
+                         tuple(a.astype(np.int64) for a in np.nonzero(tr_mask)), valid,
+                         1.0 if dense else st_d, 1.0 if dense else tr_d, out_d)
+
+
+def _dense_valid(layer: Layer, phase: Phase) -> int:
+    ones = Tensors(weights=np.ones((layer.K, layer.C, layer.R, layer.S)),
+                   activations=np.ones((layer.N, layer.C, layer.H, layer.W)),
+                   grad_output=np.ones((layer.N, layer.K, layer.P, layer.Q)))
+    return _valid_products(layer, phase, ones)
+
+
+@dataclass(frozen=True)
+class PhaseCounts:
+    """Per (chunk, PE) work of one (layer, phase) on one design (shape ``(n_chunks, n_pes)``, float64),
+    plus per-phase totals.
+
+    Attributes:
+        candidate_pairs: vector pairs formed (policy ``none`` issues them all).
+    Attributes (totals over the phase):
+        products: non-zero × non-zero products of those pairs.
+        stationary_reads: stationary values read (each stationary value once per F-vector it meets).
+        resident: stationary non-zeros per PE (one image's tile), shape ``(n_pes,)``.
+        streamed_delivered: streamed non-zeros delivered to PEs (weight-FIFO writes), summed.
+        streamed_fetched: streamed non-zeros some PE receives (DRAM reads), summed.
+        active_pes: PEs whose tile holds a stationary non-zero.
+    """
+
+    candidate_pairs: np.ndarray
+    products: float
+    stationary_reads: float
+    resident: np.ndarray
+    streamed_delivered: float
+    streamed_fetched: float
+    active_pes: int
+
+
+def _tiling(arch: ArchSpec, problem: PhaseProblem) -> Tiling:
+    acc = arch.accumulators
+    return make_tiling(problem, arch.pe_array.rows, arch.pe_array.cols, arch.mapping.output_channel_group,
+                       acc.banks * acc.entries_per_bank)
+
+
+def stationary_fiber_counts(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses,
+                            coords: tuple[np.ndarray, ...]) -> np.ndarray:
+    """Non-zeros of every stationary fiber, shape ``(N, Cs, n_pes, n_classes)`` (``Cs = 1`` in wgrad, whose
+    fibers run through the channels); elements of a class that pairs with nothing are dropped."""
+    n, ch, y, x = coords
+    cls = classes.stationary_class(y, x)
+    used = np.isin(cls, [a for a, _ in classes.groups])
+    n_images = problem.stationary_shape[0]
+    cs = problem.stationary_shape[1] if problem.channel_matched else 1
+    ch_key = ch if problem.channel_matched else np.zeros_like(ch)
+    key = ((n * cs + ch_key) * tiling.n_pes + tiling.pe_of_stationary()[y, x]) * classes.n_stationary + cls
+    size = n_images * cs * tiling.n_pes * classes.n_stationary
+    counts = np.bincount(key[used], minlength=size).astype(np.float64)
+    return counts.reshape(n_images, cs, tiling.n_pes, classes.n_stationary)
+
+
+def fetch_sets(problem: PhaseProblem, tiling: Tiling, fetch_filter: bool
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row patterns ``(n_row_sets, U)``, column patterns ``(n_col_sets, V)`` and each PE's fetch set
+    (``row set · n_col_sets + column set``), as the fetcher groups PEs of the same reach."""
+    n_u, n_v = problem.streamed_shape[3:]
+    if not fetch_filter:
+        return np.ones((1, n_u), bool), np.ones((1, n_v), bool), np.zeros(tiling.n_pes, np.int64)
+    rows, cols = reach_tables(problem, tiling)
+    row_pat, row_of = np.unique(rows, axis=0, return_inverse=True)
+    col_pat, col_of = np.unique(cols, axis=0, return_inverse=True)
+    pe = np.arange(tiling.n_pes)
+    return row_pat, col_pat, (row_of.ravel()[pe // tiling.cols] * len(col_pat) + col_of.ravel()[pe % tiling.cols])
+
+
+def streamed_fiber_counts(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses,
+                          coords: tuple[np.ndarray, ...], row_pat: np.ndarray, col_pat: np.ndarray
+                          ) -> tuple[np.ndarray, np.ndarray]:
+    """Non-zeros of every streamed fiber, shape ``(Nt, Ct, G, n_classes, n_sets)``, and per block
+    ``(Nt, Ct, G)`` the non-zeros at least one fetch set receives."""
+    nt_n, ct_n, _, n_u, n_v = problem.streamed_shape
+    nt, ct, ko, u, v = coords
+    n_blocks = nt_n * ct_n * tiling.n_groups
+    fiber = ((nt * ct_n + ct) * tiling.n_groups + ko // tiling.kc) * classes.n_streamed + classes.streamed_class(u, v)
+    n_fibers = n_blocks * classes.n_streamed
+    grid = np.bincount((fiber * n_u + u) * n_v + v, minlength=n_fibers * n_u * n_v).astype(np.float64)
+    grid = grid.reshape(n_fibers, n_u, n_v)
+    # Two 2-D products (one BLAS call each; numpy runs a stack of small matrices one by one).
+    n_rows, n_cols = len(row_pat), len(col_pat)
+    by_col = (grid.reshape(-1, n_v) @ col_pat.T.astype(np.float64)).reshape(n_fibers, n_u, n_cols)
+    by_set = by_col.transpose(0, 2, 1).reshape(-1, n_u) @ row_pat.T.astype(np.float64)  # (fibers·cols, rows)
+    per_set = by_set.reshape(n_fibers, n_cols, n_rows).transpose(0, 2, 1)  # (fibers, rows, cols)
+    reached = np.outer(row_pat.any(axis=0), col_pat.any(axis=0)).astype(np.float64)
+    fetched = (grid * reached).sum(axis=(1, 2)).reshape(n_blocks, classes.n_streamed).sum(axis=1)
+    shape = (nt_n, ct_n, tiling.n_groups, classes.n_streamed, per_set.shape[1] * per_set.shape[2])
+    return per_set.reshape(shape), fetched.reshape(nt_n, ct_n, tiling.n_groups)
+
+
+def _pair_sum(stationary: np.ndarray, streamed: np.ndarray, set_of_pe: np.ndarray) -> np.ndarray:
+    """``out[n, g, pe] = Σ_c stationary[n, c, pe] · streamed[nt(n), c, g, set(pe)]`` for one class pair.
+
+    ``stationary`` (N, C, n_pes); ``streamed`` (Nt, C, G, n_sets) with Nt ∈ {1, N}."""
+    n_images, n_ch, n_pes = stationary.shape
+    n_groups = streamed.shape[2]
+    if n_ch == 1:  # wgrad: no channel sum, one product per (n, g, pe)
+        return stationary[:, 0, None, :] * streamed[:, 0][:, :, set_of_pe]
+    out = np.zeros((n_images, n_groups, n_pes))
+    by_set = np.ascontiguousarray(streamed.transpose(3, 0, 2, 1))  # (n_sets, Nt, G, C): one copy, then views
+    for s in np.unique(set_of_pe):
+        pes = np.flatnonzero(set_of_pe == s)
+        out[:, :, pes] = np.matmul(by_set[s], stationary[:, :, pes])
+    return out
+
+
+def _pes_per_set(s_cnt: np.ndarray, set_of_pe: np.ndarray, n_sets: int) -> np.ndarray:
+    """Stationary non-zeros summed over the PEs of each fetch set: (N, Cs, n_classes, n_sets)."""
+    onehot = np.zeros((len(set_of_pe), n_sets))
+    onehot[np.arange(len(set_of_pe)), set_of_pe] = 1.0
+    return np.einsum("ncpa,ps->ncas", s_cnt, onehot)
+
+
+def _total(stationary: np.ndarray, streamed: np.ndarray) -> float:
+    """``Σ stationary[n, c, s] · streamed[nt(n), c, g, s]`` over everything (stationary summed per set)."""
+    return float((stationary[:, :, None, :] * streamed).sum())
+
+
+def count_phase(arch: ArchSpec, ops: PhaseOperands) -> PhaseCounts:
+    """The per (chunk, PE) counts of ``PhaseCounts`` for ``arch`` (chunks ordered image, then group)."""
+    problem, pe = ops.problem, arch.pe_array
+    tiling = _tiling(arch, problem)
+    classes = stride_classes(problem, arch.mapping.stride_phases)
+    s_cnt = stationary_fiber_counts(problem, tiling, classes, ops.stationary)
+    # The mapping's own rule for when the fetch filter applies (anticipating designs, wgrad's tiled dY, …).
+    fetch_filter = MappingOptions.from_arch(arch, "fast", problem.phase).fetch_filter
+    row_pat, col_pat, set_of_pe = fetch_sets(problem, tiling, fetch_filter)
+    t_cnt, fetched = streamed_fiber_counts(problem, tiling, classes, ops.streamed, row_pat, col_pat)
+    s_vec, t_vec = np.ceil(s_cnt / pe.I), np.ceil(t_cnt / pe.F)
+    pairs = np.zeros((tiling.n_images, tiling.n_groups, tiling.n_pes))
+    products = reads = 0.0
+    pes_per_set = _pes_per_set(s_cnt, set_of_pe, t_cnt.shape[-1])
+    for a, b in classes.groups:
+        pairs += _pair_sum(s_vec[..., a], t_vec[..., b, :], set_of_pe)
+        # Totals need no per-PE resolution: sum the stationary side over each fetch set's PEs first.
+        products += _total(pes_per_set[..., a, :], t_cnt[..., b, :])
+        reads += _total(pes_per_set[..., a, :], t_vec[..., b, :])
+    resident = s_cnt.sum(axis=(1, 3))  # (N, n_pes)
+    active = resident.max(axis=0) > 0
+    # Every PE of the grid gets its fetch set's values (an empty tile's PE too), per chunk.
+    per_set = t_cnt.sum(axis=(0, 1, 2, 3))
+    delivered = float(per_set @ np.bincount(set_of_pe, minlength=len(per_set))) * (
+        tiling.n_images if problem.streamed_shape[0] == 1 else 1)
+    # [estimate] the weights are read once per phase: one batch tile (exact at batch 1, the sweeps' batch);
+    # the mapper re-reads them per batch tile when the input buffer cannot hold the whole batch.
+    fetched_total = float(fetched.sum())
+    n_chunks = tiling.n_chunks
+    return PhaseCounts(pairs.reshape(n_chunks, -1), float(products), float(reads),
+                       resident.max(axis=0), delivered, fetched_total, int(active.sum()))
+
+
+@dataclass(frozen=True)
+class PhaseEstimate:
+    """One (layer, phase)'s estimated time (``cycles`` at the clock; ``compute_cycles``: the multipliers'
+    part, Σ over chunks of the busiest PE), passes and action counts on one design."""
+
+    time_s: float
+    cycles: float
+    compute_cycles: float
+    passes: int
+    actions: dict[str, dict[str, float]]
+
+
+def issue_fraction(arch: ArchSpec, ops: PhaseOperands, products: float) -> float:
+    """Fraction of candidate pairs issued: 1 without anticipation; with ``ant`` the chance that a pair of
+    ``F·I`` products holds a valid one, products independent at the phase's valid fraction (estimate)."""
+    if arch.anticipation.policy == "none" or not arch.sparsity_support or products <= 0:
+        return 1.0
+    rho = min(1.0, ops.valid_products / products)
+    return 1.0 - (1.0 - rho) ** (arch.pe_array.F * arch.pe_array.I)
+
+
+def touched(entries: float, products: float) -> float:
+    """Expected distinct entries of ``entries`` that ``products`` valid products land on, products spread
+    uniformly (Poisson coverage ``entries · (1 − e^(−products/entries))``) — [estimate] of the outputs a
+    phase writes back (the full model counts the outputs that received a product)."""
+    return entries * -math.expm1(-products / entries) if entries > 0 else 0.0
+
+
+def estimate_phase(arch: ArchSpec, ops: PhaseOperands) -> PhaseEstimate:
+    """Time, passes and actions of one (layer, phase) from its counts (see the module docstring)."""
+    counts = count_phase(arch, ops)
+    comp, q = arch.compression, issue_fraction(arch, ops, counts.products)
+    screening = arch.sparsity_support and arch.anticipation.policy != "none"
+    issued = counts.candidate_pairs * q
+    busy = np.maximum(issued, counts.candidate_pairs / arch.anticipation.pairs_per_cycle) if screening else issued
+    cycles = float(busy.max(axis=1).sum())
+    passes = max(1, math.ceil(float(counts.resident.max(initial=0)) * bits_per_value(comp, ops.stationary_density)
+                              / (arch.buffers.input_kb * 8192.0) - 1e-9))
+    stationary_nnz = float(counts.resident.sum())
+    outputs = touched(float(np.prod(ops.problem.output_shape)), ops.valid_products)
+    read_bits = (encoded_bits(stationary_nnz, ops.stationary_density, comp)
+                 + passes * encoded_bits(counts.streamed_fetched, ops.streamed_density, comp))
+    write_bits = encoded_bits(outputs * ops.output_density, ops.output_density, comp)
+    clock_hz = arch.technology.clock_ghz * 1e9
+    time_s = max(cycles / clock_hz, (read_bits + write_bits) / 8.0 / (arch.dram.bandwidth_gbps * 1e9))
+    actions = _actions(arch, ops, counts, q, outputs, read_bits, write_bits)
+    return PhaseEstimate(time_s, time_s * clock_hz, cycles, passes, actions)
+
+
+def _actions(arch: ArchSpec, ops: PhaseOperands, counts: PhaseCounts, q: float, outputs: float,
+             read_bits: float, write_bits: float) -> dict[str, dict[str, float]]:
+    """Action counts named as ``antsim.sim.counts.action_counts`` makes them, from the estimated counts."""
+    issued_products = counts.products * q
+    valid = float(min(ops.valid_products, issued_products))
+    routed = valid if arch.accumulators.drop_invalid == "before_crossbar" else issued_products
+    wgrad = not ops.problem.output_is_plane
+    # [estimate] a plane output is drained once; wgrad's dW once per active PE that touched it (each holds
+    # partial sums of its own tile's products).
+    size = float(np.prod(ops.problem.output_shape))
+    partials = counts.active_pes * touched(size, valid / max(counts.active_pes, 1)) if wgrad else outputs
+    sparse = arch.sparsity_support
+    return {
+        "multiplier": {"multiply": issued_products},
+        "coordinate": {"compute": issued_products if sparse else 0.0},
+        "crossbar": {"route": routed if sparse else 0.0},
+        "accumulator": {"update": valid, "drain": partials},
+        "input_buffer": {"read": counts.stationary_reads * q, "write": float(counts.resident.sum())},
+        "weight_fifo": {"read": counts.streamed_delivered, "write": counts.streamed_delivered},
+        "output_buffer": {"read": outputs, "write": partials},
+        "anticipation": {"screen": float(counts.candidate_pairs.sum())
+                         if sparse and arch.anticipation.policy != "none" else 0.0},
+        "halo": {"transfer": 0.0},
+        "reduction": {"add": max(0.0, partials - outputs) if wgrad else 0.0},
+        "dram": {"read_bits": float(round(read_bits)), "write_bits": float(round(write_bits))},
+    }
+
+
+_OPERANDS: dict[tuple[Any, ...], PhaseOperands] = {}
+
+
+def workload_operands(workload: Workload, seed: int, dense: bool) -> list[PhaseOperands]:
+    """Every (layer, phase)'s ``PhaseOperands``, made once per worker process (the operands are the ones
+    the full evaluation uses: ``antsim.dse.evaluators`` generates or loads them)."""
+    from antsim.dse.evaluators import _generated, _tensors
+
+    tensors = _tensors(workload.tensors_path) if workload.tensors_path else _generated(workload, seed)
+    out = []
+    for layer, index in zip(workload.layers, workload.indices, strict=True):
+        if isinstance(layer, Gemm):
+            raise SpecError(workload.name, "multi_fidelity.screen", "analytic screens conv layers only; got the"
+                            f" GEMM layer {layer.name!r}", "analytic")
+        for phase in workload.phases:
+            key = (workload.name, workload.tensors_path, workload.sparsity, tuple(sorted(workload.densities.items())),
+                   seed, index, layer.name, phase, dense)
+            if key not in _OPERANDS:
+                _OPERANDS[key] = phase_operands(layer, phase, tensors[layer.name], dense)
+            out.append(_OPERANDS[key])
+    return out
+
+
+def analytic_screen(arch: ArchSpec, workload: Workload, fidelity: Fidelity = "fast", seed: int = 0
+                    ) -> dict[str, float]:
+    """The screen's metrics of ``arch`` on the whole ``workload`` (an evaluator's signature and keys):
+    ``time_s``, ``energy_j``, ``area_mm2`` (exact), ``cycles``, ``stationary_passes``."""
+    from antsim.energy import price
+
+    del fidelity  # the screen has one fidelity
+    time_s, cycles, energy, passes = 0.0, 0.0, 0.0, 1
+    for ops in workload_operands(workload, seed, not arch.sparsity_support):
+        est = estimate_phase(arch, ops)
+        time_s += est.time_s
+        cycles += est.cycles
+        passes = max(passes, est.passes)
+        energy += math.fsum(price(est.actions, arch, est.time_s).values())
+    return {"time_s": time_s, "energy_j": energy, "area_mm2": design_area_mm2(arch), "cycles": cycles,
+            "stationary_passes": float(passes)}
+
+
+def screener_of(spec: SweepSpec) -> Evaluator | None:
+    """``analytic_screen`` when the sweep's multi-fidelity screen is ``analytic`` (and enabled), else None."""
+    mf = spec.multi_fidelity
+    return analytic_screen if mf is not None and mf.enabled and mf.screen == "analytic" else None
