@@ -197,6 +197,14 @@ WINOGRAD_MIN_CHANNELS = 32
 WINOGRAD_WGRAD_GENERATION = 6
 
 
+# First library generation whose heuristics run an FFT-forward layer's weight gradient with FFT too: cuDNN 7
+# added BWD_FILTER_ALGO_FFT_TILING (the menu above) [assumption, from DeepBench: on the cuDNN 7 sheets the
+# FFT-forward wgrads (3×3 C = 128 on P100 and TITAN Xp, 5×5 C = 192 on T4) run 1.8–2.7× faster than the GEMM
+# plan predicts, and the FFT plans predict 0.77–1.5× their time; on the cuDNN 5 and 6 sheets (TITAN X Maxwell,
+# M40, GTX 1080 Ti) the FFT plans predict 1.3–5.2× the measured time, the GEMM plan 0.9–2.4×].
+FFT_WGRAD_GENERATION = 7
+
+
 def heuristic_family(layer: Layer, phase: Phase, forward_algo: str = "", library: Library = DEFAULT_LIBRARY) -> str:
     """The algorithm family the library's heuristics pick (not timed).
 
@@ -204,15 +212,16 @@ def heuristic_family(layer: Layer, phase: Phase, forward_algo: str = "", library
     the same stride-1 convolution flipped, follows it when Winograd or FFT (DeepBench's Winograd-forward
     layers have dgrad ≈ fprop times; its FFT-forward 3×3 dgrads on P100 run at 13–19 TFLOP/s of direct
     work, above the GPU's 10.6 TFLOP/s peak), and wgrad follows a Winograd forward from
-    ``WINOGRAD_WGRAD_GENERATION`` on; the rest run the GEMM algorithms. Without a record: Winograd for
-    3×3 stride-1 layers with C, K ≥ ``WINOGRAD_MIN_CHANNELS`` in fprop and dgrad (and wgrad from that
-    generation), else GEMM.
+    ``WINOGRAD_WGRAD_GENERATION`` on and an FFT forward from ``FFT_WGRAD_GENERATION`` on; the rest run the
+    GEMM algorithms. Without a record: Winograd for 3×3 stride-1 layers with C, K ≥
+    ``WINOGRAD_MIN_CHANNELS`` in fprop and dgrad (and wgrad from that generation), else GEMM.
     """
     wgrad_follows = _generation(library) >= WINOGRAD_WGRAD_GENERATION
     recorded = family_of(forward_algo) if forward_algo else None
     if recorded is not None:
         if phase == "fprop" or (phase == "dgrad" and recorded in ("winograd", "fft")) \
-                or (phase == "wgrad" and recorded == "winograd" and wgrad_follows):
+                or (phase == "wgrad" and recorded == "winograd" and wgrad_follows) \
+                or (phase == "wgrad" and recorded == "fft" and _generation(library) >= FFT_WGRAD_GENERATION):
             return recorded
         return "gemm"
     wide = min(layer.C, layer.K) >= WINOGRAD_MIN_CHANNELS

@@ -266,3 +266,16 @@ def test_backward_tensor_core_kernels_need_the_padding_inside_the_filter() -> No
         fast = estimate_layer(t4, dataclasses.replace(odd, pad=(0, 0)), phase, "fp16", library="cudnn7")
         slow = estimate_layer(t4, odd, phase, "fp16", library="cudnn7")
         assert fast.details.tensor_cores and not slow.details.tensor_cores, phase
+
+
+def test_heuristic_wgrad_follows_an_fft_forward_from_cudnn7_on() -> None:
+    layer = Layer("fft", N=8, C=128, K=256, H=56, W=56, R=3, S=3, stride=1, pad=1)
+    assert heuristic_family(layer, "wgrad", "FFT", "cudnn7") == "fft"
+    assert heuristic_family(layer, "wgrad", "FFT_TILING", "cudnn8") == "fft"
+    for library in ("cudnn5", "cudnn6"):
+        assert heuristic_family(layer, "wgrad", "FFT", library) == "gemm", library
+    assert heuristic_family(layer, "wgrad", "IMPLICIT_PRECOMP_GEMM", "cudnn7") == "gemm"
+    p100 = load_gpu("p100")
+    fft = estimate_layer(p100, layer, "wgrad", selection="heuristic", library="cudnn7", forward_algo="FFT")
+    timed = estimate_layer(p100, layer, "wgrad", selection="timed", library="cudnn7")
+    assert fft.details.family == "fft" and timed.time_s <= fft.time_s  # timed is never slower than heuristic
