@@ -13,6 +13,7 @@ refuses it with one line that lists the known values; the caller names where the
 | ``Precision`` | fp32, tf32, fp16, bf16, fp16_pseudo | GPU model arithmetic (``antsim.gpu.spec.PRECISIONS``) |
 | ``Selection`` | timed, heuristic | how the GPU model picks a kernel (``antsim.gpu.menus``) |
 | ``Library`` | cudnn5 … cudnn8 | the cuDNN generation whose kernel menu the GPU model uses |
+| ``TimingModel`` | events, closed_form | simpy discrete-event timing or its recurrence (``antsim.sim``) |
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ Fidelity = Literal["fast", "exact"]
 Precision = Literal["fp32", "tf32", "fp16", "bf16", "fp16_pseudo"]
 Selection = Literal["timed", "heuristic"]
 Library = Literal["cudnn5", "cudnn6", "cudnn7", "cudnn8"]
+TimingModel = Literal["events", "closed_form"]
 
 #: The values of each vocabulary, in the order of its type (``PHASES`` is also the canonical run order).
 PHASES: tuple[Phase, ...] = get_args(Phase)
@@ -37,6 +39,7 @@ FIDELITIES: tuple[Fidelity, ...] = get_args(Fidelity)
 PRECISION_NAMES: tuple[Precision, ...] = get_args(Precision)
 SELECTIONS: tuple[Selection, ...] = get_args(Selection)
 LIBRARIES: tuple[Library, ...] = get_args(Library)
+TIMING_MODELS: tuple[TimingModel, ...] = get_args(TimingModel)
 
 _Word = TypeVar("_Word", bound=str)
 
@@ -67,6 +70,11 @@ def parse_fidelity(value: object, what: str = "fidelity") -> Fidelity:
     return parse_word(what, value, FIDELITIES)
 
 
+def parse_timing(value: object, what: str = "timing") -> TimingModel:
+    """``value`` as a ``TimingModel`` (AntsimError naming ``what`` and the known timing models otherwise)."""
+    return parse_word(what, value, TIMING_MODELS)
+
+
 def parse_phases(values: object, what: str = "phases") -> tuple[Phase, ...]:
     """The phases named in ``values`` (an iterable of names), in canonical ``PHASES`` order.
 
@@ -80,7 +88,7 @@ def parse_phases(values: object, what: str = "phases") -> tuple[Phase, ...]:
 
 
 __all__ = [
-    "FIDELITIES", "LIBRARIES", "PHASES", "POLICIES", "PRECISION_NAMES", "SELECTIONS", "Fidelity", "Library",
-    "Phase", "Policy", "Precision", "Selection", "parse_fidelity", "parse_phase", "parse_phases", "parse_policy",
-    "parse_word",
+    "FIDELITIES", "LIBRARIES", "PHASES", "POLICIES", "PRECISION_NAMES", "SELECTIONS", "TIMING_MODELS", "Fidelity",
+    "Library", "Phase", "Policy", "Precision", "Selection", "TimingModel", "parse_fidelity", "parse_phase",
+    "parse_phases", "parse_policy", "parse_timing", "parse_word",
 ]

@@ -12,11 +12,13 @@ import simpy
 from antsim.dataflow.work import PhaseWork
 from antsim.sim.array import PEArray
 from antsim.sim.blocks import AccumulatorDrain, ChunkBarrier, DramChannel, RcpAnticipator, StreamFetcher
+from antsim.sim.closed_form import ClosedFormRun
 from antsim.sim.counts import action_counts
 from antsim.sim.params import SimParams
 from antsim.sim.pe import PE, STALL_KEYS
 from antsim.sim.schedule import Densities, Schedule, build_schedule
 from antsim.spec.arch import ArchSpec
+from antsim.vocabulary import TimingModel, parse_timing
 
 
 @dataclass(frozen=True)
@@ -109,7 +111,8 @@ class _Blocks:
 
 
 def simulate_phase(arch: ArchSpec, work: PhaseWork, densities: Densities,
-                   params: SimParams | None = None, per_pe: bool = False) -> PhaseTiming:
+                   params: SimParams | None = None, per_pe: bool = False,
+                   timing: TimingModel = "events") -> PhaseTiming:
     """Time one (layer, phase) on ``arch`` from the dataflow's ``work``.
 
     Args:
@@ -118,13 +121,23 @@ def simulate_phase(arch: ArchSpec, work: PhaseWork, densities: Densities,
         densities: Densities of the stationary, streamed and output streams (compressed sizes).
         params: Link widths, staging depth and anticipation lookahead (default ``SimParams()``).
         per_pe: Run one simpy process per PE (the reference model; slower, same timing).
+        timing: ``events`` (simpy) or ``closed_form`` (the same timing as a recurrence,
+            ``antsim.sim.closed_form``; ``per_pe`` does not apply).
 
     Returns:
         Cycles, per-category stall cycles averaged over PEs, action counts and details.
+
+    Raises:
+        AntsimError: an unknown ``timing``.
     """
+    model = parse_timing(timing)
     params = params or SimParams()
     schedule = build_schedule(arch, work, densities, params)
-    blocks = _Blocks(arch, schedule, params, per_pe)
+    blocks: _Blocks | ClosedFormRun
+    if model == "closed_form":
+        blocks = ClosedFormRun(arch, schedule, params)
+    else:
+        blocks = _Blocks(arch, schedule, params, per_pe)
     end = blocks.run()
     stalls = blocks.mean_stalls()
     actions = action_counts(arch, work, blocks.dram.read_bits, blocks.dram.write_bits)
