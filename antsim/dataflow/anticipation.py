@@ -14,14 +14,15 @@ is SCNN's broadcast) is upstream of this: it removes streamed rows before vector
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
 from antsim.dataflow.context import MappingContext
 from antsim.dataflow.fibers import Vectors
-from antsim.dataflow.pairing import PairBatch, iter_pairs
-from antsim.phases import PhaseProblem
+from antsim.dataflow.pairing import PAIR_BATCH, Cells, PairBatch, expand_cells
+from antsim.phases import DimMap, PhaseProblem
 from antsim.vocabulary import POLICIES as POLICIES  # re-exported: the policies this module implements
 from antsim.vocabulary import Policy
 
@@ -65,15 +66,71 @@ def count_pairs(context: MappingContext, policy: Policy) -> PairCounts:
     pairs = np.zeros(n_slots, np.int64)
     products = np.zeros(n_slots, np.int64)
     reads = np.zeros(n_slots, np.int64)
-    for batch in iter_pairs(cells):
-        issued = screen(context.problem, stationary, streamed, batch)
-        slot = cells.slot[batch.cell[issued]]
+    for batch in _candidate_batches(cells):  # sums: the order pairs are counted in does not matter
+        issued = _issued(context.problem, stationary, streamed, batch)
+        cell = batch.cell[issued]
+        slot = cells.slot[cell]
         size_i = stationary.vec_size[batch.i[issued]]
-        pairs += _bincount(slot, None, n_slots)
-        per_cell += _bincount(batch.cell[issued], None, len(per_cell))
+        pairs += np.bincount(slot, minlength=n_slots)
+        per_cell += np.bincount(cell, minlength=len(per_cell))
         products += _bincount(slot, size_i * streamed.vec_size[batch.f[issued]], n_slots)
         reads += _bincount(slot, size_i, n_slots)
     return PairCounts(candidate, pairs, products, reads, per_cell)
+
+
+def _issued(problem: PhaseProblem, stationary: Vectors, streamed: Vectors, pairs: PairBatch) -> np.ndarray:
+    """``screen`` computed in place on one temporary per bound: ``DimMap.reach``'s numerators ``α·y + β·u + γ``
+    (``u_min`` / ``u_max`` as ``reach`` orders them), with no multiply for unit coefficients and no division for
+    δ = 1 — the same integers as ``screen``."""
+    ok = np.ones(len(pairs.f), bool)
+    for d, dim in enumerate(problem.dims):
+        u_lo, u_hi = streamed.box[2 * d], streamed.box[2 * d + 1]
+        lo = _numerator(dim, stationary.box[2 * d][pairs.i], (u_lo if dim.beta >= 0 else u_hi)[pairs.f])
+        hi = _numerator(dim, stationary.box[2 * d + 1][pairs.i], (u_hi if dim.beta >= 0 else u_lo)[pairs.f])
+        if dim.delta != 1:  # o_lo = ceil(lo / δ), o_hi = floor(hi / δ)
+            np.negative(lo, out=lo)
+            np.floor_divide(lo, dim.delta, out=lo)
+            np.negative(lo, out=lo)
+            np.floor_divide(hi, dim.delta, out=hi)
+        np.maximum(lo, 0, out=lo)
+        np.minimum(hi, dim.extent - 1, out=hi)
+        ok &= lo <= hi
+    return ok
+
+
+def _numerator(dim: DimMap, y: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """``α·y + β·u + γ`` in place on ``y`` (a fresh gather)."""
+    if dim.alpha != 1:
+        y *= dim.alpha
+    if dim.beta == 1:
+        y += u
+    elif dim.beta == -1:
+        y -= u
+    else:
+        y += dim.beta * u
+    if dim.gamma:
+        y += dim.gamma
+    return y
+
+
+def _candidate_batches(cells: Cells, max_pairs: int = PAIR_BATCH) -> Iterator[PairBatch]:
+    """Every candidate pair of ``cells`` in batches of ≤ ~``max_pairs``: first the cells with one I-vector (most
+    of them: their pairs are a run of F-vectors, no division), then the others (``expand_cells``)."""
+    single = cells.n_i == 1
+    for group in (np.flatnonzero(single), np.flatnonzero(~single)):
+        counts = cells.n_pairs[group]
+        ends = np.cumsum(counts)
+        start = 0
+        while start < len(group):
+            stop = max(start + 1, int(np.searchsorted(ends, (ends[start - 1] if start else 0) + max_pairs, "right")))
+            ids, n = group[start:stop], counts[start:stop]
+            if single[ids[0]]:
+                rank = np.cumsum(n) - n
+                yield PairBatch(np.repeat(ids, n), np.arange(int(n.sum()), dtype=np.int64) +
+                                np.repeat(cells.f0[ids] - rank, n), np.repeat(cells.i0[ids], n))
+            else:
+                yield expand_cells(cells, ids, n)
+            start = stop
 
 
 def oracle_counts(candidate: np.ndarray, valid: np.ndarray, F: int, I: int) -> PairCounts:

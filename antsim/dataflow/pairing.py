@@ -143,7 +143,7 @@ def _cells_of(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, sta
 
 # Candidate pairs per batch of ``iter_pairs`` (the ANT screen's pair counts): it bounds memory, not
 # results — ~10 int64 temporaries per pair, some 80 MB per batch of 2^20.
-_PAIR_BATCH = 1 << 20
+PAIR_BATCH = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -155,7 +155,7 @@ class PairBatch:
     i: np.ndarray
 
 
-def iter_pairs(cells: Cells, max_pairs: int = _PAIR_BATCH) -> Iterator[PairBatch]:
+def iter_pairs(cells: Cells, max_pairs: int = PAIR_BATCH) -> Iterator[PairBatch]:
     """Every candidate (F-vector, I-vector) pair, in cell order, in batches of ≤ ~``max_pairs``."""
     counts = cells.n_pairs
     ends = np.cumsum(counts)
@@ -164,11 +164,12 @@ def iter_pairs(cells: Cells, max_pairs: int = _PAIR_BATCH) -> Iterator[PairBatch
         base = ends[start - 1] if start else 0
         stop = int(np.searchsorted(ends, base + max_pairs, side="right"))
         stop = max(stop, start + 1)
-        yield _expand(cells, np.arange(start, stop), counts[start:stop])
+        yield expand_cells(cells, np.arange(start, stop), counts[start:stop])
         start = stop
 
 
-def _expand(cells: Cells, cell_ids: np.ndarray, counts: np.ndarray) -> PairBatch:
+def expand_cells(cells: Cells, cell_ids: np.ndarray, counts: np.ndarray) -> PairBatch:
+    """The candidate pairs of the cells ``cell_ids`` (``counts``: their ``n_pairs``), cell by cell, F-major."""
     total = int(counts.sum())
     cell = np.repeat(cell_ids, counts)
     offsets = np.repeat(np.cumsum(counts) - counts, counts)

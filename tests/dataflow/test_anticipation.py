@@ -64,3 +64,76 @@ def test_enough_banks_with_distinct_outputs_never_conflict() -> None:
                                        accumulators={"banks": 1, "bank_hash": "mod"}),
                             layer, "fprop", t, fidelity="exact")
     assert one_pe_lane.conflict_cycles.sum() == 0
+
+
+def _contexts(layer, density, rows, cols, kc, phase, monkeypatch, **sections):
+    """The MappingContexts ``map_phase`` hands ``count_pairs`` for one ANT mapping."""
+    from antsim.dataflow import mapper
+
+    seen = []
+    real = mapper.count_pairs
+    monkeypatch.setattr(mapper, "count_pairs", lambda context, policy: seen.append(context) or real(context, policy))
+    arch = small_arch("ant", rows=rows, cols=cols, kc=kc, stride_phases=True, **sections)
+    map_phase(arch, layer, phase, random_tensors(layer, density, seed=7))
+    return seen
+
+
+def _reference_ant_counts(context):
+    """ANT pair counts of commit e01018b: every candidate pair in cell order (``iter_pairs``), screened with
+    ``DimMap.reach`` (``screen``)."""
+    from antsim.dataflow.anticipation import screen
+    from antsim.dataflow.pairing import iter_pairs
+
+    cells, n_slots = context.cells, context.n_slots
+    per_cell = np.zeros(len(cells.slot), np.int64)
+    pairs, products, reads = (np.zeros(n_slots, np.int64) for _ in range(3))
+    for batch in iter_pairs(cells):
+        issued = screen(context.problem, context.stationary, context.streamed_vectors, batch)
+        slot = cells.slot[batch.cell[issued]]
+        size_i = context.stationary.vec_size[batch.i[issued]]
+        np.add.at(pairs, slot, 1)
+        np.add.at(per_cell, batch.cell[issued], 1)
+        np.add.at(products, slot, size_i * context.streamed_vectors.vec_size[batch.f[issued]])
+        np.add.at(reads, slot, size_i)
+    return pairs, products, reads, per_cell
+
+
+@pytest.mark.parametrize("case", range(5))
+@pytest.mark.parametrize("phase", ["fprop", "dgrad", "wgrad"])
+def test_ant_counts_equal_the_per_pair_reach_screen(case, phase, monkeypatch):
+    """The in-place screen over single-I cells first equals ``screen`` over every pair in cell order, on strided,
+    asymmetric, 1x1 and 5x5 layers (stride phases on: fprop's δ > 1 divisions)."""
+    from dataflow_helpers import MAPPING_CASES
+
+    from antsim.dataflow import anticipation
+
+    layer, density, rows, cols, kc = MAPPING_CASES[case]
+    for context in _contexts(layer, density, rows, cols, kc, phase, monkeypatch):
+        got = anticipation.count_pairs(context, "ant")
+        pairs, products, reads, per_cell = _reference_ant_counts(context)
+        np.testing.assert_array_equal(got.issued_pairs, pairs)
+        np.testing.assert_array_equal(got.issued_products, products)
+        np.testing.assert_array_equal(got.stationary_reads, reads)
+        np.testing.assert_array_equal(got.cell_issued_pairs, per_cell)
+        assert 0 < pairs.sum() <= got.candidate_pairs.sum()
+        if phase == "wgrad" and layer.R > 1:  # most wgrad pairs are RCPs: the screen skips some
+            assert pairs.sum() < got.candidate_pairs.sum()
+
+
+def test_candidate_batches_hold_every_pair_once(monkeypatch):
+    """Small batches of ``_candidate_batches`` hold the pairs of ``iter_pairs``, each once (as a multiset)."""
+    from dataflow_helpers import MAPPING_CASES
+
+    from antsim.dataflow.anticipation import _candidate_batches
+    from antsim.dataflow.pairing import iter_pairs
+
+    layer, density, rows, cols, kc = MAPPING_CASES[0]
+    context = _contexts(layer, density, rows, cols, kc, "fprop", monkeypatch,
+                        pe_array={"rows": rows, "cols": cols, "F": 2, "I": 2})[0]
+    assert (context.cells.n_i > 1).any() and (context.cells.n_i == 1).any()
+
+    def keyed(batches):
+        return np.sort(np.concatenate([(b.cell * 10**6 + b.f) * 10**6 + b.i for b in batches]))
+
+    np.testing.assert_array_equal(keyed(_candidate_batches(context.cells, max_pairs=5)),
+                                  keyed(iter_pairs(context.cells)))
