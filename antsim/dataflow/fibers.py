@@ -117,11 +117,13 @@ def cut_segments(lengths: np.ndarray, width: int, starts: np.ndarray | None = No
     nvec = -(-lengths // width)
     vec0 = np.cumsum(nvec) - nvec
     seg_start = np.cumsum(lengths) - lengths if starts is None else np.asarray(starts, dtype=np.int64)
-    seg_of_vec = np.repeat(np.arange(len(lengths)), nvec)
-    along = np.arange(int(nvec.sum()), dtype=np.int64) - vec0[seg_of_vec]  # vector rank within its segment
+    # Vector i of segment s starts at seg_start[s] + (i − vec0[s]) · width: i · width plus one offset per segment.
+    along = np.arange(int(nvec.sum()), dtype=np.int64)
     along *= width
-    vec_size = np.minimum(lengths[seg_of_vec] - along, width)
-    along += seg_start[seg_of_vec]
+    along += np.repeat(seg_start - vec0 * width, nvec)
+    vec_size = np.repeat(seg_start + lengths, nvec)
+    vec_size -= along
+    np.minimum(vec_size, width, out=vec_size)
     return vec0, nvec, along, vec_size
 
 
