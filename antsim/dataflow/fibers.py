@@ -445,10 +445,11 @@ def _shared_vectors(base: _BaseFibers, sets: _SetPieces, width: int, channel_inn
                                                    np.concatenate((starts[run], sets.start[own])))
     shared_rank = np.cumsum(kept_whole) - 1
     segment = np.where(own, len(run) + np.cumsum(own) - 1, shared_rank[np.maximum(sets.whole, 0)])
-    elements = [base.u, base.v, base.out_channel, base.image, base.value]
+    sp1, sp2, chan, image, value = base.u, base.v, base.out_channel, base.image, base.value
     if sets.store is not None:
-        elements = [a[sets.store] for a in elements]
-    sp1, sp2, chan, image, value = elements
+        sp1, sp2, chan, value = (a[sets.store] for a in (sp1, sp2, chan, value))
+        # One image (weights, or a batch of one): every element's image is 0, no gather needed.
+        image = image[sets.store] if image.any() else np.zeros(len(sets.store), image.dtype)
     return Vectors(sets.key, vec0[segment], nvec[segment], sets.nnz, vec_start, vec_size,
                    _vector_boxes(sp1, sp2, vec_start, vec_size, width, channel_inner), sp1, sp2, chan, image, value)
 
