@@ -38,7 +38,7 @@ from antsim.results import NetworkResult
 from antsim.simulate import DEFAULT_DENSITIES, check_dram_technology, simulate_network
 from antsim.sparsity.tensors import Tensors
 from antsim.spec.arch import ArchSpec
-from antsim.vocabulary import Fidelity, Library, Precision, Selection
+from antsim.vocabulary import Fidelity, Library, Precision, Selection, TimingModel
 from antsim.workloads.layers import Layer
 
 Note = Callable[[str], None]
@@ -113,6 +113,7 @@ class SimulationOptions:
     fidelity: Fidelity = "fast"
     seed: int = 0
     batch_sample: int = 0
+    timing: TimingModel = "events"
     echo: Mapping[str, Any] = field(default_factory=dict)
 
     def keywords(self, workload: Mapping[str, Any]) -> dict[str, Any]:

@@ -530,6 +530,7 @@ class WorkloadEcho(JsonRecord):
         phases: The phases run. layers: Each layer's ``to_dict``.
         densities, sparsity, tensors, seed, fidelity, regime, batch_sample: How the accelerator's operands
             were made and run (``antsim.simulate.simulate_network``).
+        timing: The timing tier when it is not the default ``events`` (``closed_form``: ``antsim.sim.closed_form``).
     """
 
     where: ClassVar[str] = "workload"
@@ -547,6 +548,7 @@ class WorkloadEcho(JsonRecord):
     fidelity: str | None = None
     regime: str | None = None
     batch_sample: int | None = None
+    timing: str | None = None
     echoed: tuple[str, ...] = ()
 
     @classmethod

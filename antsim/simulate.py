@@ -24,7 +24,7 @@ from antsim.sparsity.densities import Densities, DensityError
 from antsim.sparsity.gemm import make_gemm_tensors
 from antsim.sparsity.tensors import Tensors
 from antsim.spec.arch import ArchSpec
-from antsim.vocabulary import PHASES, Fidelity, Phase, parse_fidelity, parse_phase
+from antsim.vocabulary import PHASES, Fidelity, Phase, TimingModel, parse_fidelity, parse_phase, parse_timing
 from antsim.workloads.gemm import Gemm, layer_kind
 from antsim.workloads.layers import Layer
 
@@ -91,7 +91,8 @@ def design_area_mm2(arch: ArchSpec) -> float:
 
 
 def simulate_layer(arch: ArchSpec, layer: Layer, phase: Phase, tensors: Tensors, fidelity: Fidelity = "exact",
-                   seed: int = 0, params: SimParams | None = None, batch_sample: int = 0) -> LayerResult:
+                   seed: int = 0, params: SimParams | None = None, batch_sample: int = 0,
+                   timing: TimingModel = "events") -> LayerResult:
     """Simulate one (layer, phase) of a training step on ``arch``.
 
     Args:
@@ -104,17 +105,19 @@ def simulate_layer(arch: ArchSpec, layer: Layer, phase: Phase, tensors: Tensors,
         params: Timing parameters not in the arch spec (link widths, staging, lookahead).
         batch_sample: ``fast`` only: map this many images of the batch and estimate the rest
             (``antsim.dataflow.sampling``; recorded in ``details.batch_sample``); 0 = every image.
+        timing: ``events`` (simpy) or ``closed_form`` (the same timing as a recurrence).
 
     Returns:
         The ``LayerResult`` with cycles, time, energy (and breakdown), area, products, stalls, actions.
 
     Raises:
-        AntsimError: unknown phase or fidelity; WorkloadError: tensor shapes do not match the layer.
+        AntsimError: unknown phase, fidelity or timing; WorkloadError: tensor shapes do not match the layer.
     """
     from antsim.dataflow import map_phase
 
     parse_phase(phase)  # a library caller may pass any string: refuse it before any work
     parse_fidelity(fidelity)
+    parse_timing(timing)
     tensors.check_shapes(layer)
     if isinstance(layer, Gemm):  # a GEMM layer: its own mapping onto the same PhaseWork (antsim.dataflow.gemm)
         work = map_gemm_phase(arch, layer, phase, tensors, fidelity)
@@ -122,18 +125,18 @@ def simulate_layer(arch: ArchSpec, layer: Layer, phase: Phase, tensors: Tensors,
     else:
         work = map_phase(arch, layer, phase, tensors, fidelity, batch_sample=batch_sample)
         densities = stream_densities(arch, work, tensors, phase)
-    timing = simulate_phase(arch, work, densities, params)
-    time_s = timing.cycles / (arch.technology.clock_ghz * 1e9)
-    energy = _price(arch, timing.actions, time_s)
+    timed = simulate_phase(arch, work, densities, params, timing=timing)
+    time_s = timed.cycles / (arch.technology.clock_ghz * 1e9)
+    energy = _price(arch, timed.actions, time_s)
     details = AcceleratorLayerDetails(
         fidelity=fidelity, seed=int(seed), tiling=dict(work.tiling), notes=tuple(work.notes),
         stationary_operand=work.stationary_operand, streamed_operand=work.streamed_operand, chunks=work.n_chunks,
-        **timing.details, batch_sample=work.tiling.get("batch_sample"),
+        **timed.details, batch_sample=work.tiling.get("batch_sample"),
     )
     return LayerResult(
-        layer=layer.name, phase=phase, time_s=time_s, cycles=timing.cycles,
+        layer=layer.name, phase=phase, time_s=time_s, cycles=timed.cycles,
         energy_j=math.fsum(energy.values()), energy_breakdown_j=energy, products=work.products,
-        stalls=dict(timing.stalls), actions=timing.actions, details=details,
+        stalls=dict(timed.stalls), actions=timed.actions, details=details,
         area_mm2=design_area_mm2(arch), output=work.output, kind=layer_kind(layer),
     )
 
@@ -179,7 +182,8 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[P
                      densities: Mapping[str, float] | None = None, sparsity: str = "swat",
                      tensors: Mapping[str, Tensors] | None = None, fidelity: Fidelity = "fast", seed: int = 0,
                      progress: Progress | bool = False, params: SimParams | None = None,
-                     workload: Mapping[str, Any] | None = None, batch_sample: int = 0) -> NetworkResult:
+                     workload: Mapping[str, Any] | None = None, batch_sample: int = 0,
+                     timing: TimingModel = "events") -> NetworkResult:
     """Simulate every (layer, phase) of ``layers`` on ``arch``.
 
     Args:
@@ -199,15 +203,18 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[P
         batch_sample: ``fast`` only: per conv layer, map this many of the batch's images and estimate
             the others (``antsim.dataflow.sampling``; GEMM layers are mapped whole); echoed in the
             workload when a layer was estimated. 0 = all.
+        timing: ``events`` (simpy, default) or ``closed_form`` (``antsim.sim.closed_form``); echoed in the
+            workload when it is not the default.
 
     Returns:
         A ``NetworkResult`` (backend ``accelerator``), records layer-major then phase.
 
     Raises:
-        AntsimError: bad phase, fidelity, density or sparsity model; WorkloadError: a layer missing
+        AntsimError: bad phase, fidelity, timing, density or sparsity model; WorkloadError: a layer missing
             from ``tensors`` or tensors of the wrong shape.
     """
     dens = check_densities(densities)
+    parse_timing(timing)
     ordered = _check_run(arch, phases, fidelity, batch_sample, None if tensors is not None else sparsity)
     records: list[LayerResult] = []
     used: list[Tensors] = []
@@ -218,7 +225,7 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[P
         measured = operand_densities(t) if tensors is not None else None
         for phase in ordered:
             result = simulate_layer(arch, layer, phase, t, fidelity=fidelity, seed=seed, params=params,
-                                    batch_sample=batch_sample)
+                                    batch_sample=batch_sample, timing=timing)
             records.append(_without_output(result, measured))
     if tensors is not None:
         # A tensors file's operands carry their own densities: echo those, never the generator defaults.
@@ -230,6 +237,8 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[P
     ).with_keys(**dict(workload or {}))
     if any(AcceleratorLayerDetails.of(r).batch_sample is not None for r in records):  # where a layer was estimated
         echo = echo.with_keys(batch_sample=int(batch_sample))
+    if timing != "events":  # the default tier is not echoed: results made before the option stay byte-equal
+        echo = echo.with_keys(timing=timing)
     return NetworkResult(design=arch.name, backend="accelerator", records=tuple(records),
                          spec=arch.to_dict(), workload=echo, area_mm2=design_area_mm2(arch),
                          meta={"sim_params": _params_dict(params)})

@@ -73,8 +73,9 @@ def _add_simulation_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", type=int, default=0,
                         help="simulate up to N designs at once in worker processes (default: one per design,"
                              " at most the CPU count; 1 = in this process)")
-    from antsim.cli.simulate import add_force_argument
+    from antsim.cli.simulate import add_force_argument, add_timing_argument
 
+    add_timing_argument(parser)
     add_force_argument(parser)
 
 
@@ -191,7 +192,9 @@ def _simulation_options(args: argparse.Namespace, layers: list[Any]) -> Simulati
     """The simulations' options, checked as ``antsim simulate`` checks them."""
     # The checks are antsim simulate's own, so both commands accept and reject the same values.
     from antsim.compare import SimulationOptions
+    from antsim.vocabulary import parse_timing
 
+    timing = parse_timing(args.timing, "--timing")
     densities = resolve_densities(args)
     tensors = resolve_tensors(args, layers)
     if tensors is None:
@@ -199,4 +202,4 @@ def _simulation_options(args: argparse.Namespace, layers: list[Any]) -> Simulati
     echo = {"tensors": str(args.tensors) if args.tensors else None,
             "sparsity": None if tensors is not None else args.sparsity, "regime": args.regime}
     return SimulationOptions(densities=densities, sparsity=args.sparsity, tensors=tensors, fidelity=args.fidelity,
-                             seed=args.seed, batch_sample=args.batch_sample, echo=echo)
+                             seed=args.seed, batch_sample=args.batch_sample, timing=timing, echo=echo)

@@ -28,7 +28,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_workload_arguments(parser)
     add_sparsity_arguments(parser)
     parser.add_argument("--out", type=Path, required=True, help="result file: .json (antsim.result/1) or .csv")
+    add_timing_argument(parser)
     add_force_argument(parser)
+
+
+def add_timing_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--timing", default="events",
+                        help="timing tier: events (simpy discrete-event model, the default) | closed_form (the"
+                             " same timing as a recurrence, antsim.sim.closed_form; docs/timing_tier.md)")
 
 
 def add_force_argument(parser: argparse.ArgumentParser) -> None:
@@ -40,8 +47,10 @@ def add_force_argument(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from antsim.simulate import check_dram_technology, simulate_network
     from antsim.spec.arch import load_arch
+    from antsim.vocabulary import parse_timing
 
     out = check_out_path(args.out, (".json", ".csv"))
+    timing = parse_timing(args.timing, "--timing")
     arch = load_arch(args.arch)
     check_dram_technology(arch, str(args.arch))
     layers, workload = resolve_workload(args)
@@ -57,7 +66,8 @@ def run(args: argparse.Namespace) -> int:
     guard_run([arch], layers, phases, densities, tensors, args.fidelity, force=args.force)
     result = simulate_network(arch, layers, phases=phases, densities=densities, sparsity=args.sparsity,
                               tensors=tensors, fidelity=args.fidelity, seed=args.seed,
-                              progress=not args.no_progress, workload=workload, batch_sample=args.batch_sample)
+                              progress=not args.no_progress, workload=workload, batch_sample=args.batch_sample,
+                              timing=timing)
     if out.suffix.lower() == ".csv":
         result.write_csv(out)
     else:

@@ -34,6 +34,7 @@ def small_csv(tmp_path: Path) -> Path:
     (["--density-g", "-0.1"], "--density-g"),
     (["--sparsity", "gausian"], "gausian"),
     (["--phases", "fprop,backward"], "backward"),
+    (["--timing", "simpy"], "--timing: unknown 'simpy'; known: events, closed_form"),
 ])
 def test_cli_bad_input_exits_2_and_writes_nothing(tmp_path, small_csv, capsys, flags, message):
     out = tmp_path / "r.json"
