@@ -127,6 +127,9 @@ class PhaseCounts:
         streamed_delivered: streamed non-zeros delivered to PEs (weight-FIFO writes), summed.
         streamed_fetched: streamed non-zeros some PE receives (DRAM reads), summed.
         active_pes: PEs whose tile holds a stationary non-zero.
+        lockstep: per chunk, the fewest multiplier cycles when PEs drift at most one weight FIFO apart
+            (``antsim.dataflow.drift``; zeros with ``mapping.pe_sync: free``), from the candidate pairs.
+        fetched_per_group: streamed non-zeros read from DRAM for each output-channel group, ``(G,)``.
     """
 
     candidate_pairs: np.ndarray
@@ -136,6 +139,8 @@ class PhaseCounts:
     streamed_delivered: float
     streamed_fetched: float
     active_pes: int
+    lockstep: np.ndarray
+    fetched_per_group: np.ndarray
 
 
 def _tiling(arch: ArchSpec, problem: PhaseProblem) -> Tiling:
@@ -174,11 +179,21 @@ def fetch_sets(problem: PhaseProblem, tiling: Tiling, fetch_filter: bool
     return row_pat, col_pat, (row_of.ravel()[pe // tiling.cols] * len(col_pat) + col_of.ravel()[pe % tiling.cols])
 
 
+@dataclass(frozen=True)
+class StreamedCounts:
+    """Streamed non-zeros: ``per_set`` of every fiber ``(Nt, Ct, G, n_classes, n_sets)``; ``fetched`` per block
+    ``(Nt, Ct, G)`` (those at least one fetch set receives: DRAM reads); ``unfiltered`` per (block, class)
+    ``(Nt, Ct, G, n_classes)`` (what the broadcast sends, the weight FIFO's measure)."""
+
+    per_set: np.ndarray
+    fetched: np.ndarray
+    unfiltered: np.ndarray
+
+
 def streamed_fiber_counts(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses,
                           coords: tuple[np.ndarray, ...], row_pat: np.ndarray, col_pat: np.ndarray
-                          ) -> tuple[np.ndarray, np.ndarray]:
-    """Non-zeros of every streamed fiber, shape ``(Nt, Ct, G, n_classes, n_sets)``, and per block
-    ``(Nt, Ct, G)`` the non-zeros at least one fetch set receives."""
+                          ) -> StreamedCounts:
+    """The ``StreamedCounts`` of the phase on this tiling and these fetch sets."""
     nt_n, ct_n, _, n_u, n_v = problem.streamed_shape
     nt, ct, ko, u, v = coords
     n_blocks = nt_n * ct_n * tiling.n_groups
@@ -194,7 +209,8 @@ def streamed_fiber_counts(problem: PhaseProblem, tiling: Tiling, classes: Stride
     reached = np.outer(row_pat.any(axis=0), col_pat.any(axis=0)).astype(np.float64)
     fetched = (grid * reached).sum(axis=(1, 2)).reshape(n_blocks, classes.n_streamed).sum(axis=1)
     shape = (nt_n, ct_n, tiling.n_groups, classes.n_streamed, per_set.shape[1] * per_set.shape[2])
-    return per_set.reshape(shape), fetched.reshape(nt_n, ct_n, tiling.n_groups)
+    unfiltered = grid.sum(axis=(1, 2)).reshape(shape[:4])
+    return StreamedCounts(per_set.reshape(shape), fetched.reshape(nt_n, ct_n, tiling.n_groups), unfiltered)
 
 
 def _pair_sum(stationary: np.ndarray, streamed: np.ndarray, set_of_pe: np.ndarray) -> np.ndarray:
@@ -225,6 +241,40 @@ def _total(stationary: np.ndarray, streamed: np.ndarray) -> float:
     return float((stationary[:, :, None, :] * streamed).sum())
 
 
+# Elements of one lock-step batch (groups × channels × classes × PEs): bounds the temporaries, not results.
+_LOCKSTEP_BATCH = 1 << 21
+
+
+def lockstep_pairs(s_vec: np.ndarray, t_vec: np.ndarray, unfiltered: np.ndarray, set_of_pe: np.ndarray,
+                   groups: tuple[tuple[int, int], ...], fifo_values: int) -> np.ndarray:
+    """Per chunk ``(n, g)``: ``Σ_w max_PE pairs(w, PE)`` over the FIFO windows of its stream, the model of
+    ``antsim.dataflow.drift.lockstep_pairs``: the chunk's blocks (channel, then class) are sent in order,
+    a block that forms a pair on some PE belongs to window ``⌊values sent before it / fifo_values⌋``."""
+    n_images, _, n_pes, _ = s_vec.shape
+    nt_n, ct_n, n_groups, n_cls, _ = t_vec.shape
+    out = np.zeros((n_images, n_groups))
+    step = max(1, _LOCKSTEP_BATCH // max(1, ct_n * n_cls * n_pes))
+    for n in range(n_images):
+        nt = n if nt_n > 1 else 0
+        for g0 in range(0, n_groups, step):
+            gs = slice(g0, min(n_groups, g0 + step))
+            block = np.zeros((gs.stop - g0, ct_n, n_cls, n_pes))
+            for a, b in groups:  # s_vec's channel axis is C (channel matched) or 1 (wgrad): broadcast either way
+                pairs = t_vec[nt, :, gs, b, :][..., set_of_pe] * s_vec[n, :, None, :, a]  # (Ct, groups, PEs)
+                block[:, :, b, :] += pairs.transpose(1, 0, 2)
+            rows = block.reshape(gs.stop - g0, ct_n * n_cls, n_pes)
+            working = rows.max(axis=2) > 0
+            values = np.where(working, unfiltered[nt, :, gs, :].transpose(1, 0, 2).reshape(working.shape), 0.0)
+            window = ((np.cumsum(values, axis=1) - values) // max(1, fifo_values)).astype(np.int64)
+            key = (np.arange(gs.stop - g0)[:, None] * (window.max(initial=0) + 1) + window)[working]
+            if not len(key):
+                continue
+            first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+            worst = np.add.reduceat(rows[working], first, axis=0).max(axis=1)
+            np.add.at(out[n], g0 + key[first] // (window.max(initial=0) + 1), worst)
+    return out.ravel()
+
+
 def count_phase(arch: ArchSpec, ops: PhaseOperands) -> PhaseCounts:
     """The per (chunk, PE) counts of ``PhaseCounts`` for ``arch`` (chunks ordered image, then group)."""
     problem, pe = ops.problem, arch.pe_array
@@ -234,7 +284,8 @@ def count_phase(arch: ArchSpec, ops: PhaseOperands) -> PhaseCounts:
     # The mapping's own rule for when the fetch filter applies (anticipating designs, wgrad's tiled dY, …).
     fetch_filter = MappingOptions.from_arch(arch, "fast", problem.phase).fetch_filter
     row_pat, col_pat, set_of_pe = fetch_sets(problem, tiling, fetch_filter)
-    t_cnt, fetched = streamed_fiber_counts(problem, tiling, classes, ops.streamed, row_pat, col_pat)
+    streamed = streamed_fiber_counts(problem, tiling, classes, ops.streamed, row_pat, col_pat)
+    t_cnt = streamed.per_set
     s_vec, t_vec = np.ceil(s_cnt / pe.I), np.ceil(t_cnt / pe.F)
     pairs = np.zeros((tiling.n_images, tiling.n_groups, tiling.n_pes))
     products = reads = 0.0
@@ -252,16 +303,19 @@ def count_phase(arch: ArchSpec, ops: PhaseOperands) -> PhaseCounts:
         tiling.n_images if problem.streamed_shape[0] == 1 else 1)
     # [estimate] the weights are read once per phase: one batch tile (exact at batch 1, the sweeps' batch);
     # the mapper re-reads them per batch tile when the input buffer cannot hold the whole batch.
-    fetched_total = float(fetched.sum())
-    n_chunks = tiling.n_chunks
-    return PhaseCounts(pairs.reshape(n_chunks, -1), float(products), float(reads),
-                       resident.max(axis=0), delivered, fetched_total, int(active.sum()))
+    fetched_per_group = streamed.fetched.sum(axis=(0, 1))
+    lockstep = (lockstep_pairs(s_vec, t_vec, streamed.unfiltered, set_of_pe, classes.groups,
+                               arch.buffers.weight_fifo_entries * pe.F)
+                if arch.mapping.pe_sync == "fifo" else np.zeros(tiling.n_chunks))
+    return PhaseCounts(pairs.reshape(tiling.n_chunks, -1), float(products), float(reads),
+                       resident.max(axis=0), delivered, float(fetched_per_group.sum()), int(active.sum()),
+                       lockstep, fetched_per_group)
 
 
 @dataclass(frozen=True)
 class PhaseEstimate:
     """One (layer, phase)'s estimated time (``cycles`` at the clock; ``compute_cycles``: the multipliers'
-    part, Σ over chunks of the busiest PE), passes and action counts on one design."""
+    lower bound, Σ over chunks of max(busiest PE's issued pairs, lock-step)), passes and action counts."""
 
     time_s: float
     cycles: float
@@ -279,6 +333,46 @@ def issue_fraction(arch: ArchSpec, ops: PhaseOperands, products: float) -> float
     return 1.0 - (1.0 - rho) ** (arch.pe_array.F * arch.pe_array.I)
 
 
+def expected_max_load(products: float, banks: int) -> float:
+    """Expected busiest-bank load when a pair's ``products`` (a mean, need not be whole) scatter to ``banks``
+    accumulator banks: each bank's load Poisson with mean ``products / banks``, independent, so
+    ``E[max] = Σ_k (1 − P(load ≤ k)^banks)`` — [estimate] of the cycles a pair takes with bank conflicts
+    (the full model hashes every product, or a sample of them, to its bank)."""
+    if products <= 0:
+        return 0.0
+    lam, total, cdf, pmf, k = products / banks, 0.0, 0.0, math.exp(-products / banks), 0
+    while True:
+        cdf += pmf
+        tail = 1.0 - cdf ** banks
+        if tail < 1e-9 or k > 10 * products + 10:
+            return total
+        total += tail
+        k += 1
+        pmf *= lam / k
+
+
+# The reduction tree's input per PE and cycle: SimParams().reduction_values_per_cycle (antsim.sim.params:
+# [assumption] 2, one 48-bit link per PE).
+REDUCTION_VALUES_PER_CYCLE = 2.0
+
+
+def reduction_cycles(ops: PhaseOperands, counts: PhaseCounts) -> np.ndarray:
+    """wgrad: per chunk, the cross-PE reduction of the busiest PE's partial dW sums,
+    ``⌈partials / 2⌉ + ⌈log2 PEs⌉`` (``antsim.sim.schedule``), partials [estimate] the distinct entries of
+    the chunk's ``Kc·C·R·S`` its valid products touch, the chunk's valid products shared among PEs as its
+    candidate pairs are. Zero for plane outputs (their halo exchange is not modelled)."""
+    pairs = counts.candidate_pairs
+    n_pes = pairs.shape[1]
+    if ops.problem.output_is_plane or n_pes <= 1 or pairs.sum() <= 0:
+        return np.zeros(pairs.shape[0])
+    n_chunks = pairs.shape[0]
+    n_groups = n_chunks / ops.problem.stationary_shape[0]
+    entries = float(np.prod(ops.problem.output_shape)) / n_groups  # Kc·C·R·S: one group's dW
+    valid = ops.valid_products * pairs / pairs.sum()
+    worst = (entries * -np.expm1(-valid / entries)).max(axis=1)
+    return np.where(worst > 0, np.ceil(worst / REDUCTION_VALUES_PER_CYCLE) + math.ceil(math.log2(n_pes)), 0.0)
+
+
 def touched(entries: float, products: float) -> float:
     """Expected distinct entries of ``entries`` that ``products`` valid products land on, products spread
     uniformly (Poisson coverage ``entries · (1 − e^(−products/entries))``) — [estimate] of the outputs a
@@ -286,25 +380,48 @@ def touched(entries: float, products: float) -> float:
     return entries * -math.expm1(-products / entries) if entries > 0 else 0.0
 
 
+def chunk_cycles(arch: ArchSpec, ops: PhaseOperands, counts: PhaseCounts, q: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per chunk: the cycles it takes (multipliers with conflicts, the anticipation unit, the FIFO drift
+    bound, the drain it overlaps) and the multipliers' own lower bound ``max(busiest PE's issued pairs,
+    lock-step)`` (``antsim.sim.array``: a PE's step is ``max(issued + conflicts, lockstep)``)."""
+    issued = counts.candidate_pairs * q
+    issued_total = float(issued.sum())
+    lockstep = counts.lockstep * q
+    own = issued
+    if arch.sparsity_support and issued_total > 0:  # a dense design has no scatter crossbar: no conflicts
+        routed = ops.valid_products if arch.accumulators.drop_invalid == "before_crossbar" else counts.products * q
+        own = issued * max(1.0, expected_max_load(routed / issued_total, arch.accumulators.banks))
+    if arch.sparsity_support and arch.anticipation.policy != "none":
+        own = np.maximum(own, counts.candidate_pairs / arch.anticipation.pairs_per_cycle)
+    # Double-buffered accumulators: a chunk's drain overlaps the next chunk's multiplies, so per chunk the
+    # slower of the two counts.
+    cycles = np.maximum(np.maximum(own.max(axis=1), lockstep), reduction_cycles(ops, counts))
+    return cycles, np.maximum(issued.max(axis=1), lockstep)
+
+
 def estimate_phase(arch: ArchSpec, ops: PhaseOperands) -> PhaseEstimate:
     """Time, passes and actions of one (layer, phase) from its counts (see the module docstring)."""
     counts = count_phase(arch, ops)
     comp, q = arch.compression, issue_fraction(arch, ops, counts.products)
-    screening = arch.sparsity_support and arch.anticipation.policy != "none"
-    issued = counts.candidate_pairs * q
-    busy = np.maximum(issued, counts.candidate_pairs / arch.anticipation.pairs_per_cycle) if screening else issued
-    cycles = float(busy.max(axis=1).sum())
+    cycles, multiplier_cycles = chunk_cycles(arch, ops, counts, q)
     passes = max(1, math.ceil(float(counts.resident.max(initial=0)) * bits_per_value(comp, ops.stationary_density)
                               / (arch.buffers.input_kb * 8192.0) - 1e-9))
-    stationary_nnz = float(counts.resident.sum())
     outputs = touched(float(np.prod(ops.problem.output_shape)), ops.valid_products)
-    read_bits = (encoded_bits(stationary_nnz, ops.stationary_density, comp)
-                 + passes * encoded_bits(counts.streamed_fetched, ops.streamed_density, comp))
+    stationary_bits = encoded_bits(float(counts.resident.sum()), ops.stationary_density, comp)
+    streamed_bits = passes * np.array([encoded_bits(float(v), ops.streamed_density, comp)
+                                       for v in counts.fetched_per_group])
     write_bits = encoded_bits(outputs * ops.output_density, ops.output_density, comp)
+    # Chunk k = (image, group): its group's streamed values and its share of the write-back move while it
+    # computes (double-buffered staging); the stationary tiles load before the first chunk.
+    n_images = ops.problem.stationary_shape[0]
+    per_image = 1.0 if ops.problem.streamed_shape[0] > 1 else 1.0 / n_images  # weights: once per phase
+    dram_bits = np.tile(streamed_bits * per_image, n_images) + write_bits / len(cycles)
+    byte_s = 1.0 / (arch.dram.bandwidth_gbps * 1e9)
     clock_hz = arch.technology.clock_ghz * 1e9
-    time_s = max(cycles / clock_hz, (read_bits + write_bits) / 8.0 / (arch.dram.bandwidth_gbps * 1e9))
+    time_s = stationary_bits / 8.0 * byte_s + float(np.maximum(cycles / clock_hz, dram_bits / 8.0 * byte_s).sum())
+    read_bits = stationary_bits + float(streamed_bits.sum())
     actions = _actions(arch, ops, counts, q, outputs, read_bits, write_bits)
-    return PhaseEstimate(time_s, time_s * clock_hz, cycles, passes, actions)
+    return PhaseEstimate(time_s, time_s * clock_hz, float(multiplier_cycles.sum()), passes, actions)
 
 
 def _actions(arch: ArchSpec, ops: PhaseOperands, counts: PhaseCounts, q: float, outputs: float,

@@ -103,6 +103,9 @@ def test_candidate_pairs_match_brute_force_and_the_mapper(design: tuple, layer: 
     n_groups = len(np.unique(work.chunk_group)) if work.n_chunks else 1
     np.testing.assert_array_equal(counts.candidate_pairs[work.chunk_image * n_groups + work.chunk_group],
                                   work.candidate_pairs)
+    chunk = work.chunk_image * n_groups + work.chunk_group
+    if design[-1] == "none":  # the PEs' drift bound (the mapper counts it from the pairs each cell issues)
+        np.testing.assert_array_equal(counts.lockstep[chunk], work.lockstep_pairs)
     assert counts.streamed_delivered == work.streamed_delivered.sum()
     assert counts.streamed_fetched == work.streamed_dram_values.sum()
     if layer.N == 1:  # one image per batch tile: a PE holds its tile's non-zeros
@@ -149,13 +152,13 @@ def test_area_is_the_full_models_and_passes_match(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("phase", ["fprop", "dgrad", "wgrad"])
 def test_compute_cycles_are_the_busiest_pes_and_bound_the_full_model(phase: str) -> None:
-    """Policy none issues every candidate pair: the screen's compute cycles are exactly Σ over chunks of the
-    busiest PE's issued pairs, a lower bound of the discrete-event model's cycles (which adds conflicts,
-    drains and memory stalls)."""
+    """Policy none issues every candidate pair: the screen's multiplier cycles are exactly Σ over chunks of
+    max(busiest PE's issued pairs, lock-step bound), a lower bound of the discrete-event model's cycles
+    (which adds conflicts, drains and memory stalls)."""
     layer = Layer(name="l", N=1, C=16, K=16, H=16, W=16, R=3, S=3, stride=1, pad=1)
     tensors = _tensors(layer)
     arch = _arch(4, 4, 4, 4, 8, "none")
     est = estimate_phase(arch, phase_operands(layer, phase, tensors))  # type: ignore[arg-type]
     work = map_phase(arch, layer, phase, tensors, "fast")  # type: ignore[arg-type]
-    assert est.compute_cycles == work.issued_pairs.max(axis=1).sum()
+    assert est.compute_cycles == np.maximum(work.issued_pairs.max(axis=1), work.lockstep_pairs).sum()
     assert est.compute_cycles <= simulate_layer(arch, layer, phase, tensors, "fast").cycles  # type: ignore[arg-type]
