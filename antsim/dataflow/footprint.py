@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.sparse import csr_matrix
+from scipy.sparse import coo_matrix, csr_matrix
 
 from antsim.dataflow.tiling import Tiling
 from antsim.phases import DimMap, PhaseProblem
@@ -388,6 +388,7 @@ def tap_footprint(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.nda
     channels_at = stationary_mask.sum(axis=1).reshape(N, plane)  # stationary non-zeros per position
     valid, partial = np.zeros((N, G * n_pes)), np.zeros((N, G * n_pes), np.int64)
     out_values = np.zeros((N, G), np.int64)
+    held = _HeldEntries.of(tiling, Cs, Ko)
     for tile in np.unique(tiles):
         images = np.flatnonzero(tiles == tile)
         c, y, x = np.nonzero(stationary_mask[images].transpose(1, 0, 2, 3).reshape(Cs, len(images) * Ys, Xs))
@@ -405,13 +406,46 @@ def tap_footprint(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.nda
                 valid[images] += np.bincount(slot, weights=channels_at[images[n_ok], pos],
                                              minlength=len(images) * G * n_pes).reshape(len(images), G * n_pes)
                 d_tile = csr_matrix((np.ones(len(pos)), (n_ok * plane + pos, k_ok)), shape=(len(images) * plane, Ko))
-                held = (s_tile @ d_tile).tocoo()
-                partial[images[-1]] += np.bincount((held.col // tiling.kc) * n_pes + held.row // Cs,
-                                                   minlength=G * n_pes)
-                outs = distinct((held.row % Cs) * Ko + held.col, Cs * Ko)
-                out_values[images[-1]] += np.bincount((outs % Ko) // tiling.kc, minlength=G)
+                held_partial, held_outputs = held.count((s_tile @ d_tile).tocoo())
+                partial[images[-1]] += held_partial
+                out_values[images[-1]] += held_outputs
     return Footprint(np.rint(valid).astype(np.int64).ravel(), partial.ravel(), np.zeros(N * G * n_pes, np.int64),
                      out_values.ravel())
+
+
+@dataclass(frozen=True)
+class _HeldEntries:
+    """Counts of the dW entries ``(PE · Cs + ch, ko)`` one wgrad footprint product holds, by lookup instead of
+    division: ``partial_key[ko] + pe_of_row[row]`` is the entry's slot ``group · n_pes + pe``, and the distinct
+    ``(ch, ko)`` entries over PEs are marked in one (Cs × Ko) bitmap (``outputs`` falls back to ``distinct``'s sort
+    when it is larger than ``_BITMAP_KEYS``)."""
+
+    tiling: Tiling
+    n_channels: int
+    n_out_channels: int
+    partial_key: np.ndarray
+    pe_of_row: np.ndarray
+    entry_of_row: np.ndarray
+
+    @classmethod
+    def of(cls, tiling: Tiling, n_channels: int, n_out_channels: int) -> _HeldEntries:
+        rows = np.arange(tiling.n_pes * n_channels)
+        return cls(tiling, n_channels, n_out_channels, (np.arange(n_out_channels) // tiling.kc) * tiling.n_pes,
+                   rows // n_channels, (rows % n_channels) * n_out_channels)
+
+    def count(self, held: coo_matrix) -> tuple[np.ndarray, np.ndarray]:
+        """Held entries per slot (G · n_pes,) and distinct entries over PEs per group (G,) of ``held``'s non-zeros
+        (a product of non-negative masks: every stored entry is a pair count > 0, stored once)."""
+        G, kc, Ko = self.tiling.n_groups, self.tiling.kc, self.n_out_channels
+        partial = np.bincount(self.partial_key[held.col] + self.pe_of_row[held.row], minlength=G * self.tiling.n_pes)
+        entries = self.entry_of_row[held.row] + held.col  # ch · Ko + ko
+        space = self.n_channels * Ko
+        if space > _BITMAP_KEYS:
+            return partial, np.bincount((distinct(entries, space) % Ko) // kc, minlength=G)
+        seen = np.zeros(space, bool)
+        seen[entries] = True
+        per_out_channel = np.count_nonzero(seen.reshape(self.n_channels, Ko), axis=0)
+        return partial, np.add.reduceat(per_out_channel, np.arange(0, Ko, kc)) if Ko else np.zeros(G, np.int64)
 
 
 def fast_footprint(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.ndarray, streamed_mask: np.ndarray,
