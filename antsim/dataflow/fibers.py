@@ -263,21 +263,29 @@ def _base_fibers(tiling: Tiling, classes: StrideClasses, streamed_tensor: np.nda
     axes = (0, 1, 2, 5, 7, 4, 6, 3) if options.channel_inner else (0, 1, 2, 5, 7, 3, 4, 6)
     fiber, rest = np.divmod(np.flatnonzero(grid.transpose(axes)), rows * cols * kc)
     del mask, grid
+    # Within a fiber, (u', v', ko) of each position from three small tables instead of per-element divisions;
+    # the block and class terms once per distinct fiber, repeated over its run (fibers come sorted).
+    position = np.arange(rows * cols * kc)
     if options.channel_inner:
-        u, rest = np.divmod(rest, cols * kc)
-        v, k_local = np.divmod(rest, kc)
+        u_of, rest_of = np.divmod(position, cols * kc)
+        v_of, k_of = np.divmod(rest_of, kc)
     else:
-        k_local, rest = np.divmod(rest, rows * cols)
-        u, v = np.divmod(rest, cols)
-    block, cls = np.divmod(fiber, classes.n_streamed)
+        k_of, rest_of = np.divmod(position, rows * cols)
+        u_of, v_of = np.divmod(rest_of, cols)
+    starts, lengths = _runs(fiber)
+    block, cls = np.divmod(fiber[starts], classes.n_streamed)
+    image_channel, group = np.divmod(block, n_groups)
+    u = u_of[rest]
     u *= mh
-    u += cls // mw
+    u += np.repeat(cls // mw, lengths)
+    v = v_of[rest]
     v *= mw
-    v += cls % mw
-    rest, group = np.divmod(block, n_groups)
-    image = rest // Ct
-    out_channel = group * kc + k_local
-    return _BaseFibers(fiber, u, v, out_channel, image, _values_at(streamed_tensor, rest, out_channel, u, v))
+    v += np.repeat(cls % mw, lengths)
+    out_channel = k_of[rest]
+    out_channel += np.repeat(group * kc, lengths)
+    image = np.repeat(image_channel // Ct, lengths)
+    image_channel = np.repeat(image_channel, lengths)
+    return _BaseFibers(fiber, u, v, out_channel, image, _values_at(streamed_tensor, image_channel, out_channel, u, v))
 
 
 def _values_at(tensor: np.ndarray, image_channel: np.ndarray, out_channel: np.ndarray, u: np.ndarray, v: np.ndarray
@@ -371,9 +379,9 @@ def _set_pieces(base: _BaseFibers, unfiltered: np.ndarray, row_pat: np.ndarray, 
     one column selection per column pattern (the base itself when it cuts nothing), then per row pattern
     the run of each fiber of that selection whose rows it keeps — consecutive when the fibers are ordered
     (u, v, ko) and the row pattern is an interval (``_row_table``), else copied (``_filtered_runs``)."""
-    n_sets, n_u, n_fibers = len(row_pat) * len(col_pat), row_pat.shape[1], len(unfiltered)
+    n_u, n_fibers = row_pat.shape[1], len(unfiltered)
     store = _Store(len(base.fiber))
-    pieces: list[tuple[np.ndarray, ...]] = []
+    pieces = _PieceTable(len(row_pat) * len(col_pat), n_fibers, len(base.fiber))
     for b in range(len(col_pat)):
         in_column = col_pat[b, base.v]
         table: np.ndarray | None = None
@@ -387,19 +395,61 @@ def _set_pieces(base: _BaseFibers, unfiltered: np.ndarray, row_pat: np.ndarray, 
             if rows is None:
                 fiber, first, count = _filtered_runs(base, store.parts[0] if column is None else column,
                                                      row_pat[a], store)
-            else:
-                if table is None:
-                    table = _row_table(*((base.fiber, base.u) if column is None else
-                                         (base.fiber[column], base.u[column])), n_fibers, n_u)
-                count = table[:, rows[1] + 1] - table[:, rows[0]]
-                fiber = np.flatnonzero(count)
-                first, count = table[fiber, rows[0]] + offset, count[fiber]
-            pieces.append((fiber * n_sets + a * len(col_pat) + b, count,
-                           np.where(count == unfiltered[fiber], fiber, -1), first))
-    key, nnz, whole, first = (np.concatenate(x).astype(np.int64, copy=False) for x in zip(*pieces, strict=True))
-    order = np.argsort(key, kind="stable")  # the sets' keys are each ascending: a merge of sorted runs
-    return _SetPieces(key[order], nnz[order], whole[order], first[order],
+                pieces.add(a * len(col_pat) + b, count, first, fiber)
+                continue
+            if table is None:
+                table = _row_table(*((base.fiber, base.u) if column is None else
+                                     (base.fiber[column], base.u[column])), n_fibers, n_u)
+            first = table[:, rows[0]]
+            pieces.add(a * len(col_pat) + b, table[:, rows[1] + 1] - first, first + offset)
+    key, nnz, first = pieces.assemble()
+    fiber = key // pieces.n_sets
+    return _SetPieces(key, nnz, np.where(nnz == unfiltered[fiber], fiber, -1), first,
                       np.concatenate(store.parts) if len(store.parts) > 1 else None)
+
+
+# Fetch-set fibers per streamed non-zero up to which ``_PieceTable`` lays (base fiber, set) counts out as dense
+# (n_fibers × n_sets) tables (one pass, no sort); sparser layouts (many empty fibers) collect each set's
+# non-empty fibers and merge them by a sort. Speed and memory only: the same arrays. [choice] 8 × 16 bytes per
+# element at most (and 2^16 (fiber, set) cells whatever the elements).
+_DENSE_PIECES_PER_ELEMENT = 8
+_DENSE_PIECES_MIN = 1 << 16
+
+
+class _PieceTable:
+    """The (set fiber) pieces of ``_set_pieces`` under construction: per fetch set, the count and first store
+    element of each base fiber's kept run, for every base fiber or for the listed ones."""
+
+    def __init__(self, n_sets: int, n_fibers: int, n_elements: int) -> None:
+        self.n_sets = n_sets
+        self.dense = n_sets * n_fibers <= _DENSE_PIECES_PER_ELEMENT * n_elements + _DENSE_PIECES_MIN
+        if self.dense:
+            self.nnz = np.zeros((n_fibers, n_sets), np.int64)
+            self.first = np.zeros((n_fibers, n_sets), np.int64)
+        self.pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+
+    def add(self, fetch_set: int, count: np.ndarray, first: np.ndarray, fiber: np.ndarray | None = None) -> None:
+        """Set ``fetch_set``'s runs: ``count`` elements from ``first`` for the base fibers ``fiber`` (default:
+        every base fiber, empty runs included)."""
+        if self.dense:
+            where = slice(None) if fiber is None else fiber
+            self.nnz[where, fetch_set], self.first[where, fetch_set] = count, first
+            return
+        if fiber is None:
+            fiber = np.flatnonzero(count)
+            count, first = count[fiber], first[fiber]
+        self.pieces.append((fiber * self.n_sets + fetch_set, count, first))
+
+    def assemble(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Key ``fiber · n_sets + set``, count and first store element of every non-empty set fiber, by key."""
+        if self.dense:
+            key = np.flatnonzero(self.nnz)
+            return key, self.nnz.ravel()[key], self.first.ravel()[key]
+        if not self.pieces:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+        key, nnz, first = (np.concatenate(x).astype(np.int64, copy=False) for x in zip(*self.pieces, strict=True))
+        order = np.argsort(key, kind="stable")  # the sets' keys are each ascending: a merge of sorted runs
+        return key[order], nnz[order], first[order]
 
 
 def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, streamed_tensor: np.ndarray,

@@ -97,6 +97,27 @@ def test_every_pe_receives_the_vectors_of_the_replicated_representation(seed, ph
         _assert_each_pe_sees_the_same_vectors(shared, reference, tiling.n_pes)
 
 
+@pytest.mark.parametrize("seed", range(12, 18))
+@pytest.mark.parametrize("phase", PHASES)
+def test_set_fibers_merged_by_a_sort_equal_the_dense_piece_tables(seed, phase, monkeypatch):
+    """The (fiber, set) pieces collected per set and merged by a sort (sparse layouts) give the vectors of the
+    dense tables (the default on these small layers) and of the replicated representation."""
+    from antsim.dataflow import fibers
+
+    layer, grid, kc, width, stride_phases, density = _random_case(seed)
+    problem = phase_problem(layer, phase)
+    tiling = make_tiling(problem, grid[0], grid[1], kc)
+    classes = stride_classes(problem, stride_phases)
+    tensor = problem.streamed(random_tensors(layer, density, seed))
+    monkeypatch.setattr(fibers, "_DENSE_PIECES_PER_ELEMENT", 0)
+    monkeypatch.setattr(fibers, "_DENSE_PIECES_MIN", -1)
+    for options in OPTIONS[::2]:  # sparse designs: the fetch filter and the streamed order
+        merged = streamed_vectors(problem, tiling, classes, tensor, options, width)
+        reference = reference_streamed_vectors(problem, tiling, classes, tensor, options, width)
+        _assert_same_operand(merged, reference)
+        _assert_each_pe_sees_the_same_vectors(merged, reference, tiling.n_pes)
+
+
 @pytest.mark.parametrize("stride_phases", [True, False])
 def test_a_row_pattern_with_a_hole(stride_phases):
     """One-row tiles with stride 2: a tile's row reaches taps 0 and 2 but not 1 (pattern 1, 0, 1), so its
