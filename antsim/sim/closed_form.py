@@ -71,14 +71,14 @@ _ORIGIN: Pos = (0.0, 0) + (0.0, 0) * _DEPTH
 
 def _after(pos: Pos, hops: int = 1) -> Pos:
     """The position of an event triggered ``hops`` zero-delay events after ``pos``."""
-    return (pos[0], pos[1] + hops, *pos[2:])
+    return (pos[0], pos[1] + hops) + pos[2:]
 
 
 def _timeout(pos: Pos, delay: float) -> Pos:
     """Where a wait of ``delay`` cycles started at ``pos`` ends (a zero delay is one more event)."""
     if delay <= 0:
         return _after(pos)
-    return (pos[0] + delay, 0, *pos[:_KEPT])
+    return (pos[0] + delay, 0) + pos[:_KEPT]
 
 
 class _Arrivals:
@@ -150,10 +150,20 @@ class ClosedFormRun:
         self.ready: list[Pos] = [_UNKNOWN] * n
         self.release: list[Pos] = [_UNKNOWN] * n
         self.drained: list[Pos] = [_UNKNOWN] * n
-        self.started = np.zeros(n)
-        self.halo_end = np.zeros(n)
+        self.started = [0.0] * n
+        self.halo_end = [0.0] * n
+        # The schedule's per-step columns as Python lists: one lookup per step, no numpy scalars.
+        self.stationary_bits = schedule.stationary_bits.tolist()
+        self.streamed_bits = schedule.streamed_bits.tolist()
+        self.readback_bits = schedule.readback_bits.tolist()
+        self.output_bits = schedule.output_bits.tolist()
+        self.halo_cycles = schedule.halo_cycles.tolist()
+        self.reduction_cycles = schedule.reduction_cycles.tolist()
+        self.fetches = schedule.fetches.tolist()
+        self.frees = schedule.frees.tolist()
+        self.half_wait = schedule.half_wait.tolist()
         self.puts: list[Pos] = []  # staging slots freed, in order (the put's own processing)
-        self.screened = np.zeros(schedule.n_pes)
+        self.screens = _Screening(schedule) if self.screening else None
         self.end = 0.0
         # The fetcher: next step, its stage there (0 stationary, 1 slot, 2 streamed, 3 in flight), where.
         self.f_step, self.f_stage, self.f_pos, self.gets = 0, 0, _ORIGIN, 0
@@ -163,13 +173,12 @@ class ClosedFormRun:
     # --- the fetcher -------------------------------------------------------------------------------
     def advance_fetcher(self) -> bool:
         """Move the fetcher as far as known times allow; True if it requested or readied anything."""
-        s = self.s
         moved = False
         while self.f_step < self.n and self.f_stage < 3:
             f = self.f_step
             if self.f_stage == 0:
                 self.f_stage = 1
-                if s.stationary_bits[f] > 0:
+                if self.stationary_bits[f] > 0:
                     if f > 0:  # the new tile or pass overwrites the input buffer once the last step released
                         if self.release[f - 1] is _UNKNOWN:
                             self.f_stage = 0
@@ -178,11 +187,11 @@ class ClosedFormRun:
                     self._request(_STATIONARY, f)
                     return True
             if self.f_stage == 1:
-                if s.fetches[f] and not self._take_slot():
+                if self.fetches[f] and not self._take_slot():
                     return moved
                 self.f_stage = 2
             moved = True
-            if s.streamed_bits[f] > 0:
+            if self.streamed_bits[f] > 0:
                 self._request(_STREAMED, f)
                 return True
             self._chunk_ready(f, _after(self.f_pos))
@@ -229,7 +238,7 @@ class ClosedFormRun:
             if ready > pos:
                 self.shared["memory_stall"] += ready[0] - pos[0]
                 pos = ready
-            freed_by = int(self.s.half_wait[step])
+            freed_by = self.half_wait[step]
             if freed_by >= 0 and self.drained[freed_by] > pos:
                 self._account_half(pos[0], self.drained[freed_by][0], freed_by)
                 pos = self.drained[freed_by]
@@ -244,31 +253,28 @@ class ClosedFormRun:
 
     def _account_half(self, start: float, end: float, drained_step: int) -> None:
         """A wait from ``start`` to ``end`` on a drain: its halo part, then its reduction part."""
-        halo_part = max(0.0, min(end, float(self.halo_end[drained_step])) - start)
+        halo_part = max(0.0, min(end, self.halo_end[drained_step]) - start)
         self.shared["halo"] += halo_part
         self.shared["reduction"] += (end - start) - halo_part
 
     def _multiply(self, step: int, start: float) -> float:
         """The per-PE part of one step (``antsim.sim.array``); returns the barrier release."""
-        if not self.screening:
+        if not self.n_pes:
+            return start
+        release = start + self.own_max[step]
+        if self.screens is None:
             self.barrier_total += self.n_pes * self.own_max[step] - self.own_sum[step]
-            return start + self.own_max[step] if self.n_pes else start
+            return release
         waits_for = self.ready[step][0]
         if step >= self.lookahead:
-            waits_for = max(waits_for, float(self.started[step - self.lookahead]))
-        self.screened = np.maximum(self.screened, waits_for) + self.s.screen[step]
-        multiplied = start + self.own[step]
-        self.stall_pe["anticipation"] += np.maximum(self.screened - multiplied, 0.0)
-        done = np.maximum(multiplied, self.screened)
-        release = float(done.max(initial=start))
-        self.stall_pe["barrier_wait"] += release - done
-        return release
+            waits_for = max(waits_for, self.started[step - self.lookahead])
+        return max(release, self.screens.screen(step, waits_for))
 
     def _released(self, step: int, release: Pos) -> None:
         """The barrier of ``step`` released: free its slot, start its drain, move the array on."""
         self.release[step] = release
         self.end = max(self.end, release[0])
-        if self.s.frees[step]:
+        if self.frees[step]:
             self.puts.append(release)
         self._drain(step, release)
         self.a_step, self.a_pos = step + 1, release
@@ -276,30 +282,29 @@ class ClosedFormRun:
     # --- the drain ---------------------------------------------------------------------------------
     def _drain(self, step: int, release: Pos) -> None:
         """Halo exchange and reduction on the shared links, then the drain's first DRAM request."""
-        s = self.s
         # The drain's process starts right after the release; its links request succeeds as an event,
         # or, while the previous drain holds the links, when that drain's release event grants it.
         pos = _after(release) if self.links_free < release else _after(self.links_free, 2)
-        pos = _timeout(pos, float(s.halo_cycles[step]))
+        pos = _timeout(pos, self.halo_cycles[step])
         self.halo_end[step] = pos[0]
-        pos = _timeout(pos, float(s.reduction_cycles[step]))
+        pos = _timeout(pos, self.reduction_cycles[step])
         self.links_free = pos
         self.drained[step] = _after(pos)
         self.end = max(self.end, pos[0])
-        if s.readback_bits[step] > 0:
+        if self.readback_bits[step] > 0:
             self.dram.request(pos, _READBACK, step)
-        elif s.output_bits[step] > 0:
+        elif self.output_bits[step] > 0:
             self.dram.request(pos, _WRITE, step)
 
     # --- the loop ----------------------------------------------------------------------------------
     def run(self) -> float:
         """Serve DRAM requests in order until every block is done; returns the end of the phase."""
-        s, dram = self.s, self.dram
-        tables = (s.stationary_bits, s.streamed_bits, s.readback_bits, s.output_bits)
+        dram = self.dram
+        tables = (self.stationary_bits, self.streamed_bits, self.readback_bits, self.output_bits)
         self._propagate()
         while dram.heap:
             kind, step = dram.heap[0][3], dram.heap[0][4]
-            bits = float(tables[kind][step])
+            bits = tables[kind][step]
             done = dram.serve_next(bits)
             self.end = max(self.end, done[0])
             if kind == _WRITE:
@@ -307,7 +312,7 @@ class ClosedFormRun:
                 continue
             dram.read_bits += bits
             if kind == _READBACK:
-                if s.output_bits[step] > 0:
+                if self.output_bits[step] > 0:
                     dram.request(done, _WRITE, step)
                 continue
             self.fetch_done(kind, step, done)
@@ -343,6 +348,57 @@ class ClosedFormRun:
         self.stall_pe["busy"] += s.issued.sum(axis=0)
         self.stall_pe["bank_conflict"] += s.conflicts.sum(axis=0)
         self.stall_pe["barrier_wait"] += self.lockstep_wait.sum(axis=0)
+        if self.screens is not None and self.n:
+            multiplied = np.asarray(self.started)[:, None] + self.own
+            screened = self.screens.rows()
+            self.stall_pe["anticipation"] += np.maximum(screened - multiplied, 0.0).sum(axis=0)
+            release = np.array([pos[0] for pos in self.release])
+            self.stall_pe["barrier_wait"] += (release[:, None] - np.maximum(multiplied, screened)).sum(axis=0)
         per_pe = {key: float(self.stall_pe[key].mean()) for key in STALL_KEYS}
         per_pe["barrier_wait"] += self.barrier_total / self.n_pes
         return {key: per_pe[key] + self.shared[key] for key in STALL_KEYS}
+
+
+class _Screening:
+    """The PEs' anticipation units, step by step: ``screened[s] = max(screened[s − 1], waits_for[s]) +
+    screen[s]`` per PE (``antsim.sim.array``), with one numpy row per step only where it is needed.
+
+    When a step's inputs arrive after every unit finished its previous step (``waits_for`` ≥ the latest
+    unit), all units start from ``waits_for``: the row is ``waits_for + screen[s]`` — the same floats the
+    recurrence gives — and its maximum is ``waits_for + max screen[s]``; such rows are only built at the end,
+    for the stall ledger, all at once. The other steps take the recurrence's numpy row.
+
+    Args:
+        schedule: Screening cycles per step and PE.
+    """
+
+    def __init__(self, schedule: Schedule) -> None:
+        self.cycles = schedule.screen
+        self.cycles_max = schedule.screen.max(axis=1, initial=0.0).tolist()
+        self.waits_for = [0.0] * schedule.n_steps
+        self.kept: dict[int, np.ndarray] = {}  # rows of the steps some unit was still busy for
+        self.latest = 0.0  # when the slowest unit finished the last step screened
+
+    def _row(self, step: int) -> np.ndarray:
+        if step < 0:
+            return np.zeros(self.cycles.shape[1])
+        kept = self.kept.get(step)
+        return kept if kept is not None else self.waits_for[step] + self.cycles[step]
+
+    def screen(self, step: int, waits_for: float) -> float:
+        """Screen ``step`` once its inputs are there at ``waits_for``; returns when the slowest unit is done."""
+        self.waits_for[step] = waits_for
+        if waits_for >= self.latest:
+            self.latest = waits_for + self.cycles_max[step]
+        else:
+            row = np.maximum(self._row(step - 1), waits_for) + self.cycles[step]
+            self.kept[step] = row
+            self.latest = float(row.max())
+        return self.latest
+
+    def rows(self) -> np.ndarray:
+        """When each unit finished each step (steps × PEs)."""
+        screened = np.asarray(self.waits_for)[:, None] + self.cycles
+        for step, row in self.kept.items():
+            screened[step] = row
+        return screened
