@@ -57,9 +57,10 @@ def _decode_stationary(problem: PhaseProblem, tiling: Tiling, classes: StrideCla
 
 def _walk_order(stationary_class: np.ndarray, classes: StrideClasses, n_groups: int
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Stationary fiber, group g and streamed class of every cell in the order a PE walks them: fiber-major
-    (a PE walks its fiber through all groups), then g, then the streamed classes its class pairs with, in
-    ``classes.groups`` order. Built by counting, without a sort."""
+    """Cells per stationary fiber, and group g and streamed class of every cell in the order a PE walks them:
+    fiber-major (a PE walks its fiber through all groups), then g, then the streamed classes its class pairs
+    with, in ``classes.groups`` order. Built by counting, without a sort (and without a division when every
+    fiber's class has as many partners: the walk is then the same for every fiber)."""
     partners = [[b for a, b in classes.groups if a == cls] for cls in range(classes.n_stationary)]
     n_partners = np.array([len(p) for p in partners], np.int64)
     table = np.zeros((classes.n_stationary, max(1, int(n_partners.max()))), np.int64)
@@ -67,10 +68,17 @@ def _walk_order(stationary_class: np.ndarray, classes: StrideClasses, n_groups: 
         table[cls, :len(p)] = p
     per_fiber = n_partners[stationary_class]
     cells = per_fiber * n_groups
+    if len(per_fiber) and per_fiber.min() == per_fiber.max():
+        n_fibers, width = len(per_fiber), int(per_fiber[0])
+        group = np.tile(np.repeat(np.arange(n_groups, dtype=np.int64), width), n_fibers)
+        if width == 1:
+            return cells, group, np.repeat(table[stationary_class, 0], n_groups)
+        pair = np.tile(np.arange(width, dtype=np.int64), n_groups * n_fibers)
+        return cells, group, table[np.repeat(stationary_class, width * n_groups), pair]
     fiber = np.repeat(np.arange(len(stationary_class), dtype=np.int64), cells)
     rank = np.arange(len(fiber), dtype=np.int64) - np.repeat(np.cumsum(cells) - cells, cells)
     group, pair = np.divmod(rank, per_fiber[fiber])
-    return fiber, group, table[stationary_class[fiber], pair]
+    return cells, group, table[stationary_class[fiber], pair]
 
 
 # Cells built per batch of stationary fibers (their expansion over groups and stride partners): it bounds
@@ -87,16 +95,18 @@ def make_cells(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, st
     per_fiber = np.array([sum(1 for a, _ in classes.groups if a == cls) for cls in range(classes.n_stationary)],
                          np.int64)[stationary_class] * tiling.n_groups
     ends = np.cumsum(per_fiber)
+    layout = streamed.layout
+    index = _StreamedIndex.of(streamed.vectors, layout.n_blocks * layout.n_classes * layout.n_sets)
     parts, first = [], 0
     while first < len(per_fiber):
         last = max(first + 1, int(np.searchsorted(ends, (ends[first] - per_fiber[first]) + _CELL_BATCH, "right")))
         fibers = slice(first, last)
         batch = _FiberBatch(first, image[fibers], channel[fibers], pe[fibers], stationary_class[fibers])
-        parts.append(_cells_of(problem, tiling, classes, stationary, streamed, batch))
+        parts.append(_cells_of(problem, tiling, classes, stationary, streamed, batch, index))
         first = last
     if len(parts) <= 1:
         return parts[0] if parts else _cells_of(problem, tiling, classes, stationary, streamed,
-                                                 _FiberBatch(0, image, channel, pe, stationary_class))
+                                                 _FiberBatch(0, image, channel, pe, stationary_class), index)
     return Cells(*(np.concatenate([getattr(part, f.name) for part in parts]) for f in fields(Cells)))
 
 
@@ -112,33 +122,70 @@ class _FiberBatch:
 
 
 def _cells_of(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, stationary: Vectors,
-              streamed: StreamedOperand, batch: _FiberBatch) -> Cells:
-    """The non-inert cells of the stationary fibers of ``batch``."""
-    image, channel, pe, stationary_class, offset = (batch.image, batch.channel, batch.pe, batch.stationary_class,
-                                                    batch.first)
+              streamed: StreamedOperand, batch: _FiberBatch, index: _StreamedIndex) -> Cells:
+    """The non-inert cells of the stationary fibers of ``batch``: each fiber's terms repeated over its cells."""
     Nt, Ct = problem.streamed_shape[:2]
-    local, group, b_class_of = _walk_order(stationary_class, classes, tiling.n_groups)
-    streamed_image = image[local] if Nt > 1 else np.zeros_like(local)
-    streamed_channel = channel[local] if Ct > 1 else np.zeros_like(local)
-    block = (streamed_image * Ct + streamed_channel) * tiling.n_groups + group
-    nnz_t_all = streamed.unfiltered_nnz[block, b_class_of]
-    live = nnz_t_all > 0
+    G, n_pes = tiling.n_groups, tiling.n_pes
+    cells, group, b_class_of = _walk_order(batch.stationary_class, classes, G)
+    fibers = slice(batch.first, batch.first + len(batch.image))
+
+    def per_cell(values: np.ndarray) -> np.ndarray:
+        return np.repeat(values, cells)
+
+    block_of_fiber = ((batch.image if Nt > 1 else 0) * Ct + (batch.channel if Ct > 1 else 0)) * G
+    stream_key = per_cell(np.broadcast_to(block_of_fiber, batch.image.shape).astype(np.int64))
+    stream_key += group
+    stream_key *= classes.n_streamed
+    stream_key += b_class_of  # (block · n_classes + class): also the flat index of ``unfiltered_nnz``
+    slot = per_cell((batch.image * G) * n_pes + batch.pe).astype(np.int64)
+    slot += group * n_pes
+    arrays = {"slot": slot, "stream_key": stream_key, "nnz_t_all": streamed.unfiltered_nnz.ravel()[stream_key],
+              "set": per_cell(streamed.layout.set_of_pe[batch.pe]), "i0": per_cell(stationary.fiber_vec0[fibers]),
+              "n_i": per_cell(stationary.fiber_nvec[fibers]), "nnz_s": per_cell(stationary.fiber_nnz[fibers])}
+    live = arrays["nnz_t_all"] > 0
     if not live.all():
-        local, group, b_class_of, block, nnz_t_all = (a[live] for a in (local, group, b_class_of, block, nnz_t_all))
-    fiber = local + offset
-    fetch_set = streamed.layout.set_of_pe[pe[local]]
-    idx, found = streamed.vectors.fiber_index(streamed.layout.key(block, b_class_of, fetch_set))
-    vectors = streamed.vectors
-    slot = (image[local] * tiling.n_groups + group) * tiling.n_pes + pe[local]
-    return Cells(
-        slot=slot.astype(np.int64), i0=stationary.fiber_vec0[fiber], n_i=stationary.fiber_nvec[fiber],
-        f0=np.where(found, vectors.fiber_vec0[idx] if len(vectors.fiber_keys) else 0, 0),
-        n_f=np.where(found, vectors.fiber_nvec[idx] if len(vectors.fiber_keys) else 0, 0),
-        nnz_s=stationary.fiber_nnz[fiber],
-        nnz_t=np.where(found, vectors.fiber_nnz[idx] if len(vectors.fiber_keys) else 0, 0),
-        nnz_t_all=nnz_t_all,
-        stream_key=(block * classes.n_streamed + b_class_of).astype(np.int64),
-    )
+        arrays = {name: values[live] for name, values in arrays.items()}
+    key = arrays["stream_key"] * streamed.layout.n_sets
+    key += arrays.pop("set")  # the streamed fiber key: ((block · n_classes + class) · n_sets + fetch set)
+    f0, n_f, nnz_t = index.fibers(key)
+    return Cells(f0=f0, n_f=n_f, nnz_t=nnz_t, **arrays)
+
+
+@dataclass(frozen=True)
+class _StreamedIndex:
+    """Where each streamed fiber key lies in ``vectors.fiber_keys``: a lookup table over the key space when it is at
+    most ``_KEY_TABLE_PER_FIBER`` entries per fiber (one gather per cell), else a binary search."""
+
+    vectors: Vectors
+    position: np.ndarray | None
+
+    @classmethod
+    def of(cls, vectors: Vectors, key_space: int) -> _StreamedIndex:
+        if key_space > _KEY_TABLE_PER_FIBER * len(vectors.fiber_keys) + (1 << 16):
+            return cls(vectors, None)
+        position = np.full(key_space, -1, np.int64)
+        position[vectors.fiber_keys] = np.arange(len(vectors.fiber_keys))
+        return cls(vectors, position)
+
+    def fibers(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """First F-vector, F-vector count and non-zeros of each key's fiber (0 where the fetch filter emptied it)."""
+        vectors = self.vectors
+        if not len(vectors.fiber_keys):
+            zeros = np.zeros(len(keys), np.int64)
+            return zeros, zeros.copy(), zeros.copy()
+        if self.position is None:
+            idx, found = vectors.fiber_index(keys)
+        else:
+            idx = self.position[keys]
+            found = idx >= 0
+            idx[~found] = 0
+        return (np.where(found, vectors.fiber_vec0[idx], 0), np.where(found, vectors.fiber_nvec[idx], 0),
+                np.where(found, vectors.fiber_nnz[idx], 0))
+
+
+# Streamed-fiber lookup table entries per fiber up to which ``_StreamedIndex`` takes a table (8 bytes an entry)
+# rather than a binary search of every cell's key. Speed only. [choice]
+_KEY_TABLE_PER_FIBER = 16
 
 
 # Candidate pairs per batch of ``iter_pairs`` (the ANT screen's pair counts): it bounds memory, not

@@ -33,6 +33,13 @@ def _reference_walk_order(stationary_class: np.ndarray, classes: StrideClasses, 
     return fiber[order], group[order], b_class_of[order]
 
 
+def _reference_walk_counts(stationary_class: np.ndarray, classes: StrideClasses, n_groups: int
+                           ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``_reference_walk_order`` in ``_walk_order``'s form: cells per fiber (its cells come fiber-major)."""
+    fiber, group, b_class_of = _reference_walk_order(stationary_class, classes, n_groups)
+    return np.bincount(fiber, minlength=len(stationary_class)).astype(np.int64), group, b_class_of
+
+
 LAYERS = [
     Layer("s2", N=2, C=3, K=9, H=11, W=10, R=3, S=3, stride=2, pad=1),
     Layer("s3x1", N=1, C=4, K=5, H=9, W=12, R=5, S=2, stride=(3, 1), pad=(2, 0)),
@@ -52,7 +59,8 @@ def test_cells_equal_the_sorted_construction(layer, phase, stride_phases, monkey
     streamed = streamed_vectors(problem, tiling, classes, problem.streamed(tensors), MappingOptions(fetch_filter=True),
                                 4)
     cells = make_cells(problem, tiling, classes, stationary, streamed)
-    monkeypatch.setattr("antsim.dataflow.pairing._walk_order", _reference_walk_order)
+    monkeypatch.setattr("antsim.dataflow.pairing._walk_order", _reference_walk_counts)
+    monkeypatch.setattr("antsim.dataflow.pairing._KEY_TABLE_PER_FIBER", -(1 << 20))  # binary search of keys
     reference = make_cells(problem, tiling, classes, stationary, streamed)
     assert len(reference.slot) > 0
     for name in Cells.__dataclass_fields__:
@@ -65,10 +73,21 @@ def test_walk_order_by_hand():
     """A class with two streamed partners (no stride geometry above has one) and a class with none."""
     # stationary classes 0 and 1; class 0 pairs with streamed 2 then 0, class 1 with 1; class 2 with none
     classes = StrideClasses((1, 3), (1, 3), ((0, 2), (1, 1), (0, 0)))
-    fiber, group, b_class = _walk_order(np.array([1, 0, 2, 0]), classes, 2)
-    assert fiber.tolist() == [0, 0, 1, 1, 1, 1, 3, 3, 3, 3]
+    cells, group, b_class = _walk_order(np.array([1, 0, 2, 0]), classes, 2)
+    assert cells.tolist() == [2, 4, 0, 4]  # fibers 0, 0, 1, 1, 1, 1, 3, 3, 3, 3
     assert group.tolist() == [0, 1, 0, 0, 1, 1, 0, 0, 1, 1]
     assert b_class.tolist() == [1, 1, 2, 0, 2, 0, 2, 0, 2, 0]
-    for got, want in zip((fiber, group, b_class), _reference_walk_order(np.array([1, 0, 2, 0]), classes, 2),
+    for got, want in zip((cells, group, b_class), _reference_walk_counts(np.array([1, 0, 2, 0]), classes, 2),
                          strict=True):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("partners", [1, 2])
+def test_walk_order_of_classes_with_as_many_partners(partners):
+    """Every class with the same number of partners (the walk without a division) equals the reference."""
+    groups = tuple((a, (a + k) % 3) for a in range(3) for k in range(partners))
+    classes = StrideClasses((1, 3), (1, 3), groups)
+    stationary_class = np.array([2, 0, 1, 1, 0, 2, 2])
+    for got, want in zip(_walk_order(stationary_class, classes, 3),
+                         _reference_walk_counts(stationary_class, classes, 3), strict=True):
         np.testing.assert_array_equal(got, want)
