@@ -90,17 +90,23 @@ def max_load_extra(group: np.ndarray, bank: np.ndarray, banks: int, n_groups: in
     return np.maximum(worst - 1, 0)
 
 
+# Items of one slot in one ``feed`` above which its sequence is run by the stall-to-stall scan rather
+# than in the position-parallel loop (whose per-position numpy overhead dominates for long sequences of
+# few slots, e.g. wgrad's). [choice] Speed only: both give the same result (tests/dataflow/test_banks_queue.py).
+_LONG_SEQUENCE = 256
+
+
 class BankQueues:
     """Per-slot bank backlogs of FIFOs of ``depth`` products, fed pair (or packed group) sequences in order.
 
-    ``feed`` runs the recurrence of the module docstring over every slot at once, one sequence position
-    at a time (numpy over the slots and banks, a loop over positions), and can be fed a slot's sequence
-    in several calls (the exact path's pair batches): the backlogs carry over. ``stalls`` holds each
-    slot's Σ(d_t − 1); ``drain()`` the cycles its last backlog takes once the sequence ends.
+    ``feed`` runs the recurrence of the module docstring; it can be fed a slot's sequence in several calls
+    (the exact path's pair batches): the backlogs carry over. Short sequences run one position at a time
+    for every slot at once (numpy over slots and banks); a long one runs from stall to stall
+    (``_scan``). ``stalls`` holds each slot's Σ(d_t − 1); ``drain()`` the cycles its last backlog takes.
     """
 
-    def __init__(self, n_slots: int, banks: int, depth: int) -> None:
-        self.depth = depth
+    def __init__(self, n_slots: int, banks: int, depth: int, long_sequence: int = _LONG_SEQUENCE) -> None:
+        self.depth, self.long_sequence = depth, long_sequence
         self.backlog = np.zeros((n_slots, banks), np.int64)
         self.stalls = np.zeros(n_slots, np.int64)
 
@@ -112,11 +118,17 @@ class BankQueues:
             return
         order = np.argsort(slot, kind="stable")
         sorted_slot = slot[order]
-        position = np.arange(len(slot)) - np.searchsorted(sorted_slot, sorted_slot, side="left")
-        by_step = order[np.argsort(position, kind="stable")]  # position-major: one item per slot a step
-        ends = np.cumsum(np.bincount(position))
+        first = np.searchsorted(sorted_slot, sorted_slot, side="left")
+        position = np.arange(len(slot)) - first
+        length = np.searchsorted(sorted_slot, sorted_slot, side="right") - first
+        long = length > self.long_sequence
+        for s in np.unique(sorted_slot[long]):
+            lo, hi = np.searchsorted(sorted_slot, [s, s + 1])
+            self._scan(int(s), np.asarray(loads[order[lo:hi]], dtype=np.int64))
+        short, position = order[~long], position[~long]
+        by_step = short[np.argsort(position, kind="stable")]  # position-major: one item per slot a step
         start = 0
-        for end in ends:
+        for end in np.cumsum(np.bincount(position)) if len(position) else ():
             item = by_step[start:end]
             start = end
             slots = slot[item]
@@ -124,6 +136,31 @@ class BankQueues:
             cycles = np.maximum(pending.max(axis=1) - self.depth, 1)
             self.backlog[slots] = np.maximum(pending - cycles[:, None], 0)
             self.stalls[slots] += cycles - 1
+
+    def _scan(self, slot: int, loads: np.ndarray) -> None:
+        """One slot's sequence from stall to stall. While no bank's pending products exceed depth + 1 every
+        item takes one cycle and each bank is a Lindley recursion B ← max(0, B + l − 1), whose run over a
+        window is B_0 + S_t − min(0, B_0 + min_{s≤t} S_s) for S the running sum of l − 1 (a cumsum and a
+        running minimum, over a window that doubles while no stall comes); at the first item that would
+        overflow, the recurrence's own step is taken."""
+        backlog, stalls, at, window = self.backlog[slot].copy(), 0, 0, 64
+        while at < len(loads):
+            chunk = loads[at:at + window]
+            rise = np.cumsum(chunk - 1, axis=0)
+            low = np.minimum.accumulate(rise + backlog, axis=0)  # B_0 + min_{s≤t} S_s
+            after = backlog + rise - np.minimum(low, 0)  # backlog after each item, one cycle each
+            pending = np.vstack([backlog, after[:-1]]) + chunk
+            over = np.flatnonzero(pending.max(axis=1) > self.depth + 1)
+            if len(over) == 0:
+                backlog, at, window = after[-1], at + len(chunk), min(2 * window, 4096)
+                continue
+            step = int(over[0])
+            cycles = int(pending[step].max()) - self.depth
+            backlog = np.maximum(pending[step] - cycles, 0)
+            stalls += cycles - 1
+            at, window = at + step + 1, max(8, 2 * step)
+        self.backlog[slot] = backlog
+        self.stalls[slot] += stalls
 
     def drain(self) -> np.ndarray:
         """Per slot, the cycles its banks still need after its last item: its largest backlog."""

@@ -68,13 +68,19 @@ class _Products:
 
 def _expand_products(stationary: Vectors, streamed: Vectors, pairs: PairBatch
                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(pair index, stationary element, streamed element) of every product of ``pairs``."""
+    """(pair index, stationary element, streamed element) of every product of ``pairs``: int32 when every
+    index fits (half the memory traffic of the per-product arrays that follow), int64 otherwise."""
     size_f, size_i = streamed.vec_size[pairs.f], stationary.vec_size[pairs.i]
     count = size_f * size_i
-    pair = np.repeat(np.arange(len(pairs.f)), count)
-    local = np.arange(int(count.sum())) - np.repeat(np.cumsum(count) - count, count)
-    along_f, along_i = np.divmod(local, size_i[pair])
-    return pair, stationary.vec_start[pairs.i][pair] + along_i, streamed.vec_start[pairs.f][pair] + along_f
+    total = int(count.sum())
+    narrow = max(total, len(stationary.sp1), len(streamed.sp1)) < np.iinfo(np.int32).max
+    index = np.int32 if narrow else np.int64
+    count = count.astype(index)
+    pair = np.repeat(np.arange(len(pairs.f), dtype=index), count)
+    local = np.arange(total, dtype=index) - np.repeat(np.cumsum(count, dtype=index) - count, count)
+    along_f, along_i = np.divmod(local, np.repeat(size_i.astype(index), count))
+    return (pair, np.repeat(stationary.vec_start[pairs.i].astype(index), count) + along_i,
+            np.repeat(streamed.vec_start[pairs.f].astype(index), count) + along_f)
 
 
 class _Enumerator:
@@ -89,35 +95,42 @@ class _Enumerator:
         self.windows = output_window(problem, context.tiling) if problem.output_is_plane else None
 
     def batch(self, pairs: PairBatch, pair_base: int) -> _Products:
-        """Scatter the valid products of ``pairs`` into the output; return their bookkeeping."""
+        """Scatter the valid products of ``pairs`` into the output; return their bookkeeping (``out``
+        left empty when the enumerator does not scatter: the bank-conflict samples read slot and bank)."""
         problem, stationary, streamed = self.context.problem, self.context.stationary, self.context.streamed_vectors
         pair, s_elem, t_elem = _expand_products(stationary, streamed, pairs)
         out_row, row_ok = problem.dims[0].output(stationary.sp1[s_elem], streamed.sp1[t_elem])
+        keep = np.flatnonzero(row_ok)  # the columns of products already out of range are never computed
+        pair, s_elem, t_elem, out_row = pair[keep], s_elem[keep], t_elem[keep], out_row[keep]
         out_col, col_ok = problem.dims[1].output(stationary.sp2[s_elem], streamed.sp2[t_elem])
-        ok = row_ok & col_ok
-        pair, s_elem, t_elem, out_row, out_col = pair[ok], s_elem[ok], t_elem[ok], out_row[ok], out_col[ok]
+        keep = np.flatnonzero(col_ok)
+        pair, s_elem, t_elem, out_row, out_col = pair[keep], s_elem[keep], t_elem[keep], out_row[keep], out_col[keep]
         out_channel = streamed.chan[t_elem]
-        lead = stationary.image[s_elem] if problem.output_is_plane else out_channel
-        second = out_channel if problem.output_is_plane else stationary.chan[s_elem]
-        out = ((lead * problem.output_shape[1] + second) * self.out_rows + out_row) * self.out_cols + out_col
+        pair_slot = self.context.cells.slot[pairs.cell]
         if self.scatter:
+            lead = stationary.image[s_elem] if problem.output_is_plane else out_channel
+            second = out_channel if problem.output_is_plane else stationary.chan[s_elem]
+            out = ((lead * problem.output_shape[1] + second) * self.out_rows + out_row) * self.out_cols + out_col
             weights = stationary.value[s_elem] * streamed.value[t_elem]
             self.output += np.bincount(out, weights=weights, minlength=self.out_size)
-        slot = self.context.cells.slot[pairs.cell[pair]]
-        bank = self._bank(slot, out_channel, stationary.chan[s_elem], out_row, out_col)
-        return _Products(slot, out, bank, pair + pair_base)
+        else:
+            out = np.zeros(0, np.int64)
+        bank = self._bank(pair, pair_slot, out_channel, s_elem, out_row, out_col)
+        return _Products(pair_slot[pair], out, bank, pair + pair_base)
 
-    def _bank(self, slot: np.ndarray, out_channel: np.ndarray, channel: np.ndarray, out_row: np.ndarray,
-              out_col: np.ndarray) -> np.ndarray:
+    def _bank(self, pair: np.ndarray, pair_slot: np.ndarray, out_channel: np.ndarray, s_elem: np.ndarray,
+              out_row: np.ndarray, out_col: np.ndarray) -> np.ndarray:
+        """Bank of each product (``pair``: its pair in the batch, ``pair_slot``: each pair's slot)."""
         tiling = self.context.tiling
         k_local = out_channel % tiling.kc
         if self.windows is None:
+            channel = self.context.stationary.chan[s_elem]
             entry = (channel * self.out_rows + out_row) * self.out_cols + out_col
             per_channel = self.context.problem.output_shape[1] * self.out_rows * self.out_cols
-        else:
+        else:  # the window origin is per PE, so per pair: one offset gathered per product
             origin_y, origin_x, win_h, win_w = self.windows
-            pe = slot % tiling.n_pes
-            entry = (out_row - origin_y[pe]) * win_w + (out_col - origin_x[pe])
+            pe = pair_slot % tiling.n_pes
+            entry = out_row * win_w + out_col - (origin_y[pe] * win_w + origin_x[pe])[pair]
             per_channel = win_h * win_w
         return self.context.banks.bank(k_local, entry, per_channel)
 
@@ -211,7 +224,7 @@ def sampled_conflicts(context: MappingContext, policy: Policy, budget: int = _CO
     else:
         extra = np.zeros(len(pairs.f), np.int64)
         extra[enumerated] = max_load_extra(products.pair, products.bank, banks, len(enumerated))
-        extra_sum = np.bincount(slot, weights=extra, minlength=n_slots)
+        extra_sum = np.bincount(slot, weights=extra, minlength=n_slots).astype(np.float64)
     if sample_step == 1 or issued_pairs is None:
         return ConflictEstimate(np.rint(extra_sum * sample_step).astype(np.int64) + drain, sample_step)
     return ConflictEstimate(_shrunk(extra_sum, slot, n_slots, issued_pairs) + drain, sample_step)

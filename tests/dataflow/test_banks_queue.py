@@ -149,3 +149,24 @@ def test_bad_queue_depth_is_refused_naming_file_key_and_value(value: object) -> 
     message = str(info.value)
     assert "arch.yaml" in message and "accumulators.queue_depth" in message and repr(value) in message
     assert "\n" not in message
+
+
+@pytest.mark.parametrize("depth", [0, 1, 2, 5])
+def test_long_sequences_take_the_stall_to_stall_scan_with_the_same_result(depth: int) -> None:
+    """Slots with more than ``long_sequence`` items run ``_scan``; forcing either path gives the same
+    stalls and backlogs, and both match the cycle-by-cycle simulator."""
+    rng = np.random.default_rng(depth)
+    slot = np.repeat([0, 1, 2], [700, 40, 300])[rng.permutation(1040)]
+    loads = rng.integers(0, 3, (1040, 6)) * (rng.random((1040, 6)) < 0.3)
+    loads[rng.random(1040) < 0.02] += 3  # a few bursts
+    results = []
+    for long_sequence in (10**9, 50, 0):  # position loop only, mixed, scan only
+        queues = BankQueues(3, 6, depth, long_sequence=long_sequence)
+        for chunk in np.array_split(np.arange(1040), 4):
+            queues.feed(slot[chunk], loads[chunk])
+        results.append((queues.stalls.copy(), queues.backlog.copy()))
+    for stalls, backlog in results[1:]:
+        assert np.array_equal(stalls, results[0][0]) and np.array_equal(backlog, results[0][1])
+    cycles = np.bincount(slot) + results[-1][0] + results[-1][1].max(axis=1)
+    for s in range(3):
+        assert cycles[s] == _simulate_cycles([list(map(int, r)) for r in loads[slot == s]], depth)
