@@ -66,6 +66,10 @@ class PhaseOperands:
         streamed: Coordinates ``(nt, ct, ko, u, v)`` of the streamed non-zeros (5 int64 arrays).
         valid_products: Products of two non-zeros that land on an output.
         stationary_density, streamed_density, output_density: For the compressed sizes.
+        stationary_class, streamed_class: Each non-zero's stride class with ``mapping.stride_phases`` on
+            (``antsim.dataflow.tiling.stride_classes``; the classes depend on the layer and phase only).
+        streamed_key: ``(nt · Ct + ct, u · V + v)`` of each streamed non-zero, the design-independent parts
+            of its fiber key.
     """
 
     problem: PhaseProblem
@@ -75,6 +79,9 @@ class PhaseOperands:
     stationary_density: float
     streamed_density: float
     output_density: float
+    stationary_class: np.ndarray
+    streamed_class: np.ndarray
+    streamed_key: np.ndarray
 
 
 def _valid_products(layer: Layer, phase: Phase, tensors: Tensors) -> int:
@@ -101,9 +108,13 @@ def phase_operands(layer: Layer, phase: Phase, tensors: Tensors, dense: bool = F
     st_d = float(st_mask.mean()) if st_mask.size else 1.0
     tr_d = float(tr_mask.mean()) if tr_mask.size else 1.0
     out_d = 1.0 if dense else max(output_density(tensors, phase), 1e-6)
-    return PhaseOperands(problem, tuple(a.astype(np.int64) for a in np.nonzero(st_mask)),
-                         tuple(a.astype(np.int64) for a in np.nonzero(tr_mask)), valid,
-                         1.0 if dense else st_d, 1.0 if dense else tr_d, out_d)
+    st_coords = tuple(a.astype(np.int64) for a in np.nonzero(st_mask))
+    nt, ct, _, u, v = tr_coords = tuple(a.astype(np.int64) for a in np.nonzero(tr_mask))
+    classes = stride_classes(problem, True)
+    _, ct_n, _, _, n_v = problem.streamed_shape
+    return PhaseOperands(problem, st_coords, tr_coords, valid, 1.0 if dense else st_d, 1.0 if dense else tr_d, out_d,
+                         classes.stationary_class(st_coords[2], st_coords[3]), classes.streamed_class(u, v),
+                         np.stack([nt * ct_n + ct, u * n_v + v]))
 
 
 def _dense_valid(layer: Layer, phase: Phase) -> int:
@@ -149,12 +160,19 @@ def _tiling(arch: ArchSpec, problem: PhaseProblem) -> Tiling:
                        acc.banks * acc.entries_per_bank)
 
 
+def _classes_of(ops: PhaseOperands, classes: StrideClasses) -> tuple[np.ndarray, np.ndarray]:
+    """Stationary and streamed class of every non-zero under ``classes`` (stride phases on or off)."""
+    if classes.n_stationary == 1 and classes.n_streamed == 1:
+        return np.zeros_like(ops.stationary_class), np.zeros_like(ops.streamed_class)
+    return ops.stationary_class, ops.streamed_class
+
+
 def stationary_fiber_counts(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses,
-                            coords: tuple[np.ndarray, ...]) -> np.ndarray:
+                            coords: tuple[np.ndarray, ...], cls: np.ndarray) -> np.ndarray:
     """Non-zeros of every stationary fiber, shape ``(N, Cs, n_pes, n_classes)`` (``Cs = 1`` in wgrad, whose
-    fibers run through the channels); elements of a class that pairs with nothing are dropped."""
+    fibers run through the channels); elements of a class that pairs with nothing are dropped. ``cls``:
+    each non-zero's stride class."""
     n, ch, y, x = coords
-    cls = classes.stationary_class(y, x)
     used = np.isin(cls, [a for a, _ in classes.groups])
     n_images = problem.stationary_shape[0]
     cs = problem.stationary_shape[1] if problem.channel_matched else 1
@@ -190,16 +208,24 @@ class StreamedCounts:
     unfiltered: np.ndarray
 
 
-def streamed_fiber_counts(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses,
-                          coords: tuple[np.ndarray, ...], row_pat: np.ndarray, col_pat: np.ndarray
-                          ) -> StreamedCounts:
-    """The ``StreamedCounts`` of the phase on this tiling and these fetch sets."""
-    nt_n, ct_n, _, n_u, n_v = problem.streamed_shape
-    nt, ct, ko, u, v = coords
+def streamed_fiber_counts(ops: PhaseOperands, tiling: Tiling, classes: StrideClasses, cls: np.ndarray,
+                          row_pat: np.ndarray, col_pat: np.ndarray) -> StreamedCounts:
+    """The ``StreamedCounts`` of the phase on this tiling and these fetch sets (``cls``: each streamed
+    non-zero's stride class)."""
+    nt_n, ct_n, _, n_u, n_v = ops.problem.streamed_shape
     n_blocks = nt_n * ct_n * tiling.n_groups
-    fiber = ((nt * ct_n + ct) * tiling.n_groups + ko // tiling.kc) * classes.n_streamed + classes.streamed_class(u, v)
+    fiber = ops.streamed_key[0] * tiling.n_groups
+    fiber += ops.streamed[2] // tiling.kc
+    fiber *= classes.n_streamed
+    fiber += cls
     n_fibers = n_blocks * classes.n_streamed
-    grid = np.bincount((fiber * n_u + u) * n_v + v, minlength=n_fibers * n_u * n_v).astype(np.float64)
+    shape = (nt_n, ct_n, tiling.n_groups, classes.n_streamed)
+    if len(row_pat) == 1 and len(col_pat) == 1 and row_pat.all() and col_pat.all():  # no fetch filter
+        counts = np.bincount(fiber, minlength=n_fibers).astype(np.float64).reshape(shape)
+        return StreamedCounts(counts[..., None], counts.sum(axis=3), counts)
+    fiber *= n_u * n_v
+    fiber += ops.streamed_key[1]
+    grid = np.bincount(fiber, minlength=n_fibers * n_u * n_v).astype(np.float64)
     grid = grid.reshape(n_fibers, n_u, n_v)
     # Two 2-D products (one BLAS call each; numpy runs a stack of small matrices one by one).
     n_rows, n_cols = len(row_pat), len(col_pat)
@@ -208,9 +234,8 @@ def streamed_fiber_counts(problem: PhaseProblem, tiling: Tiling, classes: Stride
     per_set = by_set.reshape(n_fibers, n_cols, n_rows).transpose(0, 2, 1)  # (fibers, rows, cols)
     reached = np.outer(row_pat.any(axis=0), col_pat.any(axis=0)).astype(np.float64)
     fetched = (grid * reached).sum(axis=(1, 2)).reshape(n_blocks, classes.n_streamed).sum(axis=1)
-    shape = (nt_n, ct_n, tiling.n_groups, classes.n_streamed, per_set.shape[1] * per_set.shape[2])
-    unfiltered = grid.sum(axis=(1, 2)).reshape(shape[:4])
-    return StreamedCounts(per_set.reshape(shape), fetched.reshape(nt_n, ct_n, tiling.n_groups), unfiltered)
+    unfiltered = grid.sum(axis=(1, 2)).reshape(shape)
+    return StreamedCounts(per_set.reshape(*shape, n_rows * n_cols), fetched.reshape(shape[:3]), unfiltered)
 
 
 def _pair_sum(stationary: np.ndarray, streamed: np.ndarray, set_of_pe: np.ndarray) -> np.ndarray:
@@ -241,37 +266,55 @@ def _total(stationary: np.ndarray, streamed: np.ndarray) -> float:
     return float((stationary[:, :, None, :] * streamed).sum())
 
 
-# Elements of one lock-step batch (groups × channels × classes × PEs): bounds the temporaries, not results.
-_LOCKSTEP_BATCH = 1 << 21
+# Output-channel groups per (layer, phase) whose lock-step bound is counted window by window; the other
+# groups take the counted ones' mean lock-step / busiest-PE ratio. [choice] 4: the count costs groups ×
+# channels × PEs (~0.2 s for a 512-channel layer's 128 groups on 16 × 16 PEs); on 40 random ResNet-18
+# designs 4 and 8 counted groups gave the same screen error (docs/sweep_screening.md).
+LOCKSTEP_GROUPS = 4
 
 
 def lockstep_pairs(s_vec: np.ndarray, t_vec: np.ndarray, unfiltered: np.ndarray, set_of_pe: np.ndarray,
-                   groups: tuple[tuple[int, int], ...], fifo_values: int) -> np.ndarray:
-    """Per chunk ``(n, g)``: ``Σ_w max_PE pairs(w, PE)`` over the FIFO windows of its stream, the model of
-    ``antsim.dataflow.drift.lockstep_pairs``: the chunk's blocks (channel, then class) are sent in order,
-    a block that forms a pair on some PE belongs to window ``⌊values sent before it / fifo_values⌋``."""
+                   groups: tuple[tuple[int, int], ...], fifo_values: int, which: np.ndarray) -> np.ndarray:
+    """For the output-channel groups ``which``, per image: ``Σ_w max_PE pairs(w, PE)`` over the FIFO windows of
+    the chunk's stream, shape ``(N, len(which))`` — the model of ``antsim.dataflow.drift.lockstep_pairs``:
+    the chunk's blocks (channel, then class) are sent in order, a block that forms a pair on some PE
+    belongs to window ``⌊values sent before it / fifo_values⌋``."""
     n_images, _, n_pes, _ = s_vec.shape
-    nt_n, ct_n, n_groups, n_cls, _ = t_vec.shape
-    out = np.zeros((n_images, n_groups))
-    step = max(1, _LOCKSTEP_BATCH // max(1, ct_n * n_cls * n_pes))
+    nt_n, ct_n, _, n_cls, _ = t_vec.shape
+    out = np.zeros((n_images, len(which)))
     for n in range(n_images):
         nt = n if nt_n > 1 else 0
-        for g0 in range(0, n_groups, step):
-            gs = slice(g0, min(n_groups, g0 + step))
-            block = np.zeros((gs.stop - g0, ct_n, n_cls, n_pes))
-            for a, b in groups:  # s_vec's channel axis is C (channel matched) or 1 (wgrad): broadcast either way
-                pairs = t_vec[nt, :, gs, b, :][..., set_of_pe] * s_vec[n, :, None, :, a]  # (Ct, groups, PEs)
-                block[:, :, b, :] += pairs.transpose(1, 0, 2)
-            rows = block.reshape(gs.stop - g0, ct_n * n_cls, n_pes)
-            working = rows.max(axis=2) > 0
-            values = np.where(working, unfiltered[nt, :, gs, :].transpose(1, 0, 2).reshape(working.shape), 0.0)
-            window = ((np.cumsum(values, axis=1) - values) // max(1, fifo_values)).astype(np.int64)
-            key = (np.arange(gs.stop - g0)[:, None] * (window.max(initial=0) + 1) + window)[working]
-            if not len(key):
-                continue
+        block = np.zeros((len(which), ct_n, n_cls, n_pes), np.float32)  # whole counts < 2^24: exact
+        for a, b in groups:  # s_vec's channel axis is C (channel matched) or 1 (wgrad): broadcast either way
+            pairs = t_vec[nt][:, which, b, :][..., set_of_pe] * s_vec[n, :, None, :, a]  # (Ct, groups, PEs)
+            block[:, :, b, :] += pairs.transpose(1, 0, 2)
+        rows = block.reshape(len(which), ct_n * n_cls, n_pes)
+        working = rows.max(axis=2) > 0
+        values = np.where(working, unfiltered[nt][:, which, :].transpose(1, 0, 2).reshape(working.shape), 0.0)
+        window = ((np.cumsum(values, axis=1) - values) // max(1, fifo_values)).astype(np.int64)
+        span = int(window.max(initial=0)) + 1
+        key = (np.arange(len(which))[:, None] * span + window)[working]
+        if len(key):
             first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-            worst = np.add.reduceat(rows[working], first, axis=0).max(axis=1)
-            np.add.at(out[n], g0 + key[first] // (window.max(initial=0) + 1), worst)
+            np.add.at(out[n], key[first] // span, np.add.reduceat(rows[working], first, axis=0).max(axis=1))
+    return out
+
+
+def sampled_lockstep(s_vec: np.ndarray, t_vec: np.ndarray, unfiltered: np.ndarray, set_of_pe: np.ndarray,
+                     groups: tuple[tuple[int, int], ...], fifo_values: int, pairs: np.ndarray) -> np.ndarray:
+    """Per chunk ``(n, g)``, the lock-step bound: counted for up to ``LOCKSTEP_GROUPS`` evenly spaced groups
+    (all of them when there are no more — exact), the busiest PE's pairs × the counted groups' mean
+    ratio elsewhere [estimate]. ``pairs``: candidate pairs ``(N, G, n_pes)``."""
+    n_groups = pairs.shape[1]
+    which = np.unique(np.linspace(0, n_groups - 1, min(n_groups, LOCKSTEP_GROUPS)).round().astype(np.int64))
+    counted = lockstep_pairs(s_vec, t_vec, unfiltered, set_of_pe, groups, fifo_values, which)
+    if len(which) == n_groups:
+        return counted.ravel()
+    busiest = pairs.max(axis=2)
+    base = busiest[:, which]
+    ratio = float(counted[base > 0].sum() / base[base > 0].sum()) if (base > 0).any() else 1.0
+    out = busiest * ratio
+    out[:, which] = counted
     return out.ravel()
 
 
@@ -280,11 +323,12 @@ def count_phase(arch: ArchSpec, ops: PhaseOperands) -> PhaseCounts:
     problem, pe = ops.problem, arch.pe_array
     tiling = _tiling(arch, problem)
     classes = stride_classes(problem, arch.mapping.stride_phases)
-    s_cnt = stationary_fiber_counts(problem, tiling, classes, ops.stationary)
+    s_cls, t_cls = _classes_of(ops, classes)
+    s_cnt = stationary_fiber_counts(problem, tiling, classes, ops.stationary, s_cls)
     # The mapping's own rule for when the fetch filter applies (anticipating designs, wgrad's tiled dY, …).
     fetch_filter = MappingOptions.from_arch(arch, "fast", problem.phase).fetch_filter
     row_pat, col_pat, set_of_pe = fetch_sets(problem, tiling, fetch_filter)
-    streamed = streamed_fiber_counts(problem, tiling, classes, ops.streamed, row_pat, col_pat)
+    streamed = streamed_fiber_counts(ops, tiling, classes, t_cls, row_pat, col_pat)
     t_cnt = streamed.per_set
     s_vec, t_vec = np.ceil(s_cnt / pe.I), np.ceil(t_cnt / pe.F)
     pairs = np.zeros((tiling.n_images, tiling.n_groups, tiling.n_pes))
@@ -304,8 +348,8 @@ def count_phase(arch: ArchSpec, ops: PhaseOperands) -> PhaseCounts:
     # [estimate] the weights are read once per phase: one batch tile (exact at batch 1, the sweeps' batch);
     # the mapper re-reads them per batch tile when the input buffer cannot hold the whole batch.
     fetched_per_group = streamed.fetched.sum(axis=(0, 1))
-    lockstep = (lockstep_pairs(s_vec, t_vec, streamed.unfiltered, set_of_pe, classes.groups,
-                               arch.buffers.weight_fifo_entries * pe.F)
+    lockstep = (sampled_lockstep(s_vec, t_vec, streamed.unfiltered, set_of_pe, classes.groups,
+                                 arch.buffers.weight_fifo_entries * pe.F, pairs)
                 if arch.mapping.pe_sync == "fifo" else np.zeros(tiling.n_chunks))
     return PhaseCounts(pairs.reshape(tiling.n_chunks, -1), float(products), float(reads),
                        resident.max(axis=0), delivered, float(fetched_per_group.sum()), int(active.sum()),
