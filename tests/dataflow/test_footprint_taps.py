@@ -147,12 +147,14 @@ WGRAD_LAYERS = [
 
 @pytest.mark.parametrize("layer", WGRAD_LAYERS, ids=lambda layer: layer.name)
 @pytest.mark.parametrize("density", [0.1, 0.5])
-@pytest.mark.parametrize("bitmap", [True, False])
-def test_wgrad_tile_products_equal_the_per_image_products(layer, density, bitmap, monkeypatch):
+@pytest.mark.parametrize("held", ["bitmap", "sorted", "dense"])
+def test_wgrad_tile_products_equal_the_per_image_products(layer, density, held, monkeypatch):
     """One product per (tap, batch tile) and valid pairs counted per linked streamed non-zero give the
     footprint of one product per (tap, image), for single-image tiles, one tile and uneven tiles; the held
-    entries counted in one bitmap or (past ``_BITMAP_KEYS``) by sorting."""
-    if not bitmap:
+    entries of a sparse product counted in one bitmap or (past ``_BITMAP_KEYS``) by sorting, or those of dense
+    per-PE products."""
+    monkeypatch.setattr(footprint, "_DENSE_HELD_PER_PAIR", np.inf if held == "dense" else 0)
+    if held == "sorted":
         monkeypatch.setattr(footprint, "_BITMAP_KEYS", 1)
     problem = phase_problem(layer, "wgrad")
     tiling = make_tiling(problem, 2, 3, 4)
