@@ -186,7 +186,7 @@ class Objective:
         reason = screen_reason(self.spec, estimate, calibrated, mf.margin)
         if reason:
             attrs.set_stage(trial, "proxy")
-            self._infeasible(trial, f"screened ({mf.screen}): {reason}")
+            self._infeasible(trial, f"screened: {reason} ({mf.screen} screen)")
 
     def _screened(self, trial: optuna.Trial, arch: ArchSpec) -> dict[str, float]:
         """The analytic screen's metrics (timed as the proxy evaluation)."""

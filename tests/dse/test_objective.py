@@ -14,10 +14,14 @@ from sweep_helpers import write_spec
 
 from antsim.cli import main
 from antsim.dse.evaluators import analytic
-from antsim.dse.objective import build_arch, complete_metrics, scale_proxy, screen_reason
+from antsim.dse.objective import Objective, build_arch, complete_metrics, scale_proxy, screen_reason
+from antsim.dse.pareto import pareto_mask
 from antsim.dse.spec import load_sweep
 from antsim.dse.storage import make_storage
 from antsim.dse.workload import proxy_workload, resolve_workload
+from antsim.errors import SpecError
+from antsim.workloads.gemm import Gemm
+from antsim.workloads.layers import write_layers_csv
 
 
 def _trial(number: int, values: list[float], metrics: dict, proxy: dict) -> optuna.trial.FrozenTrial:
@@ -82,3 +86,89 @@ def test_screened_trials_are_pruned_with_their_estimate(screened: tuple[Path, Pa
     assert summary["proxy_evaluations"] == len(trials) == 30
     unmappable = [t for t in trials if t.user_attrs.get("reason", "").startswith("mapping:")]
     assert unmappable and all("eval_s" not in t.user_attrs for t in unmappable)
+
+
+# --- the analytic screen (multi_fidelity.screen: analytic) on constructed cases --------------------------
+
+def _toy_full(arch, workload, fidelity="fast", seed=0):  # type: ignore[no-untyped-def]
+    """A constructed trade-off: more rows are faster but larger; a bigger input buffer costs everything."""
+    rows, kb = arch.pe_array.rows, arch.buffers.input_kb
+    return {"time_s": 16.0 / rows + kb / 10, "energy_j": 1.0 + kb / 10, "area_mm2": rows + kb / 10}
+
+
+def _toy_screen(arch, workload, fidelity="fast", seed=0):  # type: ignore[no-untyped-def]
+    """The full model's metrics at half scale: calibration must recover them exactly."""
+    return {k: v / 2 for k, v in _toy_full(arch, workload).items()}
+
+
+def _analytic_objective(tmp_path: Path, warmup: int = 3):  # type: ignore[no-untyped-def]
+    spec = load_sweep(write_spec(tmp_path, space={"pe_array.rows": {"low": 2, "high": 16},
+                                                  "buffers.input_kb": {"low": 1, "high": 64},
+                                                  "anticipation.policy": {"choices": ["none", "ant"]}},
+                                 constraints={}, multi_fidelity={"screen": "analytic", "warmup_trials": warmup,
+                                                                 "margin": 0.1}))
+    study = optuna.create_study(directions=["minimize"] * 3)
+    return Objective(spec, resolve_workload(spec), _toy_full, None, _toy_screen), study
+
+
+def _run(study: optuna.Study, objective, designs: list[tuple[int, float, str]]) -> list:  # type: ignore[no-untyped-def]
+    for rows, kb, policy in designs:
+        study.enqueue_trial({"pe_array.rows": rows, "buffers.input_kb": kb, "anticipation.policy": policy})
+    study.optimize(objective, n_trials=len(designs))
+    return study.get_trials()
+
+
+def test_analytic_screen_prunes_a_dominated_design_and_keeps_a_front_one(tmp_path: Path) -> None:
+    objective, study = _analytic_objective(tmp_path)
+    warmup = [(4, 1.0, "none"), (8, 1.0, "none"), (16, 1.0, "none")]
+    trials = _run(study, objective, warmup + [(8, 60.0, "none"), (7, 1.0, "none"), (12, 1.0, "none")])
+    stages = [t.user_attrs.get("stage") for t in trials]
+    assert stages == ["full", "full", "full", "proxy", "full", "full"]
+    dominated = trials[3]
+    assert dominated.state == TrialState.PRUNED and dominated.user_attrs["reason"].endswith("(analytic screen)")
+    # The calibrated estimate is the full model's value (the screen is exact up to its scale of 1/2).
+    assert dominated.user_attrs["estimate"]["time_s"] == pytest.approx(_toy_full_of(8, 60.0)["time_s"])
+    # Every design of the front of all designs (full metrics) was evaluated in full: none was screened.
+    values = [list(_toy_full_of(r, kb).values()) for r, kb, _ in warmup + [(8, 60.0, ""), (7, 1.0, ""),
+                                                                               (12, 1.0, "")]]
+    on_front = pareto_mask(values, ["minimize"] * 3)
+    assert all(stage == "full" for stage, front in zip(stages, on_front, strict=True) if front)
+
+
+def _toy_full_of(rows: int, kb: float) -> dict:
+    class _Arch:  # the two fields the toy reads
+        pe_array = type("pe", (), {"rows": rows})
+        buffers = type("buf", (), {"input_kb": kb})
+
+    return _toy_full(_Arch, None)
+
+
+def test_analytic_screen_calibrates_per_policy(tmp_path: Path) -> None:
+    """Three none trials calibrate none; an ant design has no peer yet, so it is evaluated in full even when
+    its estimate would be dominated."""
+    objective, study = _analytic_objective(tmp_path)
+    trials = _run(study, objective, [(4, 1.0, "none"), (8, 1.0, "none"), (16, 1.0, "none"), (8, 60.0, "ant"),
+                                     (8, 60.0, "none")])
+    assert [t.user_attrs.get("stage") for t in trials] == ["full", "full", "full", "full", "proxy"]
+    assert "estimate" not in trials[3].user_attrs
+
+
+@pytest.mark.parametrize(("mf", "key", "rule"), [
+    ({"screen": "bogus"}, "multi_fidelity.screen", "unknown screen; known: proxy_layers, analytic"),
+    ({"screen": "analytic", "proxy_layers": 2}, "multi_fidelity.proxy_layers", "applies to screen: proxy_layers"),
+    ({"screen": "analytic", "proxy_select": ["a"]}, "multi_fidelity.proxy_select", "applies to screen: proxy_layers"),
+    ({"screen": 3}, "multi_fidelity.screen", ""),
+])
+def test_bad_screen_keys_are_refused(tmp_path: Path, mf: dict, key: str, rule: str) -> None:
+    with pytest.raises(SpecError) as info:
+        load_sweep(write_spec(tmp_path, multi_fidelity=mf))
+    assert info.value.key == key and rule in str(info.value) and "\n" not in str(info.value)
+
+
+def test_analytic_screen_refuses_gemm_layers(tmp_path: Path) -> None:
+    csv = tmp_path / "layers.csv"
+    write_layers_csv([Gemm(name="fc", M=10, N=2, K=64, a="weights", batch=2)], csv)
+    path = write_spec(tmp_path, workload={"layers_csv": str(csv)}, multi_fidelity={"screen": "analytic"})
+    with pytest.raises(SpecError, match="conv layers only") as info:
+        load_sweep(path)
+    assert info.value.key == "multi_fidelity.screen"
