@@ -150,11 +150,19 @@ def _used_stationary(classes: StrideClasses, stationary_tensor: np.ndarray, dens
 
 def stationary_counts(tiling: Tiling, classes: StrideClasses, stationary_tensor: np.ndarray) -> np.ndarray:
     """(N, n_pes) stationary non-zeros of each image's tile on each PE (what ``stationary_vectors``
-    would hold), without building the vectors."""
-    n_images = stationary_tensor.shape[0]
-    n, _, y, x, _ = _used_stationary(classes, stationary_tensor, False)
-    keys = n * tiling.n_pes + tiling.pe_of_stationary()[y, x]
-    return np.bincount(keys, minlength=n_images * tiling.n_pes).astype(np.int64).reshape(n_images, tiling.n_pes)
+    would hold), without building the vectors: per position, its non-zero channels, summed over each PE's
+    positions in a stride class that pairs with something."""
+    n_images, _, Ys, Xs = stationary_tensor.shape
+    y, x = (a.ravel() for a in np.meshgrid(np.arange(Ys), np.arange(Xs), indexing="ij"))
+    used = np.flatnonzero(np.isin(classes.stationary_class(y, x), [a for a, _ in classes.groups]))
+    pe = tiling.pe_of_stationary().ravel()[used]
+    order = np.argsort(pe, kind="stable")
+    pes, start = np.unique(pe[order], return_index=True)
+    per_position = np.count_nonzero(stationary_tensor, axis=1).reshape(n_images, Ys * Xs)
+    counts = np.zeros((n_images, tiling.n_pes), np.int64)
+    if len(pes):
+        counts[:, pes] = np.add.reduceat(per_position[:, used[order]], start, axis=1)
+    return counts
 
 
 def stationary_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, stationary_tensor: np.ndarray,

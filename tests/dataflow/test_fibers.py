@@ -203,3 +203,22 @@ def test_cut_segments_by_hand():
     assert vec0.tolist() == [0, 3, 4] and nvec.tolist() == [3, 1, 2]
     assert start.tolist() == [0, 2, 4, 5, 6, 8] and size.tolist() == [2, 2, 1, 1, 2, 2]
     assert [len(a) for a in cut_segments(np.zeros(0, np.int64), 4)] == [0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("phase", PHASES)
+def test_stationary_counts_are_what_the_stationary_vectors_hold(seed, phase):
+    """Per (image, PE): the non-zeros the stationary vectors hold (classes that pair with nothing dropped)."""
+    from antsim.dataflow.fibers import stationary_counts
+
+    layer, grid, kc, width, stride_phases, density = _random_case(seed)
+    problem = phase_problem(layer, phase)
+    tiling = make_tiling(problem, grid[0], grid[1], kc)
+    classes = stride_classes(problem, stride_phases)
+    tensor = problem.stationary(random_tensors(layer, density, seed))
+    vectors = stationary_vectors(problem, tiling, classes, tensor, False, width)
+    keys = vectors.image * tiling.n_pes + tiling.pe_of_stationary()[vectors.sp1, vectors.sp2]
+    want = np.bincount(keys, minlength=tensor.shape[0] * tiling.n_pes).reshape(tensor.shape[0], tiling.n_pes)
+    got = stationary_counts(tiling, classes, tensor)
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, want)
