@@ -243,7 +243,8 @@ def _reach_patterns(problem: PhaseProblem, tiling: Tiling) -> tuple[np.ndarray, 
 @dataclass(frozen=True)
 class _BaseFibers:
     """The streamed non-zeros sorted once into their unfiltered fibers ``(block, class)``, each fiber in the
-    streamed order; ``fiber`` is each element's ``block · n_classes + class`` (ascending)."""
+    streamed order; ``fiber`` is each element's ``block · n_classes + class`` (ascending), ``run_start`` and
+    ``run_length`` the first element and size of each non-empty fiber."""
 
     fiber: np.ndarray
     u: np.ndarray
@@ -251,6 +252,8 @@ class _BaseFibers:
     out_channel: np.ndarray
     image: np.ndarray
     value: np.ndarray
+    run_start: np.ndarray
+    run_length: np.ndarray
 
 
 def _base_fibers(tiling: Tiling, classes: StrideClasses, streamed_tensor: np.ndarray, options: MappingOptions
@@ -293,7 +296,8 @@ def _base_fibers(tiling: Tiling, classes: StrideClasses, streamed_tensor: np.nda
     out_channel += np.repeat(group * kc, lengths)
     image = np.repeat(image_channel // Ct, lengths)
     image_channel = np.repeat(image_channel, lengths)
-    return _BaseFibers(fiber, u, v, out_channel, image, _values_at(streamed_tensor, image_channel, out_channel, u, v))
+    return _BaseFibers(fiber, u, v, out_channel, image, _values_at(streamed_tensor, image_channel, out_channel, u, v),
+                       starts, lengths)
 
 
 def _values_at(tensor: np.ndarray, image_channel: np.ndarray, out_channel: np.ndarray, u: np.ndarray, v: np.ndarray
@@ -474,7 +478,8 @@ def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClass
     Nt, Ct = streamed_tensor.shape[:2]
     n_blocks, n_classes = Nt * Ct * tiling.n_groups, classes.n_streamed
     base = _base_fibers(tiling, classes, streamed_tensor, options)
-    unfiltered = np.bincount(base.fiber, minlength=n_blocks * n_classes)
+    unfiltered = np.zeros(n_blocks * n_classes, np.int64)
+    unfiltered[base.fiber[base.run_start]] = base.run_length
     if options.fetch_filter:
         row_pat, col_pat, set_of_pe = _reach_patterns(problem, tiling)
         reached = np.asarray(row_pat.any(axis=0))[base.u] & np.asarray(col_pat.any(axis=0))[base.v]  # some set gets it
@@ -492,7 +497,7 @@ def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClass
 def _shared_vectors(base: _BaseFibers, sets: _SetPieces, width: int, channel_inner: bool) -> Vectors:
     """The vectors of the base fibers some set keeps whole, then of every other set fiber (a run of the
     element store); each set key's fiber table points at its vectors."""
-    starts, lengths = _runs(base.fiber)
+    starts, lengths = base.run_start, base.run_length
     kept_whole = np.zeros(int(base.fiber[-1]) + 1 if len(base.fiber) else 0, bool)  # per base fiber id
     kept_whole[sets.whole[sets.whole >= 0]] = True
     run_of_fiber = np.full(len(kept_whole), -1, np.int64)
