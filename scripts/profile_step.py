@@ -6,7 +6,8 @@ Usage:
 
 For each design and batch, runs the step stage by stage the way ``simulate_network`` does — operand
 generation, ``map_phase`` (dataflow), ``simulate_phase`` (discrete-event timing and action counts),
-pricing (energy) — timing each stage per phase with ``perf_counter`` (median of ``--repeats`` runs),
+pricing (energy) — timing each stage per phase with ``perf_counter`` (``--clock cpu``: ``process_time``, the
+process's own CPU time, steadier when other jobs share the core) (median of ``--repeats`` runs),
 then profiles one more run with cProfile to split the dataflow into its parts (vectors, cells, pair
 counts, footprints, conflict sampling, drift, batch loop). It also times the *counting floor*: the valid
 products of every phase counted with BLAS mask correlations (the least any model that looks at every
@@ -44,39 +45,40 @@ DATAFLOW_PARTS = (
 )
 
 
-def _one_step(arch, layers: list[Layer], densities, sparsity: str, batch_sample: int, warm: bool = False) -> dict:
+def _one_step(arch, layers: list[Layer], densities, sparsity: str, batch_sample: int, warm: bool = False,
+              clock=time.perf_counter) -> dict:
     """Seconds per (stage, phase) of one step: cold (no stage cache) unless ``warm`` (the caches hold
     what an earlier design on the same operands left, as in a sweep or ``compare``)."""
     if not warm:
         with disabled():
-            return _one_step(arch, layers, densities, sparsity, batch_sample, warm=True)
+            return _one_step(arch, layers, densities, sparsity, batch_sample, warm=True, clock=clock)
     spent: dict = defaultdict(float)
     for index, layer in enumerate(layers):
-        t0 = time.perf_counter()
+        t0 = clock()
         tensors = make_tensors(layer, densities["w"], densities["a"], densities["g"], model=sparsity,
                                seed=layer_seed(0, index), density_a_saved=densities.get("a_saved"))
-        spent["operands", "all"] += time.perf_counter() - t0
+        spent["operands", "all"] += clock() - t0
         for phase in PHASES:
-            t1 = time.perf_counter()
+            t1 = clock()
             work = map_phase(arch, layer, phase, tensors, "fast", batch_sample=batch_sample)
-            t2 = time.perf_counter()
+            t2 = clock()
             timing = simulate_phase(arch, work, stream_densities(arch, work, tensors, phase))
-            t3 = time.perf_counter()
+            t3 = clock()
             _price(arch, timing.actions, timing.cycles / (arch.technology.clock_ghz * 1e9))
-            t4 = time.perf_counter()
+            t4 = clock()
             spent["dataflow", phase] += t2 - t1
             spent["timing", phase] += t3 - t2
             spent["energy", phase] += t4 - t3
     return spent
 
 
-def counting_floor(layers: list[Layer], densities, sparsity: str) -> float:
+def counting_floor(layers: list[Layer], densities, sparsity: str, clock=time.perf_counter) -> float:
     """Seconds to count the valid products of every phase with BLAS mask correlations (im2col GEMMs)."""
     total = 0.0
     for index, layer in enumerate(layers):
         t = make_tensors(layer, densities["w"], densities["a"], densities["g"], model=sparsity,
                          seed=layer_seed(0, index), density_a_saved=densities.get("a_saved"))
-        start = time.perf_counter()
+        start = clock()
         a = _im2col((t.activations != 0).astype(np.float32), layer)
         a_saved = _im2col((t.wgrad_activations != 0).astype(np.float32), layer)
         w = (t.weights != 0).astype(np.float32).reshape(layer.K, -1)
@@ -84,7 +86,7 @@ def counting_floor(layers: list[Layer], densities, sparsity: str) -> float:
         float((w @ a).sum())  # fprop: W × im2col(A)
         _dgrad_pairs(t.weights != 0, t.grad_output != 0, layer)
         float((g @ a_saved.T).sum())  # wgrad: dY × im2col(A_saved)ᵀ
-        total += time.perf_counter() - start
+        total += clock() - start
     return total
 
 
@@ -113,10 +115,10 @@ def _im2col(x: np.ndarray, layer: Layer) -> np.ndarray:
     return stacked.transpose(1, 2, 0, 3, 4).reshape(layer.C * layer.R * layer.S, -1)
 
 
-def _parts(arch, layers, densities, sparsity: str, batch_sample: int) -> dict[str, float]:
-    profile = cProfile.Profile()
+def _parts(arch, layers, densities, sparsity: str, batch_sample: int, clock=time.perf_counter) -> dict[str, float]:
+    profile = cProfile.Profile(clock)
     profile.enable()
-    _one_step(arch, layers, densities, sparsity, batch_sample)
+    _one_step(arch, layers, densities, sparsity, batch_sample, clock=clock)
     profile.disable()
     stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
     out = {}
@@ -135,16 +137,20 @@ def main() -> None:
     parser.add_argument("--regime", default="uniform")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-parts", action="store_true", help="skip the cProfile split of the dataflow")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                        help="wall: perf_counter; cpu: this process's CPU time (process_time), steadier on a shared"
+                        " machine")
     parser.add_argument("--warm", action="store_true",
                         help="keep the stage caches between repeats (a design after the first on the same operands)")
     args = parser.parse_args()
+    clock = time.process_time if args.clock == "cpu" else time.perf_counter
     chosen = regime(args.regime)
     for batch in args.batch:
         layers = [layer.with_batch(batch) for layer in network(args.network) if isinstance(layer, Layer)]
-        floors = [counting_floor(layers, chosen.densities, chosen.sparsity) for _ in range(args.repeats)]
+        floors = [counting_floor(layers, chosen.densities, chosen.sparsity, clock) for _ in range(args.repeats)]
         floor = statistics.median(floors)
         print(f"\n### {args.network}, batch {batch}, regime {args.regime}, batch_sample {args.batch_sample},"
-              f" caches {'warm' if args.warm else 'off'}"
+              f" caches {'warm' if args.warm else 'off'}, {args.clock} clock"
               f" — counting floor {floor:.3f} s (median of {args.repeats})\n")
         print("| design | step (s) | × floor | operands | " + " | ".join(f"dataflow {p}" for p in PHASES)
               + " | timing (all phases) | energy |")
@@ -152,7 +158,7 @@ def main() -> None:
         for config in args.configs:
             arch = load_arch(f"arch_configs/{config}.yaml")
             clear_all()
-            runs = [_one_step(arch, layers, chosen.densities, chosen.sparsity, args.batch_sample, args.warm)
+            runs = [_one_step(arch, layers, chosen.densities, chosen.sparsity, args.batch_sample, args.warm, clock)
                     for _ in range(args.repeats + (1 if args.warm else 0))][(1 if args.warm else 0):]
             med = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
             step = statistics.median(sum(run.values()) for run in runs)
@@ -161,7 +167,7 @@ def main() -> None:
             print(f"| {config} | {step:.2f} | {step / floor:.1f} | {med['operands', 'all']:.2f} | "
                   + " | ".join(f"{med['dataflow', p]:.2f}" for p in PHASES) + f" | {timing:.2f} | {energy:.3f} |")
             if not args.no_parts:
-                parts = _parts(arch, layers, chosen.densities, chosen.sparsity, args.batch_sample)
+                parts = _parts(arch, layers, chosen.densities, chosen.sparsity, args.batch_sample, clock)
                 total = parts.pop("profiled total")
                 print("|   parts (cProfile, cumulative s; % of the profiled step) | "
                       + "; ".join(f"{k} {v:.2f} ({v / total:.0%})" for k, v in parts.items()) + " |")
