@@ -16,13 +16,14 @@ import copy
 import math
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import TYPE_CHECKING, Any
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
 from antsim.dse import attrs
+from antsim.dse.screen import EXACT_METRICS
 from antsim.dse.spec import SweepSpec, param_kind
 from antsim.dse.workload import Workload
 from antsim.errors import MappingError, SpecError
@@ -181,9 +182,10 @@ class Objective:
         peers = calibration_peers(self.spec, params, calibrated)
         if not peers:
             return  # nothing of its kind evaluated yet: no ratio to trust, evaluate it in full
-        estimate = scale_proxy(proxy_metrics, peers)
+        exact = EXACT_METRICS if self.screener is not None else ()
+        estimate = scale_proxy(proxy_metrics, peers, exact)
         attrs.set_estimate(trial, estimate)
-        reason = screen_reason(self.spec, estimate, calibrated, mf.margin)
+        reason = screen_reason(self.spec, estimate, calibrated, mf.margin, exact)
         if reason:
             attrs.set_stage(trial, "proxy")
             self._infeasible(trial, f"screened: {reason} ({mf.screen} screen)")
@@ -217,33 +219,36 @@ def calibration_peers(spec: SweepSpec, params: dict[str, Any], calibrated: Seque
     return peers if len(peers) >= MIN_PEERS else []
 
 
-def scale_proxy(proxy_metrics: dict[str, float], calibrated: Sequence[FrozenTrial]) -> dict[str, float]:
-    """Full-workload estimate: each proxy metric × the median full/proxy ratio of calibrated trials."""
+def scale_proxy(proxy_metrics: dict[str, float], calibrated: Sequence[FrozenTrial],
+                exact: Collection[str] = ()) -> dict[str, float]:
+    """Full-workload estimate: each proxy metric × the median full/proxy ratio of calibrated trials (the
+    ``exact`` metrics, which the screen computes as the full model does, unscaled)."""
     estimate: dict[str, float] = {}
     pairs = [(attrs.metrics(t) or {}, attrs.proxy_metrics(t) or {}) for t in calibrated]
     for name, value in proxy_metrics.items():
         ratios = [full[name] / proxy[name] for full, proxy in pairs if proxy.get(name) and name in full]
         ratios = [r for r in ratios if math.isfinite(r)]
-        estimate[name] = value * statistics.median(ratios) if ratios else value
+        estimate[name] = value * statistics.median(ratios) if ratios and name not in exact else value
     return estimate
 
 
 def screen_reason(spec: SweepSpec, estimate: dict[str, float], calibrated: Sequence[FrozenTrial],
-                  margin: float) -> str:
+                  margin: float, exact: Collection[str] = ()) -> str:
     """Why a design with this full-workload estimate is not worth a full evaluation ('' if it is).
 
     Hopeless means: a constraint broken by more than ``margin`` (relative), or every objective of a
-    fully evaluated feasible trial at least ``(1 + margin)`` times better than the estimate.
+    fully evaluated feasible trial at least ``(1 + margin)`` times better than the estimate. An ``exact``
+    metric (one the screen computes as the full model does, or bounds from below) takes no margin.
     """
-    values, _ = constraint_values(spec, estimate)
-    if any(v > margin for v in values):
-        return "estimate breaks a constraint by more than the margin: " + "; ".join(
-            constraint_values(spec, estimate)[1])
-    goal = [(estimate[m], d == "maximize") for m, d in spec.objectives.items()]
+    values, reasons = constraint_values(spec, estimate)
+    bounds = [m for m, c in spec.constraints.items() for b in (c.max, c.min) if b is not None]
+    if any(v > (0.0 if m in exact else margin) for v, m in zip(values, bounds, strict=True)):
+        return "estimate breaks a constraint by more than the margin: " + "; ".join(reasons)
+    goal = [(estimate[m], d == "maximize", 0.0 if m in exact else margin) for m, d in spec.objectives.items()]
     for t in calibrated:
         if not attrs.is_feasible(t) or t.values is None:
             continue
-        if all((q >= v * (1 + margin)) if up else (q * (1 + margin) <= v)
-               for q, (v, up) in zip(t.values, goal, strict=True)):
+        if all((q >= v * (1 + g)) if up else (q * (1 + g) <= v)
+               for q, (v, up, g) in zip(t.values, goal, strict=True)):
             return f"estimate dominated by trial {t.number} with margin {margin}"
     return ""

@@ -56,6 +56,13 @@ if TYPE_CHECKING:
     from antsim.dse.spec import SweepSpec
 
 
+# Metrics the screen computes as the full model does: the area (``design_area_mm2``, the same call) and the
+# stationary passes (the same capacity rule on the same per-PE non-zeros; at a batch above 1 the screen's
+# per-image count is a lower bound). The objective compares them without the margin (a broken area or
+# passes bound is broken in the full model too).
+EXACT_METRICS = ("area_mm2", "stationary_passes")
+
+
 @dataclass(frozen=True)
 class PhaseOperands:
     """What the screen needs of one (layer, phase), independent of the design.

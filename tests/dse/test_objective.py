@@ -46,6 +46,17 @@ def test_screen_rule_dominance_with_margin(tmp_path: Path) -> None:
     assert screen_reason(spec, {"time_s": 1.2, "power_w": 9.5}, [best], margin=0.1) == ""
 
 
+def test_screen_rule_exact_metrics_take_no_margin(tmp_path: Path) -> None:
+    spec = load_sweep(write_spec(tmp_path, objectives={"time_s": "min", "area_mm2": "min"}))  # area_mm2 ≤ 40
+    best = _trial(7, [1.0, 10.0], {}, {})
+    estimate = {"time_s": 1.5, "area_mm2": 10.5, "energy_j": 1.0}  # 5 % more area: within the 10 % margin
+    assert screen_reason(spec, estimate, [best], margin=0.1) == ""
+    assert "trial 7" in screen_reason(spec, estimate, [best], margin=0.1, exact={"area_mm2"})
+    over = {"time_s": 1.0, "area_mm2": 41.0, "energy_j": 1.0}  # breaks area ≤ 40 by 2.5 %
+    assert screen_reason(spec, over, [], margin=0.1) == ""
+    assert "constraint" in screen_reason(spec, over, [], margin=0.1, exact={"area_mm2"})
+
+
 def test_screen_rule_constraint(tmp_path: Path) -> None:
     spec = load_sweep(write_spec(tmp_path))  # area_mm2 ≤ 40
     assert "constraint" in screen_reason(spec, {"time_s": 1, "energy_j": 1, "area_mm2": 45.0}, [], margin=0.1)
@@ -97,8 +108,9 @@ def _toy_full(arch, workload, fidelity="fast", seed=0):  # type: ignore[no-untyp
 
 
 def _toy_screen(arch, workload, fidelity="fast", seed=0):  # type: ignore[no-untyped-def]
-    """The full model's metrics at half scale: calibration must recover them exactly."""
-    return {k: v / 2 for k, v in _toy_full(arch, workload).items()}
+    """The full model's time and energy at half scale (calibration must recover them), its area exact (as
+    the analytic screen's is)."""
+    return {k: v if k == "area_mm2" else v / 2 for k, v in _toy_full(arch, workload).items()}
 
 
 def _analytic_objective(tmp_path: Path, warmup: int = 3):  # type: ignore[no-untyped-def]
