@@ -59,10 +59,13 @@ def sliced_bank(k_local: np.ndarray, entry: np.ndarray, banks: int, slices: int)
     channels of a streamed vector then never share a bank, and neither do the I outputs of a
     stationary vector that lie within banks/F consecutive entries of one channel."""
     per_slice = banks // slices
-    return (np.asarray(k_local) % slices) * per_slice + np.asarray(entry) % per_slice
+    k_local, entry = np.asarray(k_local), np.asarray(entry)
+    if not (slices & (slices - 1) or per_slice & (per_slice - 1)):  # powers of two: a mask is the floor mod
+        return (k_local & (slices - 1)) * per_slice + (entry & (per_slice - 1))
+    return (k_local % slices) * per_slice + entry % per_slice
 
 
-# Largest (group × bank) table ``max_load_extra`` counts densely (one bincount): 2^22 int32 = 16 MB. Past it
+# Largest (group × bank) table ``max_load_extra`` counts densely (one bincount): 2^22 int64 = 32 MB. Past it
 # (the oracle's groups of a whole large phase) the products' keys are sorted instead; both give the same
 # maxima. [choice] Memory, not results.
 _DENSE_LOADS = 1 << 22
@@ -80,8 +83,9 @@ def max_load_extra(group: np.ndarray, bank: np.ndarray, banks: int, n_groups: in
     if len(group) == 0:
         return np.zeros(n_groups, np.int64)
     if n_groups * banks <= _DENSE_LOADS:
-        worst = bank_loads(group, bank, banks, n_groups).max(axis=1).astype(np.int64)
-        return np.maximum(worst - 1, 0)
+        flat = np.asarray(group, dtype=np.int64) * banks + bank
+        worst = np.bincount(flat, minlength=n_groups * banks).reshape(n_groups, banks).max(axis=1)
+        return np.maximum(worst - 1, 0).astype(np.int64)
     keys = np.sort(np.asarray(group, dtype=np.int64) * banks + bank)  # sparse: count the distinct keys
     starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
     counts = np.diff(np.append(starts, len(keys)))
