@@ -9,9 +9,11 @@ fprop only (SCNN is an inference accelerator), ``fast`` fidelity. Each design in
 ``arch_configs/scnn.yaml``) is compared with ``--dense`` (default ``arch_configs/dense.yaml``):
 speed = dense time / design time, energy ratio = design energy / dense energy. The break-even density
 is interpolated linearly in log(speed) between the two sweep points that bracket speed 1.
+``--set section.key=value`` (repeatable, YAML scalars) changes every design alike, dense one included,
+e.g. ``--set accumulators.queue_depth=2`` for bank FIFOs (docs/accumulator_banks.md).
 
     .venv/bin/python scripts/scnn_density_sweep.py [--densities 1,0.85,...] [--arch FILE ...]
-        [--dense FILE] [--layers K] [--jobs 2] [--seed 0] [--out sweep.csv]
+        [--dense FILE] [--set KEY=VALUE ...] [--layers K] [--jobs 2] [--seed 0] [--out sweep.csv]
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # runnable from a checkout without installing it
 
 from antsim.errors import AntsimError  # noqa: E402
+from antsim.spec.arch import ArchSpec  # noqa: E402
 from antsim.workloads.layers import Layer  # noqa: E402
 
 NETWORK = "googlenet-imagenet"
@@ -106,17 +109,39 @@ def study_layers(network: str = NETWORK, limit: int | None = None) -> list[Layer
     return layers if limit is None else layers[:limit]
 
 
-def design_names(paths: Sequence[Path]) -> list[str]:
-    """Load each arch file (validating it) and return its design name; names must be distinct.
+def load_design(path: str | Path, changes: Sequence[str] = ()) -> ArchSpec:
+    """The arch file with each ``section.key=value`` change (the value read as a YAML scalar) applied.
 
     Raises:
-        SpecError: a bad arch file; AntsimError: two files with the same design ``name``.
+        AntsimError: a change not of the form ``section.key=value``; SpecError: a bad file, key or value.
     """
-    from antsim.spec.arch import load_arch
+    import yaml
 
+    from antsim.spec.arch import arch_from_dict, load_arch
+
+    arch = load_arch(path)
+    if not changes:
+        return arch
+    data = arch.to_dict()
+    for change in changes:
+        dotted, equals, text = change.partition("=")
+        section, dot, key = dotted.partition(".")
+        if not (equals and dot and section and key) or not isinstance(data.get(section, {}), dict):
+            raise AntsimError(f"--set: {change!r} must be section.key=value (e.g. accumulators.queue_depth=2)")
+        data.setdefault(section, {})[key] = yaml.safe_load(text)
+    return arch_from_dict(data, f"{path} with --set {' '.join(changes)}")
+
+
+def design_names(paths: Sequence[Path], changes: Sequence[str] = ()) -> list[str]:
+    """Load each arch file (validating it, ``changes`` applied) and return its design name; names must be
+    distinct.
+
+    Raises:
+        SpecError: a bad arch file or change; AntsimError: two files with the same design ``name``.
+    """
     names: dict[str, Path] = {}
     for path in paths:
-        name = load_arch(path).name
+        name = load_design(path, changes).name
         if name in names:
             raise AntsimError(f"--arch {path}: name {name!r} is already the design in {names[name]}")
         names[name] = path
@@ -125,11 +150,11 @@ def design_names(paths: Sequence[Path]) -> list[str]:
 
 # --- the sweep ---------------------------------------------------------------------------------------
 
-def run_density(density: float, arch_paths: Sequence[str], layers: Sequence[Layer], seed: int) -> list[Point]:
+def run_density(density: float, arch_paths: Sequence[str], layers: Sequence[Layer], seed: int,
+                changes: Sequence[str] = ()) -> list[Point]:
     """Every design's fprop totals at one W = A density, on one set of uniform operands shared by all."""
     from antsim.simulate import layer_seed, simulate_network
     from antsim.sparsity.generators import make_tensors
-    from antsim.spec.arch import load_arch
 
     # dY is not read by fprop; it is generated at the same density only because Tensors carries it.
     tensors = {layer.name: make_tensors(layer, density, density, density, model="uniform",
@@ -137,7 +162,7 @@ def run_density(density: float, arch_paths: Sequence[str], layers: Sequence[Laye
                for index, layer in enumerate(layers)}
     points = []
     for path in arch_paths:
-        arch = load_arch(path)
+        arch = load_design(path, changes)
         start = time.perf_counter()
         totals = simulate_network(arch, layers, phases=("fprop",), tensors=tensors, fidelity="fast").totals
         points.append(Point(density, arch.name, int(totals["cycles"] or 0), float(totals["time_s"] or 0.0),
@@ -146,16 +171,18 @@ def run_density(density: float, arch_paths: Sequence[str], layers: Sequence[Laye
 
 
 def sweep(arch_paths: Sequence[Path], dense_path: Path, layers: Sequence[Layer],
-          densities: Sequence[float], jobs: int = 1, seed: int = 0, network: str = NETWORK) -> list[Row]:
-    """Run every design and the dense reference at every density; rows are density-major, dense first."""
-    names = design_names([dense_path, *arch_paths])
+          densities: Sequence[float], jobs: int = 1, seed: int = 0, network: str = NETWORK,
+          changes: Sequence[str] = ()) -> list[Row]:
+    """Run every design and the dense reference at every density (``changes`` applied to all); rows are
+    density-major, dense first."""
+    names = design_names([dense_path, *arch_paths], changes)
     paths = [str(p) for p in (dense_path, *arch_paths)]
     if jobs > 1:
         with ProcessPoolExecutor(max_workers=min(jobs, len(densities))) as pool:
-            futures = [pool.submit(run_density, d, paths, list(layers), seed) for d in densities]
+            futures = [pool.submit(run_density, d, paths, list(layers), seed, tuple(changes)) for d in densities]
             results = [f.result() for f in futures]
     else:
-        results = [run_density(d, paths, layers, seed) for d in densities]
+        results = [run_density(d, paths, layers, seed, changes) for d in densities]
     return [row for points in results for row in _against_dense(points, names[0], network)]
 
 
@@ -240,6 +267,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
                         help="sparse design to compare with the dense one; repeat for several "
                              "(default arch_configs/scnn.yaml)")
     parser.add_argument("--dense", type=Path, default=DEFAULT_DENSE, help="the reference (default dense.yaml)")
+    parser.add_argument("--set", dest="changes", action="append", default=[], metavar="SECTION.KEY=VALUE",
+                        help="change every design alike, dense one included (repeatable)")
     parser.add_argument("--network", default=NETWORK, help=f"zoo network (default {NETWORK})")
     parser.add_argument("--layers", type=int, default=None, help="only the first K convs after conv1 (quick runs)")
     parser.add_argument("--jobs", type=int, default=1, help="processes over densities (default 1)")
@@ -257,13 +286,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         layers = study_layers(args.network, args.layers)
         archs = args.arch or [DEFAULT_SCNN]
         start = time.perf_counter()
-        rows = sweep(archs, args.dense, layers, densities, args.jobs, args.seed, args.network)
+        rows = sweep(archs, args.dense, layers, densities, args.jobs, args.seed, args.network, args.changes)
     except AntsimError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     dense = rows[0].design
+    changed = f"; every design with {', '.join(args.changes)}" if args.changes else ""
     print(f"{args.network}: {len(layers)} convs (first conv left out), fprop, uniform masks, W = A density, "
-          f"fast fidelity, seed {args.seed}; speed = {dense} time / design time, energy = design / {dense}")
+          f"fast fidelity, seed {args.seed}; speed = {dense} time / design time, energy = design / {dense}{changed}")
     print(format_table(rows, dense))
     print(f"wall time {time.perf_counter() - start:.0f} s with --jobs {args.jobs}", file=sys.stderr)
     if args.out is not None:

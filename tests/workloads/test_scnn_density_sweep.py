@@ -82,3 +82,20 @@ def test_two_layer_sweep_runs_and_its_table_is_consistent(tmp_path: Path, capsys
     shown = f"{value:.3f}" if value is not None else "above 1.00" if curve[1][1] > 1 else "below 0.30"
     assert f"break-even density (scnn speed = dense): {shown}" in printed
     assert "(paper: 0.850)" in printed
+
+
+def test_set_changes_every_design_alike_and_bad_changes_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    scnn = SCRIPT.parents[1] / "arch_configs" / "scnn.yaml"
+    changed = SWEEP.load_design(scnn, ["accumulators.queue_depth=3", "accumulators.bank_hash=mod"])
+    base = antsim.load_arch(scnn)
+    assert (changed.accumulators.queue_depth, changed.accumulators.bank_hash) == (3, "mod")
+    a, b = base.to_dict(), changed.to_dict()
+    assert {k for k in a if a[k] != b[k]} == {"accumulators"}
+    assert {k for k in a["accumulators"] if a["accumulators"][k] != b["accumulators"][k]} == {"queue_depth",
+                                                                                               "bank_hash"}
+    for change, fragment in (("queue_depth=2", "--set: 'queue_depth=2'"), ("accumulators.queue_depth", "--set:"),
+                             ("accumulators.queue_depth=-1", "accumulators.queue_depth"),
+                             ("accumulators.queue_depth=2.5", "got 2.5")):
+        assert SWEEP.main(["--layers", "1", "--densities", "1.0", "--set", change]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("error: ") and fragment in err and "\n" not in err, err
