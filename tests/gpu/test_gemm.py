@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import pytest
 
-from antsim.gpu import implicit_gemm, phase_gemms
+from antsim.gpu import estimate_layer, implicit_gemm, load_gpu, phase_gemms
 from antsim.workloads.layers import Layer
 
 
@@ -118,3 +119,21 @@ def test_wgrad_gathered_columns_share_one_address_per_input_pixel() -> None:
     assert implicit_gemm(layer, "wgrad").gather_reuse == 15
     assert implicit_gemm(LAYERS[2], "wgrad").gather_reuse == 1  # 1×1: nothing shared
     assert implicit_gemm(layer, "fprop").gather_reuse == 1
+
+
+def test_wgrad_walks_its_reduction_image_by_image() -> None:
+    # N·P·Q is reduced in N slabs of P·Q pixels, each padded to the k step on its own
+    layer = Layer("w", N=8, C=512, K=2048, H=7, W=7, R=1, S=1)
+    g = implicit_gemm(layer, "wgrad")
+    assert g.K == 8 * 49 and g.k_slabs == 8
+    assert g.k_padded(8) == 8 * 56 and g.k_padded(32) == 8 * 64  # 49 pixels -> 56 / 64
+    assert implicit_gemm(dataclasses.replace(layer, H=8, W=8), "wgrad").k_padded(32) == 8 * 64  # no padding
+    assert implicit_gemm(layer, "fprop").k_slabs == implicit_gemm(layer, "dgrad").k_slabs == 1
+    # the same N·P·Q cut into more, smaller images is never faster (more padding), never cheaper in MACs
+    gpu = load_gpu("p100")
+    few = Layer("few", N=2, C=256, K=256, H=14, W=14, R=1, S=1)
+    many = Layer("many", N=8, C=256, K=256, H=7, W=7, R=1, S=1)
+    assert few.N * few.P * few.Q == many.N * many.P * many.Q
+    t_few = estimate_layer(gpu, few, "wgrad", library="cudnn7", selection="heuristic")
+    t_many = estimate_layer(gpu, many, "wgrad", library="cudnn7", selection="heuristic")
+    assert t_many.time_s > t_few.time_s and t_many.details.executed_flops > t_few.details.executed_flops
