@@ -231,25 +231,25 @@ class ClosedFormRun:
     # --- the array ---------------------------------------------------------------------------------
     def advance_array(self) -> bool:
         """Run every array step whose chunk and accumulator half have known times; True if any ran."""
-        moved = False
-        while self.a_step < self.n and self.ready[self.a_step] is not _UNKNOWN:
-            step, pos = self.a_step, self.a_pos
-            ready = self.ready[step]
+        step, n, ready_at, drained_at = self.a_step, self.n, self.ready, self.drained
+        first = step
+        while step < n and ready_at[step] is not _UNKNOWN:
+            pos, ready = self.a_pos, ready_at[step]
             if ready > pos:
                 self.shared["memory_stall"] += ready[0] - pos[0]
                 pos = ready
             freed_by = self.half_wait[step]
-            if freed_by >= 0 and self.drained[freed_by] > pos:
-                self._account_half(pos[0], self.drained[freed_by][0], freed_by)
-                pos = self.drained[freed_by]
+            if freed_by >= 0 and drained_at[freed_by] > pos:
+                self._account_half(pos[0], drained_at[freed_by][0], freed_by)
+                pos = drained_at[freed_by]
             start = pos[0]
             self.started[step] = start
             release = self._multiply(step, start)
             # A step with work ends on a timeout (simpy's now + delay, to the last bit); one without
             # releases in the same event that started it.
             self._released(step, _timeout(pos, release - start) if release > start else pos)
-            moved = True
-        return moved
+            step += 1
+        return step > first
 
     def _account_half(self, start: float, end: float, drained_step: int) -> None:
         """A wait from ``start`` to ``end`` on a drain: its halo part, then its reduction part."""
@@ -273,7 +273,8 @@ class ClosedFormRun:
     def _released(self, step: int, release: Pos) -> None:
         """The barrier of ``step`` released: free its slot, start its drain, move the array on."""
         self.release[step] = release
-        self.end = max(self.end, release[0])
+        if release[0] > self.end:
+            self.end = release[0]
         if self.frees[step]:
             self.puts.append(release)
         self._drain(step, release)
@@ -284,13 +285,15 @@ class ClosedFormRun:
         """Halo exchange and reduction on the shared links, then the drain's first DRAM request."""
         # The drain's process starts right after the release; its links request succeeds as an event,
         # or, while the previous drain holds the links, when that drain's release event grants it.
-        pos = _after(release) if self.links_free < release else _after(self.links_free, 2)
+        links = self.links_free
+        pos = _after(release) if links < release else _after(links, 2)
         pos = _timeout(pos, self.halo_cycles[step])
         self.halo_end[step] = pos[0]
         pos = _timeout(pos, self.reduction_cycles[step])
         self.links_free = pos
         self.drained[step] = _after(pos)
-        self.end = max(self.end, pos[0])
+        if pos[0] > self.end:
+            self.end = pos[0]
         if self.readback_bits[step] > 0:
             self.dram.request(pos, _READBACK, step)
         elif self.output_bits[step] > 0:
