@@ -9,13 +9,24 @@ Measures, each in a fresh SQLite study in a temporary folder, through the real `
      evaluations and evaluation time (wall and CPU seconds — only CPU seconds compare across runs on a
      shared machine) saved, and which designs of the full run's Pareto front the screen dropped.
 
+  4. ``--screen-error N``: the analytic screen (``multi_fidelity.screen: analytic``) against the full model on
+     N random designs of resnet18_cifar_pareto.yaml's space, in this process: per anticipation policy and
+     objective, Spearman's rank correlation, the full/screen ratio's range and the calibrated |error|
+     (each design scaled by the median ratio of the other designs of its policy), and CPU seconds of both;
+  5. ``--screened-sweep N``: resnet18_cifar_pareto.yaml, random sampler (seed 7), ``--workers 2``, every trial
+     full (``--unscreened-trials``) and with the analytic screen (N trials): designs per minute, wall and
+     steady; then every design the screen pruned is evaluated in full here, and the Pareto front of all N
+     designs is compared with the front the screened run found.
+
 Usage: .venv/bin/python scripts/bench_sweep.py [--resnet-trials 3] [--mf-trials 24] [--json out.json]
+       .venv/bin/python scripts/bench_sweep.py --only-screen --screen-error 40 --screened-sweep 96
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -114,6 +125,131 @@ def _front_loss(full: list, screened: list) -> dict:
             "front_designs_screened_out": lost}
 
 
+def _random_designs(n: int, seed: int) -> list[tuple[dict, object]]:
+    """``n`` random designs of resnet18_cifar_pareto.yaml's space that the arch rules accept."""
+    from antsim.dse.objective import build_arch, suggest
+    from antsim.dse.spec import load_sweep
+    from antsim.errors import SpecError
+
+    spec = load_sweep(REPO / "sweeps" / "resnet18_cifar_pareto.yaml")
+    study = optuna.create_study(sampler=optuna.samplers.RandomSampler(seed=seed), directions=["minimize"] * 3)
+    out: list[tuple[dict, object]] = []
+    while len(out) < n:
+        trial = study.ask()
+        params = suggest(trial, spec)
+        try:
+            out.append((params, build_arch(spec, params, f"design{len(out)}")))
+        except SpecError:
+            pass
+        study.tell(trial, state=optuna.trial.TrialState.PRUNED)
+    return out
+
+
+def _screen_error(n: int, seed: int) -> dict:
+    """Screen vs full model on ``n`` random designs (see the module docstring, item 4)."""
+    from scipy.stats import spearmanr
+
+    from antsim.dse import screen
+    from antsim.dse.evaluators import simulator
+    from antsim.dse.spec import load_sweep
+    from antsim.dse.workload import resolve_workload
+    from antsim.errors import MappingError
+
+    spec = load_sweep(REPO / "sweeps" / "resnet18_cifar_pareto.yaml")
+    workload = resolve_workload(spec)
+    screen.workload_operands(workload, spec.seed, False)  # once per process, as a sweep worker does
+    rows = []
+    for params, arch in _random_designs(n, seed):
+        cpu = time.process_time()
+        est = screen.analytic_screen(arch, workload, spec.fidelity, spec.seed)
+        screen_s, cpu = time.process_time() - cpu, time.process_time()
+        try:
+            full = simulator(arch, workload, spec.fidelity, spec.seed)
+        except MappingError:
+            continue
+        rows.append({"policy": params["anticipation.policy"], "screen": est, "full": full, "screen_cpu_s": screen_s,
+                     "full_cpu_s": time.process_time() - cpu})
+        print(json.dumps({"design": len(rows), **{k: rows[-1][k] for k in ("policy", "screen_cpu_s", "full_cpu_s")}}),
+              flush=True)
+    out: dict = {"designs": len(rows), "seed": seed,
+                 "screen_cpu_s_median": round(statistics.median(r["screen_cpu_s"] for r in rows), 3),
+                 "full_cpu_s_median": round(statistics.median(r["full_cpu_s"] for r in rows), 3)}
+    for policy in sorted({r["policy"] for r in rows}):
+        mine = [r for r in rows if r["policy"] == policy]
+        for metric in ("time_s", "energy_j", "area_mm2", "stationary_passes"):
+            est = [r["screen"][metric] for r in mine]
+            full = [r["full"][metric] for r in mine]
+            ratios = [f / e for f, e in zip(full, est, strict=True)]
+            # Leave-one-out calibration: each design scaled by the median ratio of the others of its policy.
+            errors = [abs(e * statistics.median(ratios[:i] + ratios[i + 1:]) / f - 1)
+                      for i, (e, f) in enumerate(zip(est, full, strict=True))] if len(mine) > 1 else [0.0]
+            rho = spearmanr(est, full).statistic if len(set(full)) > 1 and len(set(est)) > 1 else None
+            out[f"{policy}.{metric}"] = {
+                "n": len(mine), "spearman": None if rho is None else round(float(rho), 3),
+                "ratio_min": round(min(ratios), 3), "ratio_max": round(max(ratios), 3),
+                "calibrated_abs_error_median": round(statistics.median(errors), 4),
+                "calibrated_abs_error_max": round(max(errors), 4)}
+    return out
+
+
+def _screened_sweep(folder: Path, n_trials: int, unscreened_trials: int) -> dict:
+    """Throughput with and without the analytic screen, and the front it finds (module docstring, item 5)."""
+    src = REPO / "sweeps" / "resnet18_cifar_pareto.yaml"
+    mf = yaml.safe_load(src.read_text()).get("multi_fidelity") or {}
+    analytic = {"screen": "analytic", "warmup_trials": mf.get("warmup_trials", 8), "margin": mf.get("margin", 0.1)}
+    base = {"sampler": {"name": "random"}, "seed": 7}
+    out: dict = {}
+    full_spec = _spec_variant(src, folder, "rn18_unscreened", multi_fidelity=None, n_trials=unscreened_trials, **base)
+    out["unscreened"] = _run(full_spec, folder / "rn18_unscreened.db", unscreened_trials, 2)
+    print(json.dumps(out["unscreened"]), flush=True)
+    spec = _spec_variant(src, folder, "rn18_screened", multi_fidelity=analytic, n_trials=n_trials, **base)
+    db = folder / "rn18_screened.db"
+    out["screened"] = _run(spec, db, n_trials, 2)
+    trials = optuna.load_study(study_name=spec.stem, storage=make_storage(f"sqlite:///{db}", 60)).get_trials()
+    out["screened"].update(full_evaluations=sum(attrs.stage(t) == "full" for t in trials),
+                           screened=sum(attrs.stage(t) == "proxy" for t in trials),
+                           screen_cpu_s=round(sum(attrs.seconds(t, attrs.PROXY_EVAL_CPU_S) or 0.0 for t in trials), 2),
+                           full_cpu_s=round(sum(attrs.seconds(t, attrs.EVAL_CPU_S) or 0.0 for t in trials), 2))
+    print(json.dumps(out["screened"]), flush=True)
+    out["front"] = _front_check(spec, trials)
+    return out
+
+
+def _front_check(spec_path: Path, trials: list) -> dict:
+    """Evaluate the screened designs in full; compare the front of every design with the screened run's."""
+    from antsim.dse.evaluators import simulator
+    from antsim.dse.objective import build_arch, complete_metrics, constraint_values
+    from antsim.dse.spec import load_sweep
+    from antsim.dse.workload import resolve_workload
+    from antsim.errors import MappingError, SpecError
+
+    spec = load_sweep(spec_path)
+    workload = resolve_workload(spec)
+    found, everything = {}, {}
+    for t in trials:
+        if attrs.stage(t) == "full" and attrs.is_feasible(t) and t.values:
+            found[t.number] = everything[t.number] = list(t.values)
+        elif attrs.stage(t) == "proxy":
+            try:
+                metrics = complete_metrics(simulator(build_arch(spec, t.params, f"check{t.number}"), workload,
+                                                     spec.fidelity, spec.seed))
+            except (MappingError, SpecError):
+                continue
+            if not constraint_values(spec, metrics)[1]:
+                everything[t.number] = [metrics[m] for m in spec.objectives]
+    directions = list(spec.objectives.values())
+
+    def front(points: dict) -> set:
+        numbers = list(points)
+        mask = pareto_mask([points[n] for n in numbers], directions) if numbers else []
+        return {n for n, on in zip(numbers, mask, strict=True) if on}
+
+    true_front, found_front = front(everything), front(found)
+    return {"true_front_size": len(true_front), "found_front_size": len(found_front),
+            "true_front_designs_screened_out": sorted(true_front - found_front),
+            "found_front_not_on_true_front": sorted(found_front - true_front)}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--smoke-trials", type=int, default=24)
@@ -121,17 +257,30 @@ def main() -> int:
     parser.add_argument("--mf-trials", type=int, default=24)
     parser.add_argument("--mf-proxy-layers", type=int, default=2)
     parser.add_argument("--skip-resnet", action="store_true")
+    parser.add_argument("--screen-error", type=int, default=0, metavar="N",
+                        help="analytic screen vs full model on N random designs (0: skip)")
+    parser.add_argument("--screen-seed", type=int, default=23, help="11 is the set the screen was tuned on")
+    parser.add_argument("--screened-sweep", type=int, default=0, metavar="N",
+                        help="2-worker resnet18 sweep of N trials with the analytic screen (0: skip)")
+    parser.add_argument("--unscreened-trials", type=int, default=32)
+    parser.add_argument("--only-screen", action="store_true", help="skip sections 1-3")
     parser.add_argument("--json", type=Path, default=None, help="write all numbers here")
     args = parser.parse_args()
     results: dict = {}
     with tempfile.TemporaryDirectory(prefix="bench_sweep_") as tmp:
         folder = Path(tmp)
-        results["smoke"] = _throughput(folder, REPO / "sweeps" / "smoke.yaml", args.smoke_trials, "smoke")
-        if not args.skip_resnet:
+        if not args.only_screen:
+            results["smoke"] = _throughput(folder, REPO / "sweeps" / "smoke.yaml", args.smoke_trials, "smoke")
+        if not args.skip_resnet and not args.only_screen:
             full = _spec_variant(REPO / "sweeps" / "resnet18_cifar_pareto.yaml", folder, "resnet18_full",
                                  multi_fidelity=None)
             results["resnet18_full_eval"] = _throughput(folder, full, args.resnet_trials, "resnet18")
-        results["multi_fidelity"] = _mf_comparison(folder, args.mf_trials, args.mf_proxy_layers)
+        if not args.only_screen:
+            results["multi_fidelity"] = _mf_comparison(folder, args.mf_trials, args.mf_proxy_layers)
+        if args.screen_error:
+            results["screen_error"] = _screen_error(args.screen_error, args.screen_seed)
+        if args.screened_sweep:
+            results["screened_sweep"] = _screened_sweep(folder, args.screened_sweep, args.unscreened_trials)
     print(json.dumps(results, indent=1))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")
