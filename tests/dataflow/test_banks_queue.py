@@ -170,3 +170,33 @@ def test_long_sequences_take_the_stall_to_stall_scan_with_the_same_result(depth:
     cycles = np.bincount(slot) + results[-1][0] + results[-1][1].max(axis=1)
     for s in range(3):
         assert cycles[s] == _simulate_cycles([list(map(int, r)) for r in loads[slot == s]], depth)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("depth", [1, 4])
+def test_sampled_queue_estimates_stay_close_to_exact(depth: int) -> None:
+    """Stated tolerance (docs/accumulator_banks.md §2): with a 1-in-step sample the queued stall cycles
+    stay within 7 % of exact's pair + conflict cycles per phase (none), 4 % for the oracle's packed groups."""
+    import dataclasses
+
+    from test_exact import _context
+
+    from antsim.dataflow import exact as exact_mod
+    from antsim.dataflow.banks import BankMap
+
+    layer = Layer("c", N=1, C=8, K=8, H=16, W=16, R=3, S=3, stride=1, pad=1)
+    t = random_tensors(layer, 0.4, seed=14)
+    for policy, tolerance in (("none", 0.07), ("oracle", 0.04)):
+        arch = _queued_arch(policy, depth, bank_hash="mod")
+        for phase in ("fprop", "dgrad", "wgrad"):
+            work = map_phase(arch, layer, phase, t, fidelity="exact")
+            context = dataclasses.replace(_context(arch, layer, phase, t, fetch_filter=policy != "none"),
+                                          banks=BankMap(32, "mod", 4, depth))
+            if policy == "oracle":
+                estimate, step = exact_mod.sampled_oracle_conflicts(context, work.issued_pairs.ravel(), budget=500)
+            else:
+                estimate, step = exact_mod.sampled_conflicts(context, policy, budget=2000,
+                                                             issued_pairs=work.issued_pairs.ravel())
+            exact = int(work.conflict_cycles.sum())
+            busy = int(work.issued_pairs.sum()) + exact
+            assert abs(int(estimate.sum()) - exact) <= tolerance * busy, (policy, phase, step)
