@@ -164,7 +164,7 @@ def implicit_gemm(layer: Layer, phase: Phase) -> Gemm:
     # wgrad walks its N·P·Q reduction image by image: a main-loop step never straddles two images, so each
     # image's P·Q pixels pad to the k step (``Gemm.k_slabs = N``) [assumption, inferred from DeepBench: in
     # NCHW an image's plane is the contiguous run of the reduction axis, the next image is C·H·W elements
-    # away; with it every wgrad sheet's error falls — P100 21.1 -> 19.5 %, TITAN Xp 20.7 -> 19.2 %, M40
+    # away; with it every wgrad sheet's error falls — P100 24.7 -> 23.0 %, TITAN Xp 23.1 -> 21.6 %, M40
     # 40.9 -> 37.1 %, T4 fp16 (NHWC) 33.2 -> 29.2 % — most on the 7 × 7 planes, whose 49 pixels pad to 56 (SIMT,
     # 8-deep k step) or 64 (tensor cores, 32-deep), where the flat reduction predicted 0.5–0.7× the
     # measured time on every sheet].

@@ -197,15 +197,6 @@ WINOGRAD_MIN_CHANNELS = 32
 WINOGRAD_WGRAD_GENERATION = 6
 
 
-# Smallest channel count (min of C and K) for which those heuristics run the weight gradient with
-# WINOGRAD_NONFUSED [assumption, from DeepBench: on the cuDNN 6–7.6 sheets (GTX 1080 Ti, P100, TITAN Xp, T4)
-# the Winograd-forward 3×3 wgrads with C = 32–64 run at the GEMM plan's time (0.8–1.3× of its prediction)
-# and 1.2–2× slower than the non-fused Winograd plan, while those with C, K ≥ 128 run at the Winograd plan's
-# time (0.8–1.4×) and 1.5–3.5× faster than the GEMM plan. Non-fused wgrad's α² products are K × C GEMMs:
-# at 64 × 64 each is one CTA tile, so its transform kernels cost as much as its products.]
-WINOGRAD_WGRAD_MIN_CHANNELS = 128
-
-
 # First library generation whose heuristics run an FFT-forward layer's weight gradient with FFT too: cuDNN 7
 # added BWD_FILTER_ALGO_FFT_TILING (the menu above) [assumption, from DeepBench: on the cuDNN 7 sheets the
 # FFT-forward wgrads (3×3 C = 128 on P100 and TITAN Xp, 5×5 C = 192 on T4) run 1.8–2.7× faster than the GEMM
@@ -221,13 +212,11 @@ def heuristic_family(layer: Layer, phase: Phase, forward_algo: str = "", library
     the same stride-1 convolution flipped, follows it when Winograd or FFT (DeepBench's Winograd-forward
     layers have dgrad ≈ fprop times; its FFT-forward 3×3 dgrads on P100 run at 13–19 TFLOP/s of direct
     work, above the GPU's 10.6 TFLOP/s peak), and wgrad follows a Winograd forward from
-    ``WINOGRAD_WGRAD_GENERATION`` on when C, K ≥ ``WINOGRAD_WGRAD_MIN_CHANNELS``, and an FFT forward from
-    ``FFT_WGRAD_GENERATION`` on; the rest run the GEMM algorithms. Without a record: Winograd for 3×3
-    stride-1 layers with C, K ≥ ``WINOGRAD_MIN_CHANNELS`` in fprop and dgrad (and wgrad under the same
-    generation and width rule), else GEMM.
+    ``WINOGRAD_WGRAD_GENERATION`` on and an FFT forward from ``FFT_WGRAD_GENERATION`` on; the rest run the
+    GEMM algorithms. Without a record: Winograd for 3×3 stride-1 layers with C, K ≥
+    ``WINOGRAD_MIN_CHANNELS`` in fprop and dgrad (and wgrad from that generation), else GEMM.
     """
-    wgrad_follows = _generation(library) >= WINOGRAD_WGRAD_GENERATION and \
-        min(layer.C, layer.K) >= WINOGRAD_WGRAD_MIN_CHANNELS
+    wgrad_follows = _generation(library) >= WINOGRAD_WGRAD_GENERATION
     recorded = family_of(forward_algo) if forward_algo else None
     if recorded is not None:
         if phase == "fprop" or (phase == "dgrad" and recorded in ("winograd", "fft")) \
