@@ -357,7 +357,8 @@ def _check_workload(spec: SweepSpec) -> None:
 
 
 def _check_screen(spec: SweepSpec, workload: Any) -> None:
-    """``multi_fidelity.screen``: a known screen; ``analytic`` takes no ``proxy_*`` key and conv layers only."""
+    """``multi_fidelity.screen``: a known screen; ``analytic`` takes no ``proxy_*`` key, sparse designs and conv
+    layers only."""
     mf = spec.multi_fidelity
     if mf is None:
         return
@@ -370,6 +371,10 @@ def _check_screen(spec: SweepSpec, workload: Any) -> None:
         if key in mf.model_fields_set:
             raise SpecError(spec.source, f"multi_fidelity.{key}", "applies to screen: proxy_layers only (the analytic"
                             " screen looks at the whole workload)", getattr(mf, key))
+    assert spec.base_arch_spec is not None
+    if not spec.base_arch_spec.sparsity_support or "sparsity_support" in spec.space:
+        raise SpecError(spec.source, "multi_fidelity.screen", "analytic screens sparse designs only (a dense"
+                        " design's every element would be a non-zero to count); use proxy_layers", mf.screen)
     from antsim.workloads.gemm import Gemm
 
     for layer in workload.layers:

@@ -10,7 +10,7 @@ import optuna
 import pytest
 from optuna.distributions import IntDistribution
 from optuna.trial import TrialState
-from sweep_helpers import write_spec
+from sweep_helpers import ANT, write_spec
 
 from antsim.cli import main
 from antsim.dse.evaluators import analytic
@@ -170,10 +170,14 @@ def test_analytic_screen_calibrates_per_policy(tmp_path: Path) -> None:
     ({"screen": "analytic", "proxy_layers": 2}, "multi_fidelity.proxy_layers", "applies to screen: proxy_layers"),
     ({"screen": "analytic", "proxy_select": ["a"]}, "multi_fidelity.proxy_select", "applies to screen: proxy_layers"),
     ({"screen": 3}, "multi_fidelity.screen", ""),
+    ({"screen": "analytic", "sparsity": "x"}, "multi_fidelity.screen", "sparse designs only"),
 ])
 def test_bad_screen_keys_are_refused(tmp_path: Path, mf: dict, key: str, rule: str) -> None:
+    dense = {}
+    if mf.pop("sparsity", None):  # a dense base design
+        dense = {"base_arch": str(ANT.parent / "dense.yaml"), "space": {"pe_array.rows": {"low": 2, "high": 16}}}
     with pytest.raises(SpecError) as info:
-        load_sweep(write_spec(tmp_path, multi_fidelity=mf))
+        load_sweep(write_spec(tmp_path, multi_fidelity=mf, **dense))
     assert info.value.key == key and rule in str(info.value) and "\n" not in str(info.value)
 
 
