@@ -130,9 +130,10 @@ class ClosedFormRun:
     """
 
     def __init__(self, arch: ArchSpec, schedule: Schedule, params: SimParams) -> None:
-        self.s = schedule
+        self.schedule = schedule
         self.n = schedule.n_steps
         self.n_pes = schedule.n_pes
+        # bits per core cycle, as engine.dram_bits_per_cycle (which imports this module)
         self.dram = _Arrivals(arch.dram.bandwidth_gbps * 8.0 / arch.technology.clock_ghz)
         self.staging_chunks = params.staging_chunks
         self.screening = arch.sparsity_support and arch.anticipation.policy != "none"
@@ -341,11 +342,11 @@ class ClosedFormRun:
 
     def anticipation_busy_cycles(self) -> float:
         """Cycles an anticipation unit screens, averaged over PEs."""
-        return float(self.s.screen.sum()) / max(1, self.n_pes) if self.screening else 0.0
+        return float(self.schedule.screen.sum()) / max(1, self.n_pes) if self.screening else 0.0
 
     def mean_stalls(self) -> dict[str, float]:
         """Stall category → cycles averaged over PEs (each PE's categories sum to the phase's cycles)."""
-        s = self.s
+        s = self.schedule
         if not self.n_pes:
             return dict(self.shared)
         self.stall_pe["busy"] += s.issued.sum(axis=0)
