@@ -24,7 +24,21 @@ import numpy as np
 
 from antsim.errors import AntsimError
 from antsim.version import __version__
-from antsim.vocabulary import Phase, parse_phase
+from antsim.vocabulary import (
+    FIDELITIES,
+    LIBRARIES,
+    PHASES,
+    PRECISION_NAMES,
+    SELECTIONS,
+    TIMING_MODELS,
+    Fidelity,
+    Library,
+    Phase,
+    Precision,
+    Selection,
+    TimingModel,
+    parse_phase,
+)
 
 SCHEMA = "antsim.result/1"
 BACKENDS = ("accelerator", "gpu", "measured", "external")
@@ -264,6 +278,16 @@ _KINDS: dict[str, tuple[str, Callable[[Any], bool]]] = {
 }
 
 
+def _one_of(words: tuple[str, ...]) -> tuple[str, Callable[[Any], bool]]:
+    return f"one of {', '.join(words)}", lambda v: isinstance(v, str) and v in words
+
+
+# A field typed by a vocabulary (``antsim.vocabulary``) accepts only its words: a result file with
+# ``"fidelity": "slow"`` is refused when read, not carried on as a string.
+_KINDS.update({"Phase": _one_of(PHASES), "Fidelity": _one_of(FIDELITIES), "Precision": _one_of(PRECISION_NAMES),
+               "Selection": _one_of(SELECTIONS), "Library": _one_of(LIBRARIES), "TimingModel": _one_of(TIMING_MODELS)})
+
+
 def _optional() -> Any:
     """A field whose key is left out of the JSON when it is None (absent in files that lack it)."""
     return field(default=None, metadata={"omit_none": True})
@@ -389,7 +413,7 @@ class AcceleratorLayerDetails(LayerDetails):
         operand_densities: Measured densities of the operands when they were given (a tensors file).
     """
 
-    fidelity: str
+    fidelity: Fidelity
     seed: int
     tiling: Mapping[str, Any]
     notes: tuple[str, ...]
@@ -426,7 +450,7 @@ class GpuLayerDetails(LayerDetails):
     N: int
     K: int
     algorithm: str
-    precision: str
+    precision: Precision
     tile: str
     split_k: int
     ctas: int
@@ -447,11 +471,11 @@ class GpuLayerDetails(LayerDetails):
     algo: str
     family: str
     tensor_cores: bool
-    run_precision: str
+    run_precision: Precision
     side_s: float
     workspace_bytes: float
-    selection: str
-    library: str
+    selection: Selection
+    library: Library
     conv_time_s: float | None = _optional()
     step_time_s: float | None = _optional()
     step_kernels: tuple[Mapping[str, Any], ...] | None = _optional()
@@ -539,16 +563,16 @@ class WorkloadEcho(JsonRecord):
     layers_csv: str | None = None
     batch: int | None = None
     batch_source: str | None = None
-    phases: tuple[str, ...] | None = None
+    phases: tuple[Phase, ...] | None = None
     layers: tuple[Mapping[str, Any], ...] | None = None
     densities: Mapping[str, float] | None = None
     sparsity: str | None = None
     tensors: str | None = None
     seed: int | None = None
-    fidelity: str | None = None
+    fidelity: Fidelity | None = None
     regime: str | None = None
     batch_sample: int | None = None
-    timing: str | None = None
+    timing: TimingModel | None = None
     echoed: tuple[str, ...] = ()
 
     @classmethod
