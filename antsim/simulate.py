@@ -214,8 +214,7 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[P
             from ``tensors`` or tensors of the wrong shape.
     """
     dens = check_densities(densities)
-    parse_timing(timing)
-    ordered = _check_run(arch, phases, fidelity, batch_sample, None if tensors is not None else sparsity)
+    ordered = _check_run(arch, phases, fidelity, batch_sample, None if tensors is not None else sparsity, timing)
     records: list[LayerResult] = []
     used: list[Tensors] = []
     for index, layer in _iterate(layers, progress, arch.name):
@@ -234,21 +233,29 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[P
         network=None, layers=[layer.to_dict() for layer in layers], batch=_batch_of(layers[0]) if layers else None,
         phases=ordered, densities=dens, sparsity=None if tensors is not None else sparsity, tensors=None,
         seed=int(seed), fidelity=fidelity,
-    ).with_keys(**dict(workload or {}))
-    if any(AcceleratorLayerDetails.of(r).batch_sample is not None for r in records):  # where a layer was estimated
-        echo = echo.with_keys(batch_sample=int(batch_sample))
-    if timing != "events":  # the default tier is not echoed: results made before the option stay byte-equal
-        echo = echo.with_keys(timing=timing)
+    ).with_keys(**{**dict(workload or {}), **_run_keys(records, batch_sample, timing)})
     return NetworkResult(design=arch.name, backend="accelerator", records=tuple(records),
                          spec=arch.to_dict(), workload=echo, area_mm2=design_area_mm2(arch),
                          meta={"sim_params": _params_dict(params)})
 
 
+def _run_keys(records: Sequence[LayerResult], batch_sample: int, timing: TimingModel) -> dict[str, Any]:
+    """Echo keys for how a run departed from the defaults: the batch sample where a layer was estimated, a
+    timing tier other than ``events`` (never echoed, so results made before the option stay byte-equal)."""
+    keys: dict[str, Any] = {}
+    if any(AcceleratorLayerDetails.of(r).batch_sample is not None for r in records):
+        keys["batch_sample"] = int(batch_sample)
+    if timing != "events":
+        keys["timing"] = timing
+    return keys
+
+
 def _check_run(arch: ArchSpec, phases: Sequence[Phase], fidelity: Fidelity, batch_sample: int,
-               sparsity: str | None) -> list[Phase]:
-    """Refuse a bad fidelity, batch sample, phase, generator (``None``: tensors are given) or DRAM
-    technology before any layer runs; returns the phases in canonical order."""
+               sparsity: str | None, timing: TimingModel = "events") -> list[Phase]:
+    """Refuse a bad fidelity, batch sample, phase, generator (``None``: tensors are given), timing tier or
+    DRAM technology before any layer runs; returns the phases in canonical order."""
     parse_fidelity(fidelity)
+    parse_timing(timing)
     check_batch_sample(batch_sample, fidelity)
     for phase in phases:
         parse_phase(phase)
