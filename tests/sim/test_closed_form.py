@@ -147,6 +147,16 @@ def test_batch_tiles_and_passes_match_the_event_model(phase):
     assert closed.details["passes"] > 1
 
 
+@pytest.mark.parametrize("config", ["scnn", "ant", "dense"])
+def test_a_sampled_batch_of_16_matches_the_event_model(config):
+    # fast fidelity, 2 of 16 images mapped and the rest estimated: the schedules a batch-16 sweep times
+    arch = load_arch(f"arch_configs/{config}.yaml")
+    layer = Layer("s", N=16, C=16, K=32, H=8, W=8, R=3, S=3, stride=1, pad=1)
+    tensors = make_tensors(layer, 0.1, 0.5, 0.3, seed=4)
+    for phase in PHASES:
+        _assert_same(arch, map_phase(arch, layer, phase, tensors, "fast", batch_sample=2), Densities(0.1, 0.5, 0.3))
+
+
 def test_one_pe_unlimited_dram_takes_its_issued_pairs(make_work, make_arch, rng):
     issued = rng.integers(1, 500, size=(7, 1))
     timing = simulate_phase(make_arch(pe_array={"rows": 1, "cols": 1}), make_work(7, 1, issued), DENSE,
