@@ -82,10 +82,10 @@ def max_load_extra(group: np.ndarray, bank: np.ndarray, banks: int, n_groups: in
     stall cycles of an unbuffered bank (``queue_depth`` 0), int64."""
     if len(group) == 0:
         return np.zeros(n_groups, np.int64)
-    if n_groups * banks <= _DENSE_LOADS:
-        flat = np.asarray(group, dtype=np.int64) * banks + bank
+    if n_groups * banks <= _DENSE_LOADS:  # keys < 2^22: the index dtype as given (int32 from the sample)
+        flat = np.asarray(group) * banks + bank
         worst = np.bincount(flat, minlength=n_groups * banks).reshape(n_groups, banks).max(axis=1)
-        return np.maximum(worst - 1, 0).astype(np.int64)
+        return np.maximum(worst - 1, 0).astype(np.int64, copy=False)
     keys = np.sort(np.asarray(group, dtype=np.int64) * banks + bank)  # sparse: count the distinct keys
     starts = np.flatnonzero(np.concatenate(([True], keys[1:] != keys[:-1])))
     counts = np.diff(np.append(starts, len(keys)))
