@@ -66,9 +66,15 @@ def _run(spec: Path, db: Path, n_trials: int, workers: int) -> dict:
     study = optuna.load_study(study_name=spec.stem, storage=make_storage(f"sqlite:///{db}", 60))
     trials = [t for t in study.get_trials() if t.datetime_complete is not None]
     span = (max(t.datetime_complete for t in trials) - min(t.datetime_start for t in trials)).total_seconds()
+    # Evaluation CPU seconds (full + proxy/screen): the rate each worker would reach on a core of its own,
+    # Optuna/SQLite bookkeeping and process start excluded — what compares across loads of a shared machine.
+    cpu = sum((attrs.seconds(t, attrs.EVAL_CPU_S) or 0.0) + (attrs.seconds(t, attrs.PROXY_EVAL_CPU_S) or 0.0)
+              for t in trials)
     return {"spec": spec.name, "workers": workers, "trials": len(trials), "wall_s": round(wall, 2),
             "trials_per_min_wall": round(60 * len(trials) / wall, 2),
-            "trials_per_min_steady": round(60 * len(trials) / span, 2) if span > 0 else None}
+            "trials_per_min_steady": round(60 * len(trials) / span, 2) if span > 0 else None,
+            "eval_cpu_s": round(cpu, 2),
+            "trials_per_min_eval_cpu": round(60 * len(trials) * workers / cpu, 2) if cpu > 0 else None}
 
 
 def _throughput(folder: Path, spec: Path, n_trials: int, label: str) -> list[dict]:

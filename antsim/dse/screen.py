@@ -232,17 +232,17 @@ def streamed_fiber_counts(ops: PhaseOperands, tiling: Tiling, classes: StrideCla
         return StreamedCounts(counts[..., None], counts.sum(axis=3), counts)
     fiber *= n_u * n_v
     fiber += ops.streamed_key[1]
-    grid = np.bincount(fiber, minlength=n_fibers * n_u * n_v).astype(np.float64)
-    grid = grid.reshape(n_fibers, n_u, n_v)
-    # Two 2-D products (one BLAS call each; numpy runs a stack of small matrices one by one).
+    grid = np.bincount(fiber, minlength=n_fibers * n_u * n_v).astype(np.float64).reshape(n_fibers, n_u * n_v)
     n_rows, n_cols = len(row_pat), len(col_pat)
-    by_col = (grid.reshape(-1, n_v) @ col_pat.T.astype(np.float64)).reshape(n_fibers, n_u, n_cols)
-    by_set = by_col.transpose(0, 2, 1).reshape(-1, n_u) @ row_pat.T.astype(np.float64)  # (fibers·cols, rows)
-    per_set = by_set.reshape(n_fibers, n_cols, n_rows).transpose(0, 2, 1)  # (fibers, rows, cols)
-    reached = np.outer(row_pat.any(axis=0), col_pat.any(axis=0)).astype(np.float64)
-    fetched = (grid * reached).sum(axis=(1, 2)).reshape(n_blocks, classes.n_streamed).sum(axis=1)
-    unfiltered = grid.sum(axis=(1, 2)).reshape(shape)
-    return StreamedCounts(per_set.reshape(*shape, n_rows * n_cols), fetched.reshape(shape[:3]), unfiltered)
+    # One product with a (u, v) → [every fetch set, all, reached by some set] membership table: the sets'
+    # counts, the unfiltered count and the DRAM reads of every fiber in one BLAS call.
+    member = (row_pat[:, None, :, None] & col_pat[None, :, None, :]).reshape(n_rows * n_cols, n_u * n_v)
+    table = np.vstack([member, np.ones(n_u * n_v, bool), member.any(axis=0)]).T.astype(np.float64)
+    counts = grid @ table  # (fibers, sets + 2)
+    per_set, unfiltered, reached = counts[:, :-2], counts[:, -2], counts[:, -1]
+    fetched = reached.reshape(n_blocks, classes.n_streamed).sum(axis=1)
+    return StreamedCounts(per_set.reshape(*shape, n_rows * n_cols), fetched.reshape(shape[:3]),
+                          unfiltered.reshape(shape))
 
 
 def _pair_sum(stationary: np.ndarray, streamed: np.ndarray, set_of_pe: np.ndarray) -> np.ndarray:
