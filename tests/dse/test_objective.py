@@ -188,3 +188,31 @@ def test_analytic_screen_refuses_gemm_layers(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="conv layers only") as info:
         load_sweep(path)
     assert info.value.key == "multi_fidelity.screen"
+
+
+@pytest.mark.slow  # 39 s on the shared machine at load 9 (16 simulator trials through the CLI)
+def test_analytic_screened_sweep_end_to_end(tmp_path: Path) -> None:
+    """``antsim sweep`` with the analytic screen and the real simulator on two small layers: every trial gets
+    the screen's look, its recorded screen metrics are ``analytic_screen``'s, and the export counts it."""
+    from antsim.dse.screen import analytic_screen
+
+    layers = [{"name": "a", "N": 1, "C": 8, "K": 16, "H": 8, "W": 8, "R": 3, "S": 3, "stride": 1, "pad": 1},
+              {"name": "b", "N": 1, "C": 16, "K": 16, "H": 4, "W": 4, "R": 3, "S": 3, "stride": 2, "pad": 1}]
+    path = write_spec(tmp_path, "e2e", evaluator="simulator", n_trials=16, sampler="random",
+                      workload={"layers": layers, "densities": {"w": 0.3, "a": 0.3, "g": 0.3}, "sparsity": "uniform"},
+                      space={"pe_array.rows": {"low": 2, "high": 8}, "pe_array.F": {"choices": [2, 4]},
+                             "anticipation.policy": {"choices": ["none", "ant"]}},
+                      multi_fidelity={"screen": "analytic", "warmup_trials": 4, "margin": 0.05})
+    assert main(["sweep", str(path), "--export", str(tmp_path / "out"), "--no-figures"]) == 0
+    spec = load_sweep(path)
+    db = tmp_path / "results" / "e2e.db"
+    study = optuna.load_study(study_name="e2e", storage=make_storage(f"sqlite:///{db}", 60))
+    trials = study.get_trials()
+    assert len(trials) == 16 and all("proxy_metrics" in t.user_attrs for t in trials)
+    workload = resolve_workload(spec)
+    for t in trials[:3]:
+        arch = build_arch(spec, t.params, t.user_attrs["arch_name"])
+        assert t.user_attrs["proxy_metrics"] == complete_metrics(analytic_screen(arch, workload, seed=spec.seed))
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())["multi_fidelity"]
+    assert summary["screened_by_proxy"] == sum(t.user_attrs.get("stage") == "proxy" for t in trials)
+    assert summary["proxy_evaluations"] == 16
