@@ -95,17 +95,16 @@ def make_cells(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, st
     per_fiber = np.array([sum(1 for a, _ in classes.groups if a == cls) for cls in range(classes.n_stationary)],
                          np.int64)[stationary_class] * tiling.n_groups
     ends = np.cumsum(per_fiber)
-    layout = streamed.layout
-    index = _StreamedIndex.of(streamed.vectors, layout.n_blocks * layout.n_classes * layout.n_sets)
+    index = _StreamedIndex.of(streamed)
     parts, first = [], 0
     while first < len(per_fiber):
         last = max(first + 1, int(np.searchsorted(ends, (ends[first] - per_fiber[first]) + _CELL_BATCH, "right")))
         fibers = slice(first, last)
         batch = _FiberBatch(first, image[fibers], channel[fibers], pe[fibers], stationary_class[fibers])
-        parts.append(_cells_of(problem, tiling, classes, stationary, streamed, batch, index))
+        parts.append(_cells_of(problem, tiling, classes, stationary, batch, index))
         first = last
     if len(parts) <= 1:
-        return parts[0] if parts else _cells_of(problem, tiling, classes, stationary, streamed,
+        return parts[0] if parts else _cells_of(problem, tiling, classes, stationary,
                                                  _FiberBatch(0, image, channel, pe, stationary_class), index)
     return Cells(*(np.concatenate([getattr(part, f.name) for part in parts]) for f in fields(Cells)))
 
@@ -122,8 +121,10 @@ class _FiberBatch:
 
 
 def _cells_of(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, stationary: Vectors,
-              streamed: StreamedOperand, batch: _FiberBatch, index: _StreamedIndex) -> Cells:
-    """The non-inert cells of the stationary fibers of ``batch``: each fiber's terms repeated over its cells."""
+              batch: _FiberBatch, index: _StreamedIndex) -> Cells:
+    """The non-inert cells of the stationary fibers of ``batch`` (streamed fibers found through ``index``): each
+    fiber's terms repeated over its cells."""
+    streamed = index.streamed
     Nt, Ct = problem.streamed_shape[:2]
     G, n_pes = tiling.n_groups, tiling.n_pes
     cells, group, b_class_of = _walk_order(batch.stationary_class, classes, G)
@@ -153,23 +154,25 @@ def _cells_of(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, sta
 
 @dataclass(frozen=True)
 class _StreamedIndex:
-    """Where each streamed fiber key lies in ``vectors.fiber_keys``: a lookup table over the key space when it is at
-    most ``_KEY_TABLE_PER_FIBER`` entries per fiber (one gather per cell), else a binary search."""
+    """Where each streamed fiber key lies in ``streamed.vectors.fiber_keys``: a lookup table over the key space when
+    it is at most ``_KEY_TABLE_PER_FIBER`` entries per fiber (one gather per cell), else a binary search."""
 
-    vectors: Vectors
+    streamed: StreamedOperand
     position: np.ndarray | None
 
     @classmethod
-    def of(cls, vectors: Vectors, key_space: int) -> _StreamedIndex:
-        if key_space > _KEY_TABLE_PER_FIBER * len(vectors.fiber_keys) + (1 << 16):
-            return cls(vectors, None)
+    def of(cls, streamed: StreamedOperand) -> _StreamedIndex:
+        layout, keys = streamed.layout, streamed.vectors.fiber_keys
+        key_space = layout.n_blocks * layout.n_classes * layout.n_sets
+        if key_space > _KEY_TABLE_PER_FIBER * len(keys) + (1 << 16):
+            return cls(streamed, None)
         position = np.full(key_space, -1, np.int64)
-        position[vectors.fiber_keys] = np.arange(len(vectors.fiber_keys))
-        return cls(vectors, position)
+        position[keys] = np.arange(len(keys))
+        return cls(streamed, position)
 
     def fibers(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """First F-vector, F-vector count and non-zeros of each key's fiber (0 where the fetch filter emptied it)."""
-        vectors = self.vectors
+        vectors = self.streamed.vectors
         if not len(vectors.fiber_keys):
             zeros = np.zeros(len(keys), np.int64)
             return zeros, zeros.copy(), zeros.copy()
