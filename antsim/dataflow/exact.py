@@ -189,23 +189,46 @@ def _shrunk(extra_sum: np.ndarray, sample_slot: np.ndarray, n_slots: int, issued
     return np.rint(rate * issued_pairs).astype(np.int64)
 
 
+# Consecutive candidate pairs per run of the sample when the banks queue (``queue_depth`` > 0): a FIFO's
+# backlog carries from pair to pair, and neighbouring pairs of a cell share their F-vector and meet
+# neighbouring I-vectors, so they pile onto the same banks; a 1-in-step sample of single pairs reads
+# such a run as independent pairs (−90 % of the stall cycles of a 64→64 56² layer at density 0.85,
+# docs/accumulator_banks.md §2). [choice] Runs of 256 within the same 2^15-pair budget (128 runs).
+_QUEUE_RUN = 256
+
+
+def _sample_picks(total: int, budget: int, run: int) -> tuple[np.ndarray, np.ndarray, int]:
+    """Global indices of the sampled candidate pairs, the run each belongs to, and the sampling step:
+    a systematic 1-in-step sample (``run`` 1, or every pair when they fit the budget), else
+    ``budget // run`` runs of ``run`` consecutive pairs at evenly spaced positions."""
+    step = max(1, -(-total // budget))
+    if step == 1 or run <= 1:
+        picks = np.arange(step // 2, total, step, dtype=np.int64)
+        return picks, np.zeros(len(picks), np.int64), step
+    n_runs = max(1, budget // run)
+    first = np.clip(((np.arange(n_runs) + 0.5) * (total / n_runs)).astype(np.int64) - run // 2, 0, total - run)
+    return (first[:, None] + np.arange(run)).ravel(), np.repeat(np.arange(n_runs), run), step
+
+
 def sampled_conflicts(context: MappingContext, policy: Policy, budget: int = _CONFLICT_SAMPLE_PAIRS,
                       issued_pairs: np.ndarray | None = None) -> ConflictEstimate:
-    """Bank-conflict cycles per slot from a systematic 1-in-step sample of the candidate pairs.
+    """Bank-conflict cycles per slot from a sample of the candidate pairs.
 
     ``step = ceil(candidates / budget)``; every pair is taken when the step is 1, which makes the result
-    exact. Each sampled issued pair's products are enumerated and hashed as in ``run_exact``. With a step
-    above 1 a slot's cycles are its issued pairs (``issued_pairs``, exact) times its sampled conflict rate
-    shrunk toward the phase-wide rate (weight ``_PRIOR_PAIRS`` pairs), which keeps slots with few sampled
-    pairs from reading 0 or a multiple of the step; without ``issued_pairs`` the sample is scaled by the step.
+    exact. Unbuffered banks (``queue_depth`` 0) take a systematic 1-in-step sample; queued banks take
+    runs of ``_QUEUE_RUN`` consecutive pairs, each run a sequence of its own through the bank FIFOs. Each
+    sampled issued pair's products are enumerated and hashed as in ``run_exact``. With a step above 1 a
+    slot's cycles are its issued pairs (``issued_pairs``, exact) times its sampled conflict rate shrunk
+    toward the phase-wide rate (weight ``_PRIOR_PAIRS`` pairs), which keeps slots with few sampled pairs
+    from reading 0 or a multiple of the step; without ``issued_pairs`` the sample is scaled by the step.
     """
     cells, n_slots = context.cells, context.n_slots
-    total = int(cells.n_pairs.sum())
-    sample_step = max(1, -(-total // budget))
-    pairs = _pairs_at(cells, np.arange(sample_step // 2, total, sample_step, dtype=np.int64))
+    banks, depth = context.banks.banks, context.banks.queue_depth
+    picks, run, sample_step = _sample_picks(int(cells.n_pairs.sum()), budget, _QUEUE_RUN if depth else 1)
+    pairs = _pairs_at(cells, picks)
     reachable = screen(context.problem, context.stationary, context.streamed_vectors, pairs)
     if policy == "ant":
-        pairs = PairBatch(pairs.cell[reachable], pairs.f[reachable], pairs.i[reachable])
+        pairs, run = PairBatch(pairs.cell[reachable], pairs.f[reachable], pairs.i[reachable]), run[reachable]
         reachable = np.ones(len(pairs.f), bool)
     # A pair the screen proves holds no valid product writes no bank, so it conflicts nowhere: only the others
     # are enumerated (most of SCNN's wgrad sample), and the rest count as sampled pairs with no conflict.
@@ -213,14 +236,16 @@ def sampled_conflicts(context: MappingContext, policy: Policy, budget: int = _CO
     products = _Enumerator(context, scatter=False).batch(
         PairBatch(pairs.cell[enumerated], pairs.f[enumerated], pairs.i[enumerated]), 0)
     slot = cells.slot[pairs.cell]
-    banks, depth = context.banks.banks, context.banks.queue_depth
     drain = np.zeros(n_slots, np.int64)
-    if depth:  # the sampled pairs, in order, as each slot's sequence (exact when every pair is sampled)
+    if depth:  # every (run, slot) its own sequence; a slot's last backlog drains only when every pair is taken
         loads = np.zeros((len(pairs.f), banks), np.int32)
         loads[enumerated] = bank_loads(products.pair, products.bank, banks, len(enumerated))
-        queues = BankQueues(n_slots, banks, depth)
-        queues.feed(slot, loads)
-        extra_sum, drain = queues.stalls.astype(np.float64), queues.drain()
+        sequence_key, sequence = np.unique(run * n_slots + slot, return_inverse=True)
+        queues = BankQueues(len(sequence_key), banks, depth)
+        queues.feed(sequence.ravel(), loads)
+        extra_sum = np.bincount(sequence_key % n_slots, weights=queues.stalls, minlength=n_slots)
+        if sample_step == 1:  # one sequence per slot
+            drain[sequence_key] = queues.drain()
     else:
         extra = np.zeros(len(pairs.f), np.int64)
         extra[enumerated] = max_load_extra(products.pair, products.bank, banks, len(enumerated))
