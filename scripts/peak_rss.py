@@ -1,0 +1,204 @@
+"""Peak RSS of one whole training step per zoo network and design, each in a fresh subprocess.
+
+Every run is ``antsim simulate --arch A --network N --batch B [--batch-sample K] --no-progress --out <tmp>``
+(fprop, dgrad and wgrad of every layer, ``fast`` fidelity, default densities) in its own process; its peak
+resident set is the ``ru_maxrss`` that ``os.wait4`` returns for that child (Linux: the largest RSS of the
+child and of any process it waited for, not their sum). One BLAS thread per run. A run that fails, is
+refused by the resource guard (exit 2) or times out is listed with that status, never dropped.
+
+Batches: ``1`` and ``train``, the network's training batch (``TRAINING_BATCH``): BERT-base 8 and the LSTM
+20 (the batches of the GEMM accelerator results, docs/gemm.md), 16 for every CNN and the ViT; at a batch
+above ``--batch-sample`` the run maps that many images and estimates the others (antsim.dataflow.sampling;
+the dense design always maps every image).
+
+Usage: .venv/bin/python scripts/peak_rss.py [--networks a,b] [--archs scnn,ant,dense] [--batch 1,train]
+       [--batch-sample 2] [--timeout 1800] [--jobs 1] [--force] [--json out.json]
+Writes a markdown table (network, design, batch, sample, status, peak RSS MB, wall s) and the largest peak.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+# The batch a network trains at when `--batch train` is asked for. BERT-base 8 and LSTM-medium 20 are the
+# batches of the GEMM accelerator results (docs/gemm.md; 20 is the batch of Zaremba et al., arXiv:1409.2329);
+# every other zoo network (the CNNs and the CIFAR ViT) gets 16, the batch of issue 16's batch-16 target.
+TRAINING_BATCH = {"bert-base": 8, "lstm-lm-medium": 20}
+DEFAULT_TRAINING_BATCH = 16
+LIMIT_MB = 2048.0  # issue 16's done-criterion: peak RSS of every zoo step < 2 GB
+
+
+@dataclass(frozen=True)
+class Run:
+    """One training step to measure: network, design (arch_configs/<design>.yaml), batch, sampled images
+    (0 = every image)."""
+    network: str
+    design: str
+    batch: int
+    batch_sample: int
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What one run gave: status ``ok`` | ``failed (rc N)`` | ``refused (guard)`` | ``timeout``, peak RSS in
+    MiB (also for a failed run: what it held until it stopped), wall seconds, the last stderr line."""
+    run: Run
+    status: str
+    peak_rss_mb: float
+    wall_s: float
+    message: str
+
+
+def training_batch(network: str) -> int:
+    return TRAINING_BATCH.get(network, DEFAULT_TRAINING_BATCH)
+
+
+def parse_batches(text: str) -> list[str]:
+    """``1,train`` → ``["1", "train"]``; each item a positive int or ``train``."""
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    bad = [item for item in items if item != "train" and not (item.isdigit() and int(item) > 0)]
+    if not items or bad:
+        raise SystemExit(f"peak_rss.py: --batch wants positive ints or 'train', comma-separated; got {text!r}")
+    return items
+
+
+def plan_runs(networks: Sequence[str], designs: Sequence[str], batches: Sequence[str],
+              batch_sample: int) -> list[Run]:
+    """Every (network, batch, design) in that order, duplicates dropped; a batch above ``batch_sample``
+    samples that many images (``batch_sample`` 0: every image)."""
+    runs: list[Run] = []
+    for network in networks:
+        sizes = [training_batch(network) if item == "train" else int(item) for item in batches]
+        for batch in dict.fromkeys(sizes):
+            sample = batch_sample if 0 < batch_sample < batch else 0
+            runs.extend(Run(network, design, batch, sample) for design in designs)
+    return runs
+
+
+def command(run: Run, out: Path, force: bool) -> list[str]:
+    cmd = [sys.executable, "-m", "antsim", "simulate", "--arch", str(ROOT / "arch_configs" / f"{run.design}.yaml"),
+           "--network", run.network, "--batch", str(run.batch), "--no-progress", "--out", str(out)]
+    if run.batch_sample:
+        cmd += ["--batch-sample", str(run.batch_sample)]
+    return cmd + (["--force"] if force else [])
+
+
+def status_of(returncode: int, timed_out: bool) -> str:
+    """A wait status as the table's status: the guard's user error is exit 2 (antsim.guard)."""
+    if timed_out:
+        return "timeout"
+    if returncode == 0:
+        return "ok"
+    return "refused/error (rc 2)" if returncode == 2 else f"failed (rc {returncode})"
+
+
+def measure(run: Run, timeout_s: float, force: bool) -> Measured:
+    """Run one step in a fresh process group; kill the group at ``timeout_s``; its own ``ru_maxrss``."""
+    with tempfile.TemporaryDirectory(prefix="peak_rss_") as tmp:
+        stderr_path = Path(tmp) / "stderr.txt"
+        with stderr_path.open("w") as stderr:
+            start = time.perf_counter()
+            child = subprocess.Popen(command(run, Path(tmp) / "result.json", force), cwd=ROOT,
+                                     env={**os.environ, **ONE_THREAD}, stdout=subprocess.DEVNULL,
+                                     stderr=stderr, start_new_session=True)
+            fired = threading.Event()
+
+            def kill() -> None:
+                fired.set()
+                try:
+                    os.killpg(child.pid, signal.SIGKILL)
+                except ProcessLookupError:  # it ended between the timer firing and the kill
+                    pass
+
+            timer = threading.Timer(timeout_s, kill)
+            timer.start()
+            _, wait_status, usage = os.wait4(child.pid, 0)
+            timer.cancel()
+            child.returncode = os.waitstatus_to_exitcode(wait_status)  # reaped here; keep Popen from waiting
+            wall = time.perf_counter() - start
+        lines = stderr_path.read_text(errors="replace").strip().splitlines()
+    # ru_maxrss is in KiB on Linux
+    return Measured(run, status_of(child.returncode, fired.is_set()), usage.ru_maxrss / 1024.0, wall,
+                    lines[-1][:200] if lines else "")
+
+
+def table(rows: Sequence[Measured]) -> str:
+    head = ["| network | design | batch | sample | status | peak RSS (MB) | wall (s) |",
+            "|---|---|---:|---:|---|---:|---:|"]
+    body = [f"| {m.run.network} | {m.run.design} | {m.run.batch} | {m.run.batch_sample or 'all'} | {m.status} | "
+            f"{m.peak_rss_mb:,.0f} | {m.wall_s:,.1f} |" for m in rows]
+    return "\n".join(head + body)
+
+
+def largest(rows: Sequence[Measured]) -> str:
+    if not rows:
+        return "no runs"
+    top = max(rows, key=lambda m: m.peak_rss_mb)
+    over = [m for m in rows if m.peak_rss_mb >= LIMIT_MB]
+    not_ok = [m for m in rows if m.status != "ok"]
+    return (f"largest: {top.peak_rss_mb:,.0f} MB ({top.run.network}, {top.run.design}, batch {top.run.batch}, "
+            f"{top.status}); {len(over)} of {len(rows)} runs at or above {LIMIT_MB:,.0f} MB; "
+            f"{len(not_ok)} not ok")
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--networks", default="", help="comma-separated zoo networks (default: all of `antsim zoo`)")
+    parser.add_argument("--archs", default="scnn,ant,dense", help="designs of arch_configs/, comma-separated")
+    parser.add_argument("--batch", default="1,train", help="batches: ints and/or 'train' (default 1,train)")
+    parser.add_argument("--batch-sample", type=int, default=2, help="images mapped at a larger batch (0 = all)")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per run before it is killed")
+    parser.add_argument("--jobs", type=int, default=1, help="runs at once (default 1: memory is the point)")
+    parser.add_argument("--force", action="store_true", help="pass --force (run past the resource guard)")
+    parser.add_argument("--json", type=Path, default=None, help="also write every row as JSON")
+    args = parser.parse_args(argv)
+    if args.batch_sample < 0 or args.jobs < 1 or args.timeout <= 0:
+        parser.error("--batch-sample must be >= 0, --jobs >= 1 and --timeout > 0")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from antsim.workloads.zoo import networks as zoo_networks
+
+    args = parse_args(argv)
+    names = [n for n in args.networks.split(",") if n] or zoo_networks()
+    unknown = sorted(set(names) - set(zoo_networks()))
+    designs = [d for d in args.archs.split(",") if d]
+    missing = [d for d in designs if not (ROOT / "arch_configs" / f"{d}.yaml").is_file()]
+    if unknown or missing or not designs:
+        raise SystemExit(f"peak_rss.py: unknown networks {unknown} or designs {missing or designs}")
+    runs = plan_runs(names, designs, parse_batches(args.batch), args.batch_sample)
+    rows: list[Measured] = []
+
+    def one(run: Run) -> Measured:
+        measured = measure(run, args.timeout, args.force)
+        print(f"{run.network} {run.design} batch {run.batch}: {measured.status}, {measured.peak_rss_mb:,.0f} MB, "
+              f"{measured.wall_s:,.1f} s", file=sys.stderr, flush=True)
+        return measured
+
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        rows = list(pool.map(one, runs))
+    print(table(rows))
+    print(largest(rows))
+    if args.json:
+        args.json.write_text(json.dumps([{**asdict(m.run), **{k: v for k, v in asdict(m).items() if k != "run"}}
+                                         for m in rows], indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
