@@ -175,8 +175,8 @@ def test_long_sequences_take_the_stall_to_stall_scan_with_the_same_result(depth:
 @pytest.mark.slow
 @pytest.mark.parametrize("depth", [1, 4])
 def test_sampled_queue_estimates_stay_close_to_exact(depth: int) -> None:
-    """Stated tolerance (docs/accumulator_banks.md §2): with a 1-in-step sample the queued stall cycles
-    stay within 7 % of exact's pair + conflict cycles per phase (none), 4 % for the oracle's packed groups."""
+    """Stated tolerance (docs/accumulator_banks.md §2): sampled in runs, the queued stall cycles
+    stay within 2 % of exact's pair + conflict cycles per phase (none), 4 % for the oracle's packed groups."""
     import dataclasses
 
     from test_exact import _context
@@ -186,7 +186,7 @@ def test_sampled_queue_estimates_stay_close_to_exact(depth: int) -> None:
 
     layer = Layer("c", N=1, C=8, K=8, H=16, W=16, R=3, S=3, stride=1, pad=1)
     t = random_tensors(layer, 0.4, seed=14)
-    for policy, tolerance in (("none", 0.07), ("oracle", 0.04)):
+    for policy, tolerance in (("none", 0.02), ("oracle", 0.04)):
         arch = _queued_arch(policy, depth, bank_hash="mod")
         for phase in ("fprop", "dgrad", "wgrad"):
             work = map_phase(arch, layer, phase, t, fidelity="exact")
