@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from types import FrameType
 
 ROOT = Path(__file__).resolve().parents[1]
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
@@ -155,6 +157,91 @@ def largest(rows: Sequence[Measured]) -> str:
             f"{len(not_ok)} not ok")
 
 
+# --where: which arrays are alive when the process is at its largest. A thread samples the RSS every
+# WHERE_INTERVAL_S; at each new peak it lists the numpy arrays the main thread's frames hold (locals, and one
+# level into their lists, tuples, dicts and dataclass fields), so the report names file:line, variable, shape
+# and dtype. Arrays held only by C code (a sort's scratch buffer) are not seen; the RSS at the peak says how
+# much that leaves.
+WHERE_INTERVAL_S = 0.02
+WHERE_MIN_BYTES = 8 * 2**20  # arrays smaller than 8 MiB are summed, not listed
+
+
+def rss_bytes() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _arrays_in(name: str, value: object) -> list[tuple[str, object]]:
+    """(name, array) for ``value`` and one level into its containers or dataclass fields."""
+    import dataclasses
+
+    import numpy as np
+
+    if isinstance(value, np.ndarray):
+        return [(name, value)]
+    if isinstance(value, dict):
+        items = [(f"{name}[{k!r}]", v) for k, v in list(value.items())[:64]]
+    elif isinstance(value, (list, tuple)):
+        items = [(f"{name}[{i}]", v) for i, v in enumerate(value[:64])]
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        items = [(f"{name}.{f.name}", getattr(value, f.name, None)) for f in dataclasses.fields(value)]
+    else:
+        return []
+    return [(n, v) for n, v in items if isinstance(v, np.ndarray)]
+
+
+def frame_arrays(frame: FrameType | None) -> list[str]:
+    """One line per array of at least WHERE_MIN_BYTES the frames from ``frame`` outwards hold, largest first
+    (an array held by several frames is counted once, at its innermost holder)."""
+    import numpy as np
+
+    seen: dict[int, tuple[int, str]] = {}
+    while frame is not None:
+        where = f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno} {frame.f_code.co_name}"
+        for name, value in list(frame.f_locals.items()):
+            for label, array in _arrays_in(name, value):
+                assert isinstance(array, np.ndarray)
+                base = array.base if isinstance(array.base, np.ndarray) else array
+                if id(base) not in seen and base.nbytes >= WHERE_MIN_BYTES:
+                    seen[id(base)] = (base.nbytes, f"{base.nbytes / 2**20:8.1f} MiB  {where}  {label} "
+                                                   f"{array.shape} {array.dtype}")
+        frame = frame.f_back
+    return [line for _, line in sorted(seen.values(), reverse=True)]
+
+
+@dataclass
+class _Peak:
+    """The largest RSS the sampler saw and the arrays alive then."""
+    rss: int = 0
+    arrays: tuple[str, ...] = ()
+
+
+def where_peak(cli_args: Sequence[str]) -> int:
+    """Run ``antsim <cli_args>`` in this process and print the arrays alive at its peak RSS."""
+    from antsim.cli import main as antsim_main
+
+    main_id = threading.main_thread().ident
+    peak, done = _Peak(), threading.Event()
+
+    def sample() -> None:
+        while not done.wait(WHERE_INTERVAL_S):
+            rss = rss_bytes()
+            if rss > peak.rss * 1.02:  # a new peak by 2 %: worth walking the frames again
+                frame = sys._current_frames().get(main_id) if main_id is not None else None
+                peak.rss, peak.arrays = rss, tuple(frame_arrays(frame))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    status = antsim_main(list(cli_args))
+    done.set()
+    sampler.join()
+    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+    print(f"antsim {' '.join(cli_args)}: exit {status}; sampled peak RSS {peak.rss / 2**20:,.0f} MiB "
+          f"(ru_maxrss {maxrss:,.0f} MiB)")
+    print("\n".join(peak.arrays) or "no array of 8 MiB or more in the main thread's frames")
+    return status
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--networks", default="", help="comma-separated zoo networks (default: all of `antsim zoo`)")
@@ -165,6 +252,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=1, help="runs at once (default 1: memory is the point)")
     parser.add_argument("--force", action="store_true", help="pass --force (run past the resource guard)")
     parser.add_argument("--json", type=Path, default=None, help="also write every row as JSON")
+    parser.add_argument("--where", nargs=argparse.REMAINDER, default=None, metavar="SIMULATE_ARGS",
+                        help="instead: run `antsim simulate SIMULATE_ARGS` here and list the arrays alive at its "
+                             "peak RSS (last option)")
     args = parser.parse_args(argv)
     if args.batch_sample < 0 or args.jobs < 1 or args.timeout <= 0:
         parser.error("--batch-sample must be >= 0, --jobs >= 1 and --timeout > 0")
@@ -175,6 +265,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     from antsim.workloads.zoo import networks as zoo_networks
 
     args = parse_args(argv)
+    if args.where is not None:
+        return where_peak(["simulate", *args.where])
     names = [n for n in args.networks.split(",") if n] or zoo_networks()
     unknown = sorted(set(names) - set(zoo_networks()))
     designs = [d for d in args.archs.split(",") if d]
