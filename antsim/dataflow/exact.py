@@ -116,7 +116,7 @@ class _Enumerator:
         else:
             out = np.zeros(0, np.int64)
         bank = self._bank(pair, pair_slot, out_channel, s_elem, out_row, out_col)
-        return _Products(pair_slot[pair], out, bank, pair + pair_base)
+        return _Products(pair_slot[pair], out, bank, np.add(pair, pair_base, dtype=np.int64))
 
     def _bank(self, pair: np.ndarray, pair_slot: np.ndarray, out_channel: np.ndarray, s_elem: np.ndarray,
               out_row: np.ndarray, out_col: np.ndarray) -> np.ndarray:
