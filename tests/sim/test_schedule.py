@@ -57,3 +57,16 @@ def test_a_dense_design_has_no_bank_conflicts_and_policy_none_no_screening(make_
     ant = build_schedule(make_arch(pe_array={"rows": 1, "cols": 1},
                                    anticipation={"policy": "ant", "pairs_per_cycle": 4.0}), work, DENSE)
     assert ant.conflicts.tolist() == [[5.0], [5.0]] and ant.screen.tolist() == [[10.0], [10.0]]
+
+
+@pytest.mark.parametrize("compression", [{"format": "zero_run", "index_bits": 4}, {"format": "bitmap", "index_bits": 0},
+                                         {"format": "coordinate", "index_bits": 6}, DENSE_FORMAT])
+@pytest.mark.parametrize("density", [1e-13, 0.013, 0.1, 0.37, 1.0])
+def test_encoded_bits_each_is_the_scalar_function_bit_for_bit(make_arch, rng, compression, density) -> None:
+    from antsim.sim.schedule import encoded_bits_each
+    from antsim.spec.encoding import encoded_bits
+
+    comp = make_arch(compression=compression).compression
+    values = np.r_[0.0, rng.integers(0, 100000, 200) * 1.0, rng.random(50) * 777.7, -3.0]
+    each = encoded_bits_each(values, density, comp)
+    assert each.tolist() == [encoded_bits(float(v), density, comp) for v in values]  # == on floats: exact
