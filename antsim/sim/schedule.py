@@ -201,6 +201,8 @@ def build_schedule(arch: ArchSpec, work: PhaseWork, densities: Densities,
 
     def split(values: np.ndarray) -> np.ndarray:
         v = values[chunk]
+        if passes == 1:  # the whole of each chunk in its one pass (the general form gives the same integers)
+            return v
         return (v * (pass_of[:, None] + 1)) // passes - (v * pass_of[:, None]) // passes
 
     conflicts = split(work.conflict_cycles)
