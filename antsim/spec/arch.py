@@ -72,9 +72,10 @@ class Accumulators(_Section):
     queue_depth: int = Field(
         0, ge=0, le=1024,
         description="products buffered in a FIFO in front of each accumulator bank (docs/accumulator_banks.md)."
-                    " 0 (default; SCNN and DNNsim give no queue): the array stalls until every product of a pair"
-                    " is written, max(1, largest bank load) cycles; Q > 0: it stalls only while a bank's backlog"
-                    " exceeds Q (scatter-network FIFOs as in Kim, Park & Park, IEEE Access 2022)")
+                    " 0 (default; no source gives SCNN a queue, DNNsim models none): the array stalls until"
+                    " every product of a pair is written, max(1, largest bank load) cycles; Q > 0: it stalls"
+                    " only while a bank's backlog exceeds Q (scatter-network FIFOs as in Kim, Park & Park,"
+                    " IEEE Access 2022)")
 
 
 class Buffers(_Section):
