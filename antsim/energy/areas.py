@@ -44,7 +44,7 @@ def _datapath_um2(arch: ArchSpec, table: EnergyTable) -> dict[str, float]:
         "multiplier": inputs * area.multiplier_um2 * (arch.pe_array.multiplier_bits / par.multiplier_bits) ** 2,
         "coordinate": coordinate if sparse else 0.0,
         "crossbar": crossbar if sparse else 0.0,
-        "accumulator": geo.accumulator_bits(arch) * area.register_file_um2_per_bit
+        "accumulator": (geo.accumulator_bits(arch) + geo.bank_fifo_bits(arch)) * area.register_file_um2_per_bit
         + acc.banks * acc.value_bits * area.adder_um2_per_bit,
     }
 

@@ -31,6 +31,27 @@ def accumulator_bits(arch: ArchSpec) -> int:
     return acc.banks * acc.entries_per_bank * acc.value_bits * (2 if acc.double_buffered else 1)
 
 
+def bank_fifo_bits(arch: ArchSpec) -> int:
+    """Bank-FIFO storage of one PE in bits (``accumulators.queue_depth``; 0 without FIFOs).
+
+    Each queued product holds its value and the entry it adds into: ``queue_depth × banks × (value_bits +
+    ⌈log2 entries_per_bank⌉)`` (docs/accumulator_banks.md §2).
+    """
+    acc = arch.accumulators
+    return acc.queue_depth * acc.banks * (acc.value_bits + bank_fifo_entry_bits(arch))
+
+
+def bank_fifo_entry_bits(arch: ArchSpec) -> int:
+    """Bits that name one entry of a bank: ⌈log2 entries_per_bank⌉."""
+    return max(1, (arch.accumulators.entries_per_bank - 1).bit_length())
+
+
+def bank_fifo_kb(arch: ArchSpec) -> float:
+    """One bank's FIFO in KB (the size its per-bit access energy scales with)."""
+    acc = arch.accumulators
+    return acc.queue_depth * (acc.value_bits + bank_fifo_entry_bits(arch)) / BITS_PER_KB
+
+
 def weight_fifo_bits(arch: ArchSpec) -> int:
     """Weight-FIFO storage of one PE in bits.
 

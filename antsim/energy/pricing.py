@@ -44,9 +44,21 @@ def _datapath_pj(arch: ArchSpec, table: EnergyTable) -> dict[str, dict[str, floa
         # A dense design has no coordinate units and no scatter crossbar: products go to fixed adders.
         "coordinate": {"compute": table.action_pj("coordinate", "compute") if sparse else 0.0},
         "crossbar": {"route": route if sparse else 0.0},
-        "accumulator": {"update": (rmw + par.accumulator_add_pj_per_bit) * acc.value_bits,
+        "accumulator": {"update": (rmw + par.accumulator_add_pj_per_bit) * acc.value_bits + _bank_fifo_pj(arch, table),
                         "drain": drain * acc.value_bits},
     }
+
+
+def _bank_fifo_pj(arch: ArchSpec, table: EnergyTable) -> float:
+    """pJ a product spends in its bank's FIFO (``accumulators.queue_depth`` > 0): one write and one read of
+    value + entry bits, at the weight FIFO's per-bit cost scaled to the FIFO's size (both are small
+    register-file FIFOs). [assumption] Every product passes through the FIFO (no bypass when the bank is
+    idle), so this is the upper end of what FIFOs cost."""
+    if arch.accumulators.queue_depth == 0:
+        return 0.0
+    bits = arch.accumulators.value_bits + geo.bank_fifo_entry_bits(arch)
+    size, ref = geo.bank_fifo_kb(arch), table.parameters.weight_fifo_ref_kb
+    return bits * sum(_storage_pj_per_bit(table, "weight_fifo", action, size, ref) for action in ("read", "write"))
 
 
 def _storage_pj(arch: ArchSpec, table: EnergyTable) -> dict[str, dict[str, float]]:
@@ -116,8 +128,8 @@ def leakage_power(arch: ArchSpec, table: EnergyTable | None = None) -> dict[str,
         "multiplier": logic_w(pj["multiplier"]["multiply"], n_mult),
         "coordinate": logic_w(pj["coordinate"]["compute"], n_mult),
         "crossbar": logic_w(pj["crossbar"]["route"], n_mult),
-        "accumulator": logic_w(add_pj, arch.accumulators.banks) + geo.accumulator_bits(arch)
-        * leak.register_uw_per_bit * UW,
+        "accumulator": logic_w(add_pj, arch.accumulators.banks)
+        + (geo.accumulator_bits(arch) + geo.bank_fifo_bits(arch)) * leak.register_uw_per_bit * UW,
         "input_buffer": arch.buffers.input_kb * leak.sram_uw_per_kb * UW,
         "weight_fifo": geo.weight_fifo_bits(arch) * leak.register_uw_per_bit * UW,
         "output_buffer": arch.buffers.output_kb * leak.sram_uw_per_kb * UW,

@@ -176,3 +176,16 @@ def test_45nm_area_is_larger(scnn) -> None:
     t45 = load_table("default_45nm")
     assert area_total(scnn, t45) > 3 * area_total(scnn)
     assert all(v >= 0 for v in area(scnn, t45).values())
+
+
+def test_bank_fifos_add_their_register_bits_to_the_accumulator_area() -> None:
+    """accumulators.queue_depth Q adds Q × banks × (value + entry bits) register-file bits per PE, nothing else."""
+    scnn = load_arch(ROOT / "arch_configs/scnn.yaml")
+    data = scnn.to_dict()
+    data["accumulators"]["queue_depth"] = 4
+    queued = arch_from_dict(data)
+    base, got = area(scnn), area(queued)
+    fifo_bits = 4 * 32 * (24 + 5)
+    expected_mm2 = fifo_bits * RAW16["area"]["register_file_um2_per_bit"] * scnn.pe_array.n_pes / 1e6
+    assert got["accumulator"] - base["accumulator"] == pytest.approx(expected_mm2, rel=1e-9)
+    assert all(got[c] == base[c] for c in AREA_COMPONENTS if c not in ("accumulator", "other"))

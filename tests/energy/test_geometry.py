@@ -13,6 +13,8 @@ from antsim.energy.geometry import (
     accumulator_bank_kb,
     accumulator_bits,
     anticipation_lanes,
+    bank_fifo_bits,
+    bank_fifo_entry_bits,
     crossbar_inputs,
     has_index,
     size_scale,
@@ -56,3 +58,13 @@ def test_anticipation_lanes_round_up_and_none_has_none(ant, scnn, pairs_per_cycl
 def test_size_scale_is_a_power_law() -> None:
     assert size_scale(16.0, 8.0, 0.5) == pytest.approx(math.sqrt(2.0))
     assert size_scale(8.0, 8.0, 0.7) == 1.0 and size_scale(2.0, 8.0, 1.0) == 0.25
+
+
+@pytest.mark.parametrize(("entries", "entry_bits"), [(1, 1), (2, 1), (32, 5), (33, 6), (64, 6)])
+def test_bank_fifo_bits_hold_a_value_and_an_entry_index_per_queued_product(scnn, entries: int, entry_bits: int) -> None:
+    data = scnn.to_dict()
+    data["accumulators"].update(queue_depth=3, entries_per_bank=entries)
+    queued = arch_from_dict(data)
+    assert bank_fifo_entry_bits(queued) == entry_bits  # ⌈log2 entries⌉, at least one bit
+    assert bank_fifo_bits(queued) == 3 * 32 * (24 + entry_bits)
+    assert bank_fifo_bits(scnn) == 0  # queue_depth 0: no FIFO

@@ -219,3 +219,21 @@ def test_a_table_path_in_the_arch_is_used(tmp_path: Path, scnn) -> None:
     assert energy_per_action(arch)["multiplier"]["multiply"] == pytest.approx(2 * energy_per_action(scnn)
                                                                               ["multiplier"]["multiply"])
     assert load_table(path).source == str(path.resolve())
+
+
+def test_bank_fifos_add_one_write_and_one_read_per_update_and_leak_as_registers(scnn) -> None:
+    """accumulators.queue_depth Q: every product is written to and read from its bank's FIFO (value 24 b + entry
+    5 b for 32 entries), priced at the weight FIFO's per-bit law for a Q × 29 b FIFO; the FIFO bits leak as
+    registers. Q = 0 prices nothing extra."""
+    e, p = RAW16["energy"], RAW16["parameters"]
+    queued = _variant(scnn, accumulators__queue_depth=2)
+    bits = 24 + 5
+    scale = math.sqrt(2 * bits / 8192 / p["weight_fifo_ref_kb"])
+    hand_pj = (e["weight_fifo"]["read"] + e["weight_fifo"]["write"]) * scale * bits
+    base, got = energy_per_action(scnn), energy_per_action(queued)
+    assert got["accumulator"]["update"] - base["accumulator"]["update"] == pytest.approx(hand_pj * PJ, rel=1e-12)
+    assert {c: a for c, a in got.items() if c != "accumulator"} == {c: a for c, a in base.items() if c != "accumulator"}
+    assert got["accumulator"]["drain"] == base["accumulator"]["drain"]
+    fifo_bits = 2 * 32 * bits * scnn.pe_array.n_pes
+    extra_w = leakage_power(queued)["accumulator"] - leakage_power(scnn)["accumulator"]
+    assert extra_w == pytest.approx(fifo_bits * RAW16["leakage"]["register_uw_per_bit"] * 1e-6, rel=1e-9)
