@@ -1,32 +1,29 @@
 """Analytic screen: a closed-form estimate of a design's full-network metrics from the operand masks.
 
-``multi_fidelity.screen: analytic`` evaluates every trial with ``analytic_screen`` first (tens of
-milliseconds for a ResNet-18 step instead of seconds) and runs the discrete-event model only on the
-designs whose calibrated estimate can still enter the front (``antsim.dse.objective``).
+``multi_fidelity.screen: analytic`` evaluates every trial with ``analytic_screen`` first (~0.2 s of CPU for
+a ResNet-18 CIFAR step instead of ~3 s) and runs the discrete-event model only on the designs whose
+calibrated estimate can still enter the front (``antsim.dse.objective``). docs/sweep_screening.md states
+its error against the full model and what it buys.
 
-What is counted, per (layer, phase), with the mapping's own tiling, stride classes and fetch sets
-(``antsim.dataflow.tiling``, ``antsim.dataflow.fibers.reach_tables``):
+Counted per (layer, phase) as the mapper counts them, with the mapping's own tiling, stride classes and
+fetch sets (``antsim.dataflow.tiling``, ``antsim.dataflow.fibers.reach_tables``) — equal to
+``antsim.dataflow.map_phase``'s numbers (tests/dse/test_screen.py):
 
 * SCNN's candidate vector pairs per (chunk, PE): ``Σ ⌈nnz_stationary / I⌉ · ⌈nnz_streamed / F⌉`` over the
   PE's stationary fibers (``(n, ch, pe, class)``; ``(n, pe, class)`` in wgrad) and the streamed fiber of
-  the chunk's output-channel group that reaches the PE (``(block, class, fetch set)``) — the count
-  ``antsim.dataflow.anticipation.count_pairs`` makes for policy ``none``, without forming a cell;
-* products ``Σ nnz_s · nnz_t``, stationary reads ``Σ ⌈nnz_t / F⌉ · nnz_s``, and the valid products (a
-  mask correlation, ``antsim.phases`` on 0/1 operands; design independent, made once per worker);
-* policy ``ant``: the unit screens every candidate pair (``pairs_per_cycle`` per cycle) and issues a
-  fraction ``1 − (1 − ρ)^(F·I)`` of them, ``ρ`` = valid / products of the phase — [estimate] a pair is
-  issued when one of its products may be valid, products treated as independent (the real screen looks
-  at vector bounding boxes, ``antsim.dataflow.anticipation.screen``);
-* cycles = Σ over chunks of the busiest PE's ``max(issued, candidates / pairs_per_cycle)`` — the barrier
-  per output-channel group; time = max(compute, DRAM bits / bandwidth) (overlap, as a lower bound);
-* stationary passes (input-buffer capacity, ``antsim.sim.schedule.stationary_passes``);
-* energy: the action counts above priced by ``antsim.energy.price`` (leakage × the estimated time);
-* area: ``antsim.simulate.design_area_mm2`` — the full model's own number.
+  the chunk's output-channel group in the PE's fetch set — one matrix product per fetch set, no cell;
+* products ``Σ nnz_s · nnz_t``, stationary reads ``Σ ⌈nnz_t / F⌉ · nnz_s``, streamed values delivered and
+  read from DRAM, per-PE resident non-zeros (hence the stationary passes), and the valid products (a mask
+  correlation, ``antsim.phases`` on 0/1 operands; design independent, made once per worker);
+* the weight FIFO's lock-step bound (``antsim.dataflow.drift``) on up to ``LOCKSTEP_GROUPS`` groups;
+* the area: ``antsim.simulate.design_area_mm2``, the full model's own call.
 
-Not modelled: bank conflicts, halo exchange, wgrad's reduction cycles, DRAM staging stalls. The screen
-is therefore calibrated against the warm-up trials' full evaluations (median full/screen ratio per
-metric and anticipation policy) before it prunes anything; its error against the full model is stated
-in docs/sweep_screening.md.
+Estimated ([estimate] each, at its function): ANT's issued fraction (``issue_fraction``), bank conflicts
+(``expected_max_load``), wgrad's reduction drain (``reduction_cycles``), the outputs written back
+(``touched``), DRAM overlapped per chunk (``estimate_phase``). Energy: the action counts priced by
+``antsim.energy.price``. Not modelled: the halo exchange, staging stalls, accumulator-overflow
+re-streaming, bank FIFOs. The screen is therefore calibrated against full evaluations (median
+full/screen ratio per metric and anticipation policy) before it prunes anything.
 """
 
 from __future__ import annotations
@@ -377,7 +374,7 @@ class PhaseEstimate:
 
 def issue_fraction(arch: ArchSpec, ops: PhaseOperands, products: float) -> float:
     """Fraction of candidate pairs issued: 1 without anticipation; with ``ant`` the chance that a pair of
-    ``F·I`` products holds a valid one, products independent at the phase's valid fraction (estimate)."""
+    ``F·I`` products holds a valid one, products independent at the phase's valid fraction [estimate]."""
     if arch.anticipation.policy == "none" or not arch.sparsity_support or products <= 0:
         return 1.0
     rho = min(1.0, ops.valid_products / products)

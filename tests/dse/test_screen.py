@@ -14,7 +14,14 @@ from antsim.dataflow import map_phase
 from antsim.dataflow.options import MappingOptions
 from antsim.dataflow.tiling import make_tiling, stride_classes
 from antsim.dse.evaluators import _generated, network_metrics
-from antsim.dse.screen import analytic_screen, count_phase, estimate_phase, phase_operands, touched
+from antsim.dse.screen import (
+    analytic_screen,
+    count_phase,
+    estimate_phase,
+    expected_max_load,
+    phase_operands,
+    touched,
+)
 from antsim.dse.workload import Workload
 from antsim.phases import phase_problem
 from antsim.simulate import design_area_mm2, simulate_layer, simulate_network
@@ -131,6 +138,14 @@ def test_touched_is_poisson_coverage() -> None:
     rng = np.random.default_rng(0)
     hits = [len(np.unique(rng.integers(0, 200, 300))) for _ in range(2000)]
     assert np.mean(hits) == pytest.approx(touched(200.0, 300.0), rel=0.01)
+
+
+@pytest.mark.parametrize(("products", "banks"), [(8.0, 4), (2.5, 16), (31.6, 16), (0.3, 32)])
+def test_expected_max_load_is_the_mean_busiest_poisson_bank(products: float, banks: int) -> None:
+    rng = np.random.default_rng(1)
+    loads = rng.poisson(products / banks, size=(200_000, banks)).max(axis=1)
+    assert expected_max_load(products, banks) == pytest.approx(loads.mean(), rel=0.01)
+    assert expected_max_load(0.0, banks) == 0.0
 
 
 def _workload(layers: list[Layer]) -> Workload:
