@@ -28,8 +28,8 @@ from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-# The default run: ResNet-18 CIFAR whole and four other families subsampled, under 5 minutes on one idle core
-# (VGG-16, WRN, BERT and the LSTM add minutes each: "--networks all", or name them).
+# The default run: ResNet-18 CIFAR whole and four other families subsampled (≈ 330 s on one core of the shared
+# machine at load ≈ 8; VGG-16, WRN, BERT and the LSTM add minutes each: "--networks all", or name them).
 DEFAULT_NETWORKS = ("resnet18-cifar", "densenet121-cifar", "googlenet-imagenet", "resnet50-imagenet",
                     "vit-lite-7-4-cifar")
 LARGE = ("densenet121", "googlenet", "resnet50", "vgg16-imagenet", "resnet18-imagenet", "wrn-16-8", "bert-base",
