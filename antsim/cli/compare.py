@@ -27,6 +27,7 @@ from antsim.cli._common import (
 )
 from antsim.errors import AntsimError
 from antsim.gpu.menus import DEFAULT_LIBRARY, DEFAULT_SELECTION, LIBRARIES, SELECTIONS
+from antsim.vocabulary import parse_timing
 
 if TYPE_CHECKING:
     from antsim.compare import ArchDesign, DesignComparison, GpuDesign, GpuOptions, SimulationOptions
@@ -192,7 +193,6 @@ def _simulation_options(args: argparse.Namespace, layers: list[Any]) -> Simulati
     """The simulations' options, checked as ``antsim simulate`` checks them."""
     # The checks are antsim simulate's own, so both commands accept and reject the same values.
     from antsim.compare import SimulationOptions
-    from antsim.vocabulary import parse_timing
 
     timing = parse_timing(args.timing, "--timing")
     densities = resolve_densities(args)

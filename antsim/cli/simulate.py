@@ -17,6 +17,7 @@ from antsim.cli._common import (
     resolve_tensors,
     resolve_workload,
 )
+from antsim.vocabulary import parse_timing
 
 HELP = "simulate an accelerator design (arch YAML) on a network's training step (fprop, dgrad, wgrad)"
 # An error's subject (antsim.errors.AntsimError) -> the flag that gave it; main() adds it to the message.
@@ -47,7 +48,6 @@ def add_force_argument(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from antsim.simulate import check_dram_technology, simulate_network
     from antsim.spec.arch import load_arch
-    from antsim.vocabulary import parse_timing
 
     out = check_out_path(args.out, (".json", ".csv"))
     timing = parse_timing(args.timing, "--timing")

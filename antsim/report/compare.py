@@ -47,7 +47,7 @@ SCOPES = ("layer_phase", "layer", "phase", "network")
 DEFAULT_BASELINE = "scnn"
 # Workload keys echoed into the comparison so a reader can rerun it.
 _WORKLOAD_ECHO = ("network", "layers_csv", "batch", "phases", "densities", "sparsity", "tensors", "seed", "fidelity",
-                  "batch_sample")
+                  "batch_sample", "timing")
 
 
 @dataclass(frozen=True)

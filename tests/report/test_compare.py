@@ -98,3 +98,10 @@ def test_unknown_baseline_is_a_user_error(results: list[NetworkResult]) -> None:
     with pytest.raises(AntsimError, match="unknown baseline design 'dcnn'") as info:
         compare_results(results, baseline="dcnn")
     assert info.value.subject == "baseline"  # the CLI names its --baseline flag
+
+
+def test_the_comparison_says_which_timing_tier_made_its_results(results: list[NetworkResult]) -> None:
+    assert "timing" not in json.loads(compare_results(results).to_json())["workload"]  # the default, not echoed
+    tiered = [replace(r, workload=r.echo.with_keys(timing="closed_form")) if r.backend == "accelerator" else r
+              for r in results]
+    assert json.loads(compare_results(tiered).to_json())["workload"]["timing"] == "closed_form"
