@@ -202,12 +202,15 @@ def _screened_sweep(folder: Path, n_trials: int, unscreened_trials: int) -> dict
     """Throughput with and without the analytic screen, and the front it finds (module docstring, item 5)."""
     src = REPO / "sweeps" / "resnet18_cifar_pareto.yaml"
     mf = yaml.safe_load(src.read_text()).get("multi_fidelity") or {}
-    analytic = {"screen": "analytic", "warmup_trials": mf.get("warmup_trials", 8), "margin": mf.get("margin", 0.1)}
+    analytic = {"screen": "analytic", "warmup_trials": mf.get("warmup_trials", 8), "margin": mf.get("margin", 0.1),
+                "margins": mf.get("margins", {})}
     base = {"sampler": {"name": "random"}, "seed": 7}
-    out: dict = {}
-    full_spec = _spec_variant(src, folder, "rn18_unscreened", multi_fidelity=None, n_trials=unscreened_trials, **base)
-    out["unscreened"] = _run(full_spec, folder / "rn18_unscreened.db", unscreened_trials, 2)
-    print(json.dumps(out["unscreened"]), flush=True)
+    out: dict = {"multi_fidelity": analytic}
+    if unscreened_trials:
+        full_spec = _spec_variant(src, folder, "rn18_unscreened", multi_fidelity=None, n_trials=unscreened_trials,
+                                  **base)
+        out["unscreened"] = _run(full_spec, folder / "rn18_unscreened.db", unscreened_trials, 2)
+        print(json.dumps(out["unscreened"]), flush=True)
     spec = _spec_variant(src, folder, "rn18_screened", multi_fidelity=analytic, n_trials=n_trials, **base)
     db = folder / "rn18_screened.db"
     out["screened"] = _run(spec, db, n_trials, 2)
@@ -268,7 +271,7 @@ def main() -> int:
     parser.add_argument("--screen-seed", type=int, default=23, help="11 is the set the screen was tuned on")
     parser.add_argument("--screened-sweep", type=int, default=0, metavar="N",
                         help="2-worker resnet18 sweep of N trials with the analytic screen (0: skip)")
-    parser.add_argument("--unscreened-trials", type=int, default=32)
+    parser.add_argument("--unscreened-trials", type=int, default=32, help="0: skip the unscreened run")
     parser.add_argument("--only-screen", action="store_true", help="skip sections 1-3")
     parser.add_argument("--json", type=Path, default=None, help="write all numbers here")
     args = parser.parse_args()

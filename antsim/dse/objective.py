@@ -16,7 +16,7 @@ import copy
 import math
 import statistics
 import time
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import optuna
@@ -185,7 +185,7 @@ class Objective:
         exact = EXACT_METRICS if self.screener is not None else ()
         estimate = scale_proxy(proxy_metrics, peers, exact)
         attrs.set_estimate(trial, estimate)
-        reason = screen_reason(self.spec, estimate, calibrated, mf.margin, exact)
+        reason = screen_reason(self.spec, estimate, calibrated, mf.margin, exact, mf.margins)
         if reason:
             attrs.set_stage(trial, "proxy")
             self._infeasible(trial, f"screened: {reason} ({mf.screen} screen)")
@@ -233,22 +233,28 @@ def scale_proxy(proxy_metrics: dict[str, float], calibrated: Sequence[FrozenTria
 
 
 def screen_reason(spec: SweepSpec, estimate: dict[str, float], calibrated: Sequence[FrozenTrial],
-                  margin: float, exact: Collection[str] = ()) -> str:
+                  margin: float, exact: Collection[str] = (), margins: Mapping[str, float] | None = None) -> str:
     """Why a design with this full-workload estimate is not worth a full evaluation ('' if it is).
 
     Hopeless means: a constraint broken by more than ``margin`` (relative), or every objective of a
     fully evaluated feasible trial at least ``(1 + margin)`` times better than the estimate. An ``exact``
-    metric (one the screen computes as the full model does, or bounds from below) takes no margin.
+    metric (one the screen computes as the full model does, or bounds from below) takes no margin; one in
+    ``margins`` takes its own.
     """
+
+    def margin_of(metric: str) -> float:
+        return 0.0 if metric in exact else (margins or {}).get(metric, margin)
+
     values, reasons = constraint_values(spec, estimate)
     bounds = [m for m, c in spec.constraints.items() for b in (c.max, c.min) if b is not None]
-    if any(v > (0.0 if m in exact else margin) for v, m in zip(values, bounds, strict=True)):
+    if any(v > margin_of(m) for v, m in zip(values, bounds, strict=True)):
         return "estimate breaks a constraint by more than the margin: " + "; ".join(reasons)
-    goal = [(estimate[m], d == "maximize", 0.0 if m in exact else margin) for m, d in spec.objectives.items()]
+    goal = [(estimate[m], d == "maximize", margin_of(m)) for m, d in spec.objectives.items()]
     for t in calibrated:
         if not attrs.is_feasible(t) or t.values is None:
             continue
         if all((q >= v * (1 + g)) if up else (q * (1 + g) <= v)
                for q, (v, up, g) in zip(t.values, goal, strict=True)):
-            return f"estimate dominated by trial {t.number} with margin {margin}"
+            return f"estimate dominated by trial {t.number} with margin {margin}" + (
+                f" ({', '.join(f'{k} {v}' for k, v in margins.items())})" if margins else "")
     return ""

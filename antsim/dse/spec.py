@@ -95,8 +95,8 @@ class MultiFidelitySpec(_Model):
     counts from the operand masks, docs/sweep_screening.md); the ``proxy_*`` keys do not apply. The screen's
     metrics are scaled to full-workload estimates by the median full/screen ratio of the fully evaluated
     trials (``analytic``: of those with the same ``anticipation.policy`` when the space samples it); a trial
-    whose estimate, improved by ``margin``, is still dominated by a fully evaluated feasible trial (or breaks
-    a constraint by more than ``margin``) is pruned.
+    whose estimate, improved by ``margin`` (per metric: ``margins``), is still dominated by a fully evaluated
+    feasible trial (or breaks a constraint by more than the margin) is pruned.
     """
 
     enabled: bool = True
@@ -105,6 +105,8 @@ class MultiFidelitySpec(_Model):
     proxy_select: tuple[str, ...] | None = None
     proxy_phases: tuple[Phase, ...] | None = None
     margin: float = Field(0.1, ge=0, le=10)
+    margins: dict[str, float] = Field(default_factory=dict,
+                                      description="per-metric margins overriding margin (e.g. energy_j: 0.03)")
     warmup_trials: int = Field(6, ge=1, description="first full evaluations (calibrate the proxy ratio)")
 
 
@@ -362,6 +364,12 @@ def _check_screen(spec: SweepSpec, workload: Any) -> None:
     mf = spec.multi_fidelity
     if mf is None:
         return
+    for name, value in mf.margins.items():
+        if name not in METRICS:
+            raise SpecError(spec.source, f"multi_fidelity.margins.{name}",
+                            f"unknown metric; known: {', '.join(METRICS)}")
+        if not 0 <= value <= 10:
+            raise SpecError(spec.source, f"multi_fidelity.margins.{name}", "must be in [0, 10]", value)
     if mf.screen not in SCREENS:
         raise SpecError(spec.source, "multi_fidelity.screen", f"unknown screen; known: {', '.join(SCREENS)}",
                         mf.screen)

@@ -57,6 +57,15 @@ def test_screen_rule_exact_metrics_take_no_margin(tmp_path: Path) -> None:
     assert "constraint" in screen_reason(spec, over, [], margin=0.1, exact={"area_mm2"})
 
 
+def test_screen_rule_per_metric_margins(tmp_path: Path) -> None:
+    spec = load_sweep(write_spec(tmp_path, objectives={"time_s": "min", "energy_j": "min"}, constraints={}))
+    best = _trial(7, [1.0, 1.0], {}, {})
+    estimate = {"time_s": 1.2, "energy_j": 1.04}  # 20 % slower, 4 % more energy
+    assert screen_reason(spec, estimate, [best], margin=0.1) == ""
+    assert "trial 7" in screen_reason(spec, estimate, [best], margin=0.1, margins={"energy_j": 0.03})
+    assert screen_reason(spec, estimate, [best], margin=0.1, margins={"energy_j": 0.05}) == ""
+
+
 def test_screen_rule_constraint(tmp_path: Path) -> None:
     spec = load_sweep(write_spec(tmp_path))  # area_mm2 ≤ 40
     assert "constraint" in screen_reason(spec, {"time_s": 1, "energy_j": 1, "area_mm2": 45.0}, [], margin=0.1)
@@ -171,6 +180,8 @@ def test_analytic_screen_calibrates_per_policy(tmp_path: Path) -> None:
     ({"screen": "analytic", "proxy_select": ["a"]}, "multi_fidelity.proxy_select", "applies to screen: proxy_layers"),
     ({"screen": 3}, "multi_fidelity.screen", ""),
     ({"screen": "analytic", "sparsity": "x"}, "multi_fidelity.screen", "sparse designs only"),
+    ({"margins": {"speed": 0.1}}, "multi_fidelity.margins.speed", "unknown metric"),
+    ({"margins": {"energy_j": 11.0}}, "multi_fidelity.margins.energy_j", "must be in [0, 10]"),
 ])
 def test_bad_screen_keys_are_refused(tmp_path: Path, mf: dict, key: str, rule: str) -> None:
     dense = {}
