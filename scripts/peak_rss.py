@@ -211,14 +211,33 @@ def frame_arrays(frame: FrameType | None) -> list[str]:
 
 @dataclass
 class _Peak:
-    """The largest RSS the sampler saw and the arrays alive then."""
+    """The largest RSS the sampler saw, the arrays alive then and (with tracemalloc on) the bytes Python's
+    allocators and numpy had handed out then with their largest allocation sites."""
     rss: int = 0
     arrays: tuple[str, ...] = ()
+    traced: int = 0
+    sites: tuple[str, ...] = ()
 
 
-def where_peak(cli_args: Sequence[str]) -> int:
-    """Run ``antsim <cli_args>`` in this process and print the arrays alive at its peak RSS."""
+def traced_sites(limit: int = 12) -> tuple[int, tuple[str, ...]]:
+    """(bytes traced now, the ``limit`` largest allocation sites by file:line) — tracemalloc must be on."""
+    import tracemalloc
+
+    stats = tracemalloc.take_snapshot().statistics("lineno")
+    return tracemalloc.get_traced_memory()[0], tuple(
+        f"{s.size / 2**20:8.1f} MiB in {s.count} blocks  {s.traceback[0].filename.split('site-packages/')[-1]}:"
+        f"{s.traceback[0].lineno}" for s in stats[:limit])
+
+
+def where_peak(cli_args: Sequence[str], trace: bool) -> int:
+    """Run ``antsim <cli_args>`` in this process and print the arrays alive at its peak RSS (``trace``: and
+    what tracemalloc counts then, which tells held arrays from memory the allocator kept)."""
+    import tracemalloc
+
     from antsim.cli import main as antsim_main
+
+    if trace:
+        tracemalloc.start()
 
     main_id = threading.main_thread().ident
     peak, done = _Peak(), threading.Event()
@@ -229,6 +248,8 @@ def where_peak(cli_args: Sequence[str]) -> int:
             if rss > peak.rss * 1.02:  # a new peak by 2 %: worth walking the frames again
                 frame = sys._current_frames().get(main_id) if main_id is not None else None
                 peak.rss, peak.arrays = rss, tuple(frame_arrays(frame))
+                if trace:
+                    peak.traced, peak.sites = traced_sites()
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()
@@ -239,6 +260,9 @@ def where_peak(cli_args: Sequence[str]) -> int:
     print(f"antsim {' '.join(cli_args)}: exit {status}; sampled peak RSS {peak.rss / 2**20:,.0f} MiB "
           f"(ru_maxrss {maxrss:,.0f} MiB)")
     print("\n".join(peak.arrays) or "no array of 8 MiB or more in the main thread's frames")
+    if trace:
+        print(f"tracemalloc at that peak: {peak.traced / 2**20:,.0f} MiB traced; largest sites:")
+        print("\n".join(peak.sites))
     return status
 
 
@@ -252,6 +276,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--jobs", type=int, default=1, help="runs at once (default 1: memory is the point)")
     parser.add_argument("--force", action="store_true", help="pass --force (run past the resource guard)")
     parser.add_argument("--json", type=Path, default=None, help="also write every row as JSON")
+    parser.add_argument("--trace", action="store_true", help="with --where: also tracemalloc's count at the peak")
     parser.add_argument("--where", nargs=argparse.REMAINDER, default=None, metavar="SIMULATE_ARGS",
                         help="instead: run `antsim simulate SIMULATE_ARGS` here and list the arrays alive at its "
                              "peak RSS (last option)")
@@ -266,7 +291,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = parse_args(argv)
     if args.where is not None:
-        return where_peak(["simulate", *args.where])
+        return where_peak(["simulate", *args.where], args.trace)
     names = [n for n in args.networks.split(",") if n] or zoo_networks()
     unknown = sorted(set(names) - set(zoo_networks()))
     designs = [d for d in args.archs.split(",") if d]
