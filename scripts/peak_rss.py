@@ -9,7 +9,7 @@ refused by the resource guard (exit 2) or times out is listed with that status, 
 Batches: ``1`` and ``train``, the network's training batch (``TRAINING_BATCH``): BERT-base 8 and the LSTM
 20 (the batches of the GEMM accelerator results, docs/gemm.md), 16 for every CNN and the ViT; at a batch
 above ``--batch-sample`` the run maps that many images and estimates the others (antsim.dataflow.sampling;
-the dense design always maps every image).
+the dense design and GEMM layers always map every image: the flag is passed, it changes nothing there).
 
 Usage: .venv/bin/python scripts/peak_rss.py [--networks a,b] [--archs scnn,ant,dense] [--batch 1,train]
        [--batch-sample 2] [--timeout 1800] [--jobs 1] [--force] [--json out.json]
@@ -56,7 +56,7 @@ class Run:
 
 @dataclass(frozen=True)
 class Measured:
-    """What one run gave: status ``ok`` | ``failed (rc N)`` | ``refused (guard)`` | ``timeout``, peak RSS in
+    """What one run gave: status ``ok`` | ``failed (rc N)`` | ``refused by the guard`` | ``timeout``, peak RSS in
     MiB (also for a failed run: what it held until it stopped), wall seconds, the last stderr line."""
     run: Run
     status: str
@@ -99,13 +99,16 @@ def command(run: Run, out: Path, force: bool) -> list[str]:
     return cmd + (["--force"] if force else [])
 
 
-def status_of(returncode: int, timed_out: bool) -> str:
-    """A wait status as the table's status: the guard's user error is exit 2 (antsim.guard)."""
+def status_of(returncode: int, timed_out: bool, message: str) -> str:
+    """A wait status as the table's status; the resource guard's refusal is a user error (exit 2) whose
+    message offers ``--force`` (antsim.guard)."""
     if timed_out:
         return "timeout"
     if returncode == 0:
         return "ok"
-    return "refused/error (rc 2)" if returncode == 2 else f"failed (rc {returncode})"
+    if returncode == 2 and "--force" in message:
+        return "refused by the guard"
+    return f"failed (rc {returncode})"
 
 
 def measure(run: Run, timeout_s: float, force: bool) -> Measured:
@@ -133,9 +136,10 @@ def measure(run: Run, timeout_s: float, force: bool) -> Measured:
             child.returncode = os.waitstatus_to_exitcode(wait_status)  # reaped here; keep Popen from waiting
             wall = time.perf_counter() - start
         lines = stderr_path.read_text(errors="replace").strip().splitlines()
+    message = lines[-1][:300] if lines else ""
     # ru_maxrss is in KiB on Linux
-    return Measured(run, status_of(child.returncode, fired.is_set()), usage.ru_maxrss / 1024.0, wall,
-                    lines[-1][:200] if lines else "")
+    return Measured(run, status_of(child.returncode, fired.is_set(), message), usage.ru_maxrss / 1024.0, wall,
+                    message)
 
 
 def table(rows: Sequence[Measured]) -> str:
@@ -220,11 +224,12 @@ class _Peak:
 
 
 def traced_sites(limit: int = 12) -> tuple[int, tuple[str, ...]]:
-    """(bytes traced now, the ``limit`` largest allocation sites by file:line) — tracemalloc must be on."""
+    """(bytes traced, the ``limit`` largest allocation sites by file:line) of one snapshot — tracemalloc must
+    be on. The total is the snapshot's own: the main thread keeps allocating while the statistics are sorted."""
     import tracemalloc
 
     stats = tracemalloc.take_snapshot().statistics("lineno")
-    return tracemalloc.get_traced_memory()[0], tuple(
+    return sum(s.size for s in stats), tuple(
         f"{s.size / 2**20:8.1f} MiB in {s.count} blocks  {s.traceback[0].filename.split('site-packages/')[-1]}:"
         f"{s.traceback[0].lineno}" for s in stats[:limit])
 
