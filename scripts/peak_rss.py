@@ -9,7 +9,7 @@ refused by the resource guard (exit 2) or times out is listed with that status, 
 Batches: ``1`` and ``train``, the network's training batch (``TRAINING_BATCH``): BERT-base 8 and the LSTM
 20 (the batches of the GEMM accelerator results, docs/gemm.md), 16 for every CNN and the ViT; at a batch
 above ``--batch-sample`` the run maps that many images and estimates the others (antsim.dataflow.sampling;
-the dense design and GEMM layers always map every image: the flag is passed, it changes nothing there).
+GEMM layers are mapped whole, and the dense design maps one image and repeats it, exactly, whatever the flag).
 
 Usage: .venv/bin/python scripts/peak_rss.py [--networks a,b] [--archs scnn,ant,dense] [--batch 1,train]
        [--batch-sample 2] [--timeout 1800] [--jobs 1] [--force] [--json out.json]
