@@ -100,14 +100,17 @@ def check_passes(arch: ArchSpec, workload: Workload) -> None:
                                    f" {passes} stationary passes (limit {MAX_PASSES})")
 
 
+def workload_tensors(workload: Workload, seed: int) -> dict[str, Any]:
+    """The operands every evaluation of ``workload`` uses: its tensors file, else the generated ones (each
+    made once per worker process)."""
+    return _tensors(workload.tensors_path) if workload.tensors_path else _generated(workload, seed)
+
+
 def simulator(arch: ArchSpec, workload: Workload, fidelity: Fidelity = "fast", seed: int = 0) -> dict[str, float]:
     """Evaluate with ``antsim.simulate.simulate_network`` (the real discrete-event model); designs past
     the pass limit are refused first (``check_passes``)."""
     check_passes(arch, workload)
-    if workload.tensors_path:
-        tensors = _tensors(workload.tensors_path)
-    else:
-        tensors = _generated(workload, seed)
+    tensors = workload_tensors(workload, seed)
     result = simulate_network(arch, list(workload.layers), phases=workload.phases,
                               densities=dict(workload.densities), sparsity=workload.sparsity,
                               tensors=tensors, fidelity=fidelity, seed=seed, batch_sample=workload.batch_sample)

@@ -37,7 +37,9 @@ import numpy as np
 from antsim.dataflow.fibers import nonzero_mask, reach_tables
 from antsim.dataflow.options import MappingOptions
 from antsim.dataflow.tiling import StrideClasses, Tiling, make_tiling, stride_classes
+from antsim.dse.evaluators import Evaluator, workload_tensors
 from antsim.dse.workload import Workload
+from antsim.energy import price
 from antsim.errors import SpecError
 from antsim.phases import PhaseProblem, conv_dgrad, conv_fprop, conv_wgrad, phase_problem
 from antsim.simulate import design_area_mm2, output_density
@@ -49,7 +51,6 @@ from antsim.workloads.gemm import Gemm
 from antsim.workloads.layers import Layer
 
 if TYPE_CHECKING:
-    from antsim.dse.evaluators import Evaluator
     from antsim.dse.spec import SweepSpec
 
 
@@ -506,9 +507,7 @@ _OPERANDS: dict[tuple[Any, ...], PhaseOperands] = {}
 def workload_operands(workload: Workload, seed: int, dense: bool) -> list[PhaseOperands]:
     """Every (layer, phase)'s ``PhaseOperands``, made once per worker process (the operands are the ones
     the full evaluation uses: ``antsim.dse.evaluators`` generates or loads them)."""
-    from antsim.dse.evaluators import _generated, _tensors
-
-    tensors = _tensors(workload.tensors_path) if workload.tensors_path else _generated(workload, seed)
+    tensors = workload_tensors(workload, seed)
     out = []
     for layer, index in zip(workload.layers, workload.indices, strict=True):
         if isinstance(layer, Gemm):
@@ -527,8 +526,6 @@ def analytic_screen(arch: ArchSpec, workload: Workload, fidelity: Fidelity = "fa
                     ) -> dict[str, float]:
     """The screen's metrics of ``arch`` on the whole ``workload`` (an evaluator's signature and keys):
     ``time_s``, ``energy_j``, ``area_mm2`` (exact), ``cycles``, ``stationary_passes``."""
-    from antsim.energy import price
-
     del fidelity  # the screen has one fidelity
     time_s, cycles, energy, passes = 0.0, 0.0, 0.0, 1
     for ops in workload_operands(workload, seed, not arch.sparsity_support):

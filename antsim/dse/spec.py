@@ -26,6 +26,7 @@ from antsim.sparsity.generators import sparsity_models
 from antsim.spec.arch import ArchSpec, arch_field_paths, arch_from_dict, load_arch
 from antsim.spec.yamlio import load_yaml, validate_model
 from antsim.vocabulary import PHASES, Fidelity, Phase
+from antsim.workloads.gemm import Gemm
 
 SAMPLERS = ("nsga2", "tpe", "random", "grid", "qmc")
 _DIRECTIONS = {"min": "minimize", "minimize": "minimize", "max": "maximize", "maximize": "maximize"}
@@ -383,7 +384,6 @@ def _check_screen(spec: SweepSpec, workload: Any) -> None:
     if not spec.base_arch_spec.sparsity_support or "sparsity_support" in spec.space:
         raise SpecError(spec.source, "multi_fidelity.screen", "analytic screens sparse designs only (a dense"
                         " design's every element would be a non-zero to count); use proxy_layers", mf.screen)
-    from antsim.workloads.gemm import Gemm
 
     for layer in workload.layers:
         if isinstance(layer, Gemm):
