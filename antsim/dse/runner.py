@@ -257,19 +257,7 @@ class _Worker:
         return self.ran
 
     def _storage_down(self, exc: BaseException, since: float | None) -> float:
-        """Note an outage once, wait a second; raise once it has lasted ``storage_retry_s``."""
-        now = time.time()
-        cause = st.describe_error(exc)
-        if since is None:
-            _say(f"worker {self.index}: storage unreachable ({cause}); retrying for up to "
-                 f"{self.opts.storage_retry_s:.0f} s")
-            since = now
-        elif now - since > self.opts.storage_retry_s:
-            raise StorageUnreachable(f"storage {self.opts.storage_url}: unreachable for "
-                                     f"{now - since:.0f} s ({cause}); the study is consistent: rerun the same "
-                                     "command to resume once the database is back", subject="storage") from None
-        time.sleep(1.0)
-        return since
+        return _storage_down(self.index, self.opts, exc, since)
 
     def _trial_taken_away(self) -> bool:
         """True when this worker's trial was failed by another one (it was paused past the grace period):
@@ -286,6 +274,35 @@ class _Worker:
         _say(f"worker {self.index}: trial {number} was failed while this worker was stopped (no heartbeat for"
              f" {3 * self.opts.heartbeat_s} s); its result is dropped and the trial redone")
         return True
+
+
+def _storage_down(index: int, opts: SweepOptions, exc: BaseException, since: float | None) -> float:
+    """Note an outage once, wait a second; raise once it has lasted ``storage_retry_s``."""
+    now = time.time()
+    cause = st.describe_error(exc)
+    if since is None:
+        _say(f"worker {index}: storage unreachable ({cause}); retrying for up to {opts.storage_retry_s:.0f} s")
+        since = now
+    elif now - since > opts.storage_retry_s:
+        raise StorageUnreachable(f"storage {opts.storage_url}: unreachable for {now - since:.0f} s ({cause}); the"
+                                 " study is consistent: rerun the same command to resume once the database is"
+                                 " back", subject="storage") from None
+    time.sleep(1.0)
+    return since
+
+
+def start_worker(spec: SweepSpec, opts: SweepOptions, index: int) -> _Worker:
+    """A worker, once its storage answers. A server that restarts while a worker is still opening the study
+    (a spawned worker starts seconds after the others under load) is waited out as one that restarts
+    mid-sweep: the same once-said line, the same ``storage_retry_s`` limit."""
+    outage: float | None = None
+    while True:
+        try:
+            return _Worker(spec, opts, index)
+        except Exception as exc:
+            if not st.is_connection_error(exc):
+                raise
+            outage = _storage_down(index, opts, exc, outage)
 
 
 def _say(line: str) -> None:
@@ -324,7 +341,7 @@ def _worker_main(spec_path: str, opts: SweepOptions, index: int, n_trials: int, 
     _orphan_watchdog(parent_pid)
     try:
         with _quiet():
-            _Worker(load_sweep(spec_path), opts, index).run(n_trials, deadline)
+            start_worker(load_sweep(spec_path), opts, index).run(n_trials, deadline)
     except AntsimError as exc:
         messages.put((index, str(exc).replace("\n", " ")))
         sys.exit(2)
@@ -368,7 +385,7 @@ def _run_sweep(spec: SweepSpec, opts: SweepOptions, progress: Progress | None) -
     lost: list[str] = []
     try:
         if opts.workers <= 1:
-            _Worker(spec, opts, 0).run(n_trials, deadline)
+            start_worker(spec, opts, 0).run(n_trials, deadline)
         else:
             lost = _run_processes(spec, opts, n_trials, deadline)
     finally:
