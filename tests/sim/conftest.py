@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -10,6 +11,7 @@ import pytest
 
 from antsim.dataflow.work import PhaseWork
 from antsim.results import ProductCounts
+from antsim.sim import SimParams
 from antsim.spec.arch import ArchSpec, arch_from_dict
 
 
@@ -85,3 +87,25 @@ def every_stall_phase(make_work: Callable[..., PhaseWork], make_arch: Callable[.
                      halo=rng.integers(0, 50, size=(10, 16)), partial=40, outputs=600, streamed=900,
                      stationary=300, needs_reduction=True)
     return arch, work
+
+
+def random_case(seed: int, policy: str, bandwidths: tuple[float, ...] = (4.0, 8.0, 25.6, 64.0, 1e5)
+                ) -> tuple[ArchSpec, PhaseWork, SimParams]:
+    """A random (arch, work, params) of the timing tests: random work per chunk and PE, DRAM from narrow to
+    unlimited, random staging depth and lookahead (test_array.py and test_closed_form.py share it)."""
+    rng = np.random.default_rng(seed)
+    chunks, pes = int(rng.integers(1, 30)), int(rng.choice([1, 4, 16]))
+    issued = rng.integers(0, 400, size=(chunks, pes))
+    work = build_work(chunks, pes, issued, candidates=issued + rng.integers(0, 900, size=(chunks, pes)),
+                      conflicts=rng.integers(0, 40, size=(chunks, pes)), halo=rng.integers(0, 60, (chunks, pes)),
+                      partial=rng.integers(0, 300, (chunks, pes)), streamed=rng.integers(0, 4000, chunks),
+                      outputs=rng.integers(0, 3000, chunks), stationary=rng.integers(0, 500, pes),
+                      needs_reduction=bool(seed % 2))
+    work = replace(work, lockstep_pairs=rng.integers(0, 300, chunks))
+    side = int(np.sqrt(pes))
+    arch = build_arch(pe_array={"rows": side, "cols": pes // side},
+                      anticipation={"policy": policy, "pairs_per_cycle": float(rng.choice([2, 8, 64]))},
+                      dram={"bandwidth_gbps": float(rng.choice(bandwidths))},
+                      accumulators={"double_buffered": bool(seed % 3)})
+    params = SimParams(staging_chunks=int(rng.integers(1, 4)), anticipation_lookahead=int(rng.integers(0, 3)))
+    return arch, work, params

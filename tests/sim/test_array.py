@@ -7,17 +7,14 @@ double accumulator buffers) and on real dataflow output, and require the same ti
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-import numpy as np
 import pytest
 
 from antsim.dataflow import map_phase
-from antsim.sim import Densities, SimParams, simulate_phase
+from antsim.sim import Densities, simulate_phase
 from antsim.sparsity.generators import make_tensors
 from antsim.spec.arch import load_arch
 from antsim.workloads.layers import PHASES, Layer
-from tests.sim.conftest import build_arch, build_work
+from tests.sim.conftest import random_case
 
 
 def _assert_same(arch, work, densities, params=None):
@@ -34,21 +31,7 @@ def _assert_same(arch, work, densities, params=None):
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("policy", ["none", "ant"])
 def test_random_schedules_match_the_per_pe_model(seed, policy):
-    rng = np.random.default_rng(seed)
-    chunks, pes = int(rng.integers(1, 30)), int(rng.choice([1, 4, 16]))
-    issued = rng.integers(0, 400, size=(chunks, pes))
-    work = build_work(chunks, pes, issued, candidates=issued + rng.integers(0, 900, size=(chunks, pes)),
-                      conflicts=rng.integers(0, 40, size=(chunks, pes)), halo=rng.integers(0, 60, (chunks, pes)),
-                      partial=rng.integers(0, 300, (chunks, pes)), streamed=rng.integers(0, 4000, chunks),
-                      outputs=rng.integers(0, 3000, chunks), stationary=rng.integers(0, 500, pes),
-                      needs_reduction=bool(seed % 2))
-    work = replace(work, lockstep_pairs=rng.integers(0, 300, chunks))
-    side = int(np.sqrt(pes))
-    arch = build_arch(pe_array={"rows": side, "cols": pes // side},
-                      anticipation={"policy": policy, "pairs_per_cycle": float(rng.choice([2, 8, 64]))},
-                      dram={"bandwidth_gbps": float(rng.choice([4.0, 25.6, 1e5]))},
-                      accumulators={"double_buffered": bool(seed % 3)})
-    params = SimParams(staging_chunks=int(rng.integers(1, 4)), anticipation_lookahead=int(rng.integers(0, 3)))
+    arch, work, params = random_case(seed, policy, bandwidths=(4.0, 25.6, 1e5))
     _assert_same(arch, work, Densities(0.3, 0.5, 0.4), params)
 
 

@@ -22,7 +22,7 @@ from antsim.simulate import simulate_network
 from antsim.sparsity.generators import make_tensors
 from antsim.spec.arch import arch_from_dict, load_arch
 from antsim.workloads.layers import PHASES, Layer
-from tests.sim.conftest import build_arch, build_work
+from tests.sim.conftest import build_arch, build_work, random_case
 
 DENSE = Densities(1.0, 1.0, 1.0)
 
@@ -38,30 +38,10 @@ def _assert_same(arch, work, densities, params=None) -> PhaseTiming:
     return closed
 
 
-def _random_case(seed: int, policy: str):
-    """test_array.py's generator: random work, DRAM from narrow to unlimited, random staging / lookahead."""
-    rng = np.random.default_rng(seed)
-    chunks, pes = int(rng.integers(1, 30)), int(rng.choice([1, 4, 16]))
-    issued = rng.integers(0, 400, size=(chunks, pes))
-    work = build_work(chunks, pes, issued, candidates=issued + rng.integers(0, 900, size=(chunks, pes)),
-                      conflicts=rng.integers(0, 40, size=(chunks, pes)), halo=rng.integers(0, 60, (chunks, pes)),
-                      partial=rng.integers(0, 300, (chunks, pes)), streamed=rng.integers(0, 4000, chunks),
-                      outputs=rng.integers(0, 3000, chunks), stationary=rng.integers(0, 500, pes),
-                      needs_reduction=bool(seed % 2))
-    work = replace(work, lockstep_pairs=rng.integers(0, 300, chunks))
-    side = int(np.sqrt(pes))
-    arch = build_arch(pe_array={"rows": side, "cols": pes // side},
-                      anticipation={"policy": policy, "pairs_per_cycle": float(rng.choice([2, 8, 64]))},
-                      dram={"bandwidth_gbps": float(rng.choice([4.0, 8.0, 25.6, 64.0, 1e5]))},
-                      accumulators={"double_buffered": bool(seed % 3)})
-    params = SimParams(staging_chunks=int(rng.integers(1, 4)), anticipation_lookahead=int(rng.integers(0, 3)))
-    return arch, work, params
-
-
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("policy", ["none", "ant"])
 def test_random_schedules_match_the_event_model(seed, policy):
-    arch, work, params = _random_case(seed, policy)
+    arch, work, params = random_case(seed, policy)
     _assert_same(arch, work, Densities(0.3, 0.5, 0.4), params)
 
 
