@@ -111,21 +111,25 @@ class DimMap:
         """Output coordinate and validity of products at stationary ``y``, streamed ``u`` (arrays)."""
         # In place on one int64 temporary, and 0 ≤ o < extent as one unsigned compare (a negative o reads as
         # ≥ 2^63): the fast path's bank-conflict sample calls this on ~10^6 products per phase.
-        num = np.array(y, dtype=np.int64)
-        if self.alpha != 1:
-            num *= self.alpha
-        if self.beta == 1:
-            num += u
-        elif self.beta == -1:
-            num -= u
-        else:
-            num += self.beta * np.asarray(u, dtype=np.int64)
-        if self.gamma:
-            num += self.gamma
+        num = self.numerator_into(np.array(y, dtype=np.int64), u)
         if self.delta == 1:
             return num, num.view(np.uint64) < self.extent
         o, rest = np.divmod(num, self.delta)
         return o, (rest == 0) & (o.view(np.uint64) < self.extent)
+
+    def numerator_into(self, y: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """``α·y + β·u + γ`` computed in place on ``y`` (an int64 array the caller owns), returned."""
+        if self.alpha != 1:
+            y *= self.alpha
+        if self.beta == 1:
+            y += u
+        elif self.beta == -1:
+            y -= u
+        else:
+            y += self.beta * np.asarray(u, dtype=np.int64)
+        if self.gamma:
+            y += self.gamma
+        return y
 
     def reach(self, y_lo: np.ndarray, y_hi: np.ndarray, u_lo: np.ndarray, u_hi: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray]:

@@ -22,7 +22,7 @@ import numpy as np
 from antsim.dataflow.context import MappingContext
 from antsim.dataflow.fibers import Vectors
 from antsim.dataflow.pairing import PAIR_BATCH, Cells, PairBatch, expand_cells
-from antsim.phases import DimMap, PhaseProblem
+from antsim.phases import PhaseProblem
 from antsim.vocabulary import POLICIES as POLICIES  # re-exported: the policies this module implements
 from antsim.vocabulary import Policy
 
@@ -85,8 +85,8 @@ def _issued(problem: PhaseProblem, stationary: Vectors, streamed: Vectors, pairs
     ok = np.ones(len(pairs.f), bool)
     for d, dim in enumerate(problem.dims):
         u_lo, u_hi = streamed.box[2 * d], streamed.box[2 * d + 1]
-        lo = _numerator(dim, stationary.box[2 * d][pairs.i], (u_lo if dim.beta >= 0 else u_hi)[pairs.f])
-        hi = _numerator(dim, stationary.box[2 * d + 1][pairs.i], (u_hi if dim.beta >= 0 else u_lo)[pairs.f])
+        lo = dim.numerator_into(stationary.box[2 * d][pairs.i], (u_lo if dim.beta >= 0 else u_hi)[pairs.f])
+        hi = dim.numerator_into(stationary.box[2 * d + 1][pairs.i], (u_hi if dim.beta >= 0 else u_lo)[pairs.f])
         if dim.delta != 1:  # o_lo = ceil(lo / δ), o_hi = floor(hi / δ)
             np.negative(lo, out=lo)
             np.floor_divide(lo, dim.delta, out=lo)
@@ -96,21 +96,6 @@ def _issued(problem: PhaseProblem, stationary: Vectors, streamed: Vectors, pairs
         np.minimum(hi, dim.extent - 1, out=hi)
         ok &= lo <= hi
     return ok
-
-
-def _numerator(dim: DimMap, y: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """``α·y + β·u + γ`` in place on ``y`` (a fresh gather)."""
-    if dim.alpha != 1:
-        y *= dim.alpha
-    if dim.beta == 1:
-        y += u
-    elif dim.beta == -1:
-        y -= u
-    else:
-        y += dim.beta * u
-    if dim.gamma:
-        y += dim.gamma
-    return y
 
 
 def _candidate_batches(cells: Cells, max_pairs: int = PAIR_BATCH) -> Iterator[PairBatch]:
