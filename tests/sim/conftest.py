@@ -11,7 +11,7 @@ import pytest
 
 from antsim.dataflow.work import PhaseWork
 from antsim.results import ProductCounts
-from antsim.sim import SimParams
+from antsim.sim import PhaseTiming, SimParams
 from antsim.spec.arch import ArchSpec, arch_from_dict
 
 
@@ -109,3 +109,12 @@ def random_case(seed: int, policy: str, bandwidths: tuple[float, ...] = (4.0, 8.
                       accumulators={"double_buffered": bool(seed % 3)})
     params = SimParams(staging_chunks=int(rng.integers(1, 4)), anticipation_lookahead=int(rng.integers(0, 3)))
     return arch, work, params
+
+
+def assert_same_timing(got: PhaseTiming, want: PhaseTiming) -> None:
+    """Two timings of one schedule agree: cycles exactly, times, stalls and details to rounding, actions exactly."""
+    assert got.cycles == want.cycles
+    assert got.end_cycle == pytest.approx(want.end_cycle, rel=1e-12, abs=1e-9)
+    assert got.stalls == pytest.approx(want.stalls, rel=1e-9, abs=1e-6)
+    assert got.actions == want.actions
+    assert got.details == pytest.approx(want.details, rel=1e-9, abs=1e-6)

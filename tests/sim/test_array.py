@@ -14,17 +14,13 @@ from antsim.sim import Densities, simulate_phase
 from antsim.sparsity.generators import make_tensors
 from antsim.spec.arch import load_arch
 from antsim.workloads.layers import PHASES, Layer
-from tests.sim.conftest import random_case
+from tests.sim.conftest import assert_same_timing, random_case
 
 
 def _assert_same(arch, work, densities, params=None):
     array = simulate_phase(arch, work, densities, params)
     reference = simulate_phase(arch, work, densities, params, per_pe=True)
-    assert array.cycles == reference.cycles
-    assert array.end_cycle == pytest.approx(reference.end_cycle, rel=1e-12, abs=1e-9)
-    assert array.stalls == pytest.approx(reference.stalls, rel=1e-9, abs=1e-6)
-    assert array.actions == reference.actions
-    assert array.details == pytest.approx(reference.details, rel=1e-9, abs=1e-6)
+    assert_same_timing(array, reference)
     return array
 
 

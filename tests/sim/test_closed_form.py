@@ -22,7 +22,7 @@ from antsim.simulate import simulate_network
 from antsim.sparsity.generators import make_tensors
 from antsim.spec.arch import arch_from_dict, load_arch
 from antsim.workloads.layers import PHASES, Layer
-from tests.sim.conftest import build_arch, build_work, random_case
+from tests.sim.conftest import assert_same_timing, build_arch, build_work, random_case
 
 DENSE = Densities(1.0, 1.0, 1.0)
 
@@ -30,11 +30,7 @@ DENSE = Densities(1.0, 1.0, 1.0)
 def _assert_same(arch, work, densities, params=None) -> PhaseTiming:
     events = simulate_phase(arch, work, densities, params)
     closed = simulate_phase(arch, work, densities, params, timing="closed_form")
-    assert closed.cycles == events.cycles
-    assert closed.end_cycle == pytest.approx(events.end_cycle, rel=1e-12, abs=1e-9)
-    assert closed.stalls == pytest.approx(events.stalls, rel=1e-9, abs=1e-6)
-    assert closed.actions == events.actions
-    assert closed.details == pytest.approx(events.details, rel=1e-9, abs=1e-6)
+    assert_same_timing(closed, events)
     return closed
 
 
