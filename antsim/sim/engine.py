@@ -10,6 +10,7 @@ from typing import Any
 import simpy
 
 from antsim.dataflow.work import PhaseWork
+from antsim.errors import AntsimError
 from antsim.sim.array import PEArray
 from antsim.sim.blocks import AccumulatorDrain, ChunkBarrier, DramChannel, RcpAnticipator, StreamFetcher
 from antsim.sim.closed_form import ClosedFormRun
@@ -128,9 +129,12 @@ def simulate_phase(arch: ArchSpec, work: PhaseWork, densities: Densities,
         Cycles, per-category stall cycles averaged over PEs, action counts and details.
 
     Raises:
-        AntsimError: an unknown ``timing``.
+        AntsimError: an unknown ``timing``, or ``per_pe`` with ``closed_form``.
     """
     model = parse_timing(timing)
+    if per_pe and model == "closed_form":
+        raise AntsimError("simulate_phase: per_pe=True is the event model's per-PE reference; it has no"
+                          " closed form (timing='events')")
     params = params or SimParams()
     schedule = build_schedule(arch, work, densities, params)
     blocks: _Blocks | ClosedFormRun

@@ -200,6 +200,8 @@ def test_a_phase_without_chunks_takes_no_time(make_work, make_arch):
 def test_an_unknown_timing_is_refused(make_work, make_arch):
     with pytest.raises(AntsimError, match="timing: unknown 'simpy'; known: events, closed_form"):
         simulate_phase(make_arch(), make_work(2, 4, 1), DENSE, timing="simpy")  # type: ignore[arg-type]
+    with pytest.raises(AntsimError, match="per_pe=True .* no closed form"):  # not silently ignored
+        simulate_phase(make_arch(), make_work(2, 4, 1), DENSE, per_pe=True, timing="closed_form")
 
 
 def test_network_echoes_the_closed_form_tier_only():
