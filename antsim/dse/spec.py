@@ -359,6 +359,11 @@ def _check_workload(spec: SweepSpec) -> None:
     proxy_workload(spec, workload)
 
 
+# Arch keys the analytic screen's estimate does not read (antsim/dse/screen.py): bank conflicts are the busiest
+# of Poisson-loaded banks whatever the hash, and bank FIFOs are not modelled.
+_UNSCREENED_PARAMETERS = ("accumulators.bank_hash", "accumulators.queue_depth")
+
+
 def _check_screen(spec: SweepSpec, workload: Any) -> None:
     """``multi_fidelity.screen``: a known screen; ``analytic`` takes no ``proxy_*`` key, sparse designs and conv
     layers only."""
@@ -384,6 +389,10 @@ def _check_screen(spec: SweepSpec, workload: Any) -> None:
     if not spec.base_arch_spec.sparsity_support or "sparsity_support" in spec.space:
         raise SpecError(spec.source, "multi_fidelity.screen", "analytic screens sparse designs only (a dense"
                         " design's every element would be a non-zero to count); use proxy_layers", mf.screen)
+    blind = [name for name in _UNSCREENED_PARAMETERS if name in spec.space]
+    if blind:  # the screen would rank every value of it alike and prune good ones: refuse, do not guess
+        raise SpecError(spec.source, f"space.{blind[0]}", "the analytic screen does not model this parameter"
+                        " (docs/sweep_screening.md, Limits); sweep it with screen: proxy_layers", "analytic")
 
     for layer in workload.layers:
         if isinstance(layer, Gemm):

@@ -192,6 +192,18 @@ def test_bad_screen_keys_are_refused(tmp_path: Path, mf: dict, key: str, rule: s
     assert info.value.key == key and rule in str(info.value) and "\n" not in str(info.value)
 
 
+@pytest.mark.parametrize(("name", "param"), [("accumulators.queue_depth", {"choices": [0, 2]}),
+                                             ("accumulators.bank_hash", {"choices": ["mod", "sliced"]})])
+def test_analytic_screen_refuses_a_swept_parameter_it_does_not_model(tmp_path: Path, name: str, param: dict) -> None:
+    path = write_spec(tmp_path, space={"pe_array.rows": {"low": 2, "high": 16}, name: param},
+                      multi_fidelity={"screen": "analytic"})
+    with pytest.raises(SpecError, match="does not model this parameter") as info:
+        load_sweep(path)
+    assert info.value.key == f"space.{name}" and "\n" not in str(info.value)
+    assert load_sweep(write_spec(tmp_path, space={"pe_array.rows": {"low": 2, "high": 16}, name: param},
+                                 multi_fidelity={"screen": "proxy_layers"})).space[name]
+
+
 def test_analytic_screen_refuses_gemm_layers(tmp_path: Path) -> None:
     csv = tmp_path / "layers.csv"
     write_layers_csv([Gemm(name="fc", M=10, N=2, K=64, a="weights", batch=2)], csv)
