@@ -2,7 +2,7 @@
 
 Usage:
     .venv/bin/python scripts/profile_step.py [--network resnet18-cifar] [--configs scnn ant dense]
-        [--batch 1 16] [--batch-sample 0] [--regime uniform] [--repeats 3]
+        [--batch 1 16] [--batch-sample 0] [--regime uniform] [--repeats 3] [--timing events|closed_form]
 
 For each design and batch, runs the step stage by stage the way ``simulate_network`` does — operand
 generation, ``map_phase`` (dataflow), ``simulate_phase`` (discrete-event timing and action counts),
@@ -46,12 +46,14 @@ DATAFLOW_PARTS = (
 
 
 def _one_step(arch, layers: list[Layer], densities, sparsity: str, batch_sample: int, warm: bool = False,
-              clock=time.perf_counter) -> dict:
+              clock=time.perf_counter, timing_model: str = "events") -> dict:
     """Seconds per (stage, phase) of one step: cold (no stage cache) unless ``warm`` (the caches hold
-    what an earlier design on the same operands left, as in a sweep or ``compare``)."""
+    what an earlier design on the same operands left, as in a sweep or ``compare``); ``timing_model`` is
+    ``simulate_phase``'s tier (``events`` or ``closed_form``)."""
     if not warm:
         with disabled():
-            return _one_step(arch, layers, densities, sparsity, batch_sample, warm=True, clock=clock)
+            return _one_step(arch, layers, densities, sparsity, batch_sample, warm=True, clock=clock,
+                             timing_model=timing_model)
     spent: dict = defaultdict(float)
     for index, layer in enumerate(layers):
         t0 = clock()
@@ -62,7 +64,7 @@ def _one_step(arch, layers: list[Layer], densities, sparsity: str, batch_sample:
             t1 = clock()
             work = map_phase(arch, layer, phase, tensors, "fast", batch_sample=batch_sample)
             t2 = clock()
-            timing = simulate_phase(arch, work, stream_densities(arch, work, tensors, phase))
+            timing = simulate_phase(arch, work, stream_densities(arch, work, tensors, phase), timing=timing_model)
             t3 = clock()
             _price(arch, timing.actions, timing.cycles / (arch.technology.clock_ghz * 1e9))
             t4 = clock()
@@ -115,10 +117,11 @@ def _im2col(x: np.ndarray, layer: Layer) -> np.ndarray:
     return stacked.transpose(1, 2, 0, 3, 4).reshape(layer.C * layer.R * layer.S, -1)
 
 
-def _parts(arch, layers, densities, sparsity: str, batch_sample: int, clock=time.perf_counter) -> dict[str, float]:
+def _parts(arch, layers, densities, sparsity: str, batch_sample: int, clock=time.perf_counter,
+           timing_model: str = "events") -> dict[str, float]:
     profile = cProfile.Profile(clock)
     profile.enable()
-    _one_step(arch, layers, densities, sparsity, batch_sample, clock=clock)
+    _one_step(arch, layers, densities, sparsity, batch_sample, clock=clock, timing_model=timing_model)
     profile.disable()
     stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
     out = {}
@@ -142,6 +145,9 @@ def main() -> None:
                         " machine")
     parser.add_argument("--warm", action="store_true",
                         help="keep the stage caches between repeats (a design after the first on the same operands)")
+    parser.add_argument("--timing", choices=["events", "closed_form"], default="events",
+                        help="simulate_phase's timing tier: events (simpy, default) or closed_form"
+                        " (antsim.sim.closed_form)")
     args = parser.parse_args()
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
     chosen = regime(args.regime)
@@ -150,7 +156,7 @@ def main() -> None:
         floors = [counting_floor(layers, chosen.densities, chosen.sparsity, clock) for _ in range(args.repeats)]
         floor = statistics.median(floors)
         print(f"\n### {args.network}, batch {batch}, regime {args.regime}, batch_sample {args.batch_sample},"
-              f" caches {'warm' if args.warm else 'off'}, {args.clock} clock"
+              f" caches {'warm' if args.warm else 'off'}, {args.clock} clock, timing {args.timing}"
               f" — counting floor {floor:.3f} s (median of {args.repeats})\n")
         print("| design | step (s) | × floor | operands | " + " | ".join(f"dataflow {p}" for p in PHASES)
               + " | timing (all phases) | energy |")
@@ -158,7 +164,8 @@ def main() -> None:
         for config in args.configs:
             arch = load_arch(f"arch_configs/{config}.yaml")
             clear_all()
-            runs = [_one_step(arch, layers, chosen.densities, chosen.sparsity, args.batch_sample, args.warm, clock)
+            runs = [_one_step(arch, layers, chosen.densities, chosen.sparsity, args.batch_sample, args.warm, clock,
+                              args.timing)
                     for _ in range(args.repeats + (1 if args.warm else 0))][(1 if args.warm else 0):]
             med = {key: statistics.median(run[key] for run in runs) for key in runs[0]}
             step = statistics.median(sum(run.values()) for run in runs)
@@ -167,7 +174,7 @@ def main() -> None:
             print(f"| {config} | {step:.2f} | {step / floor:.1f} | {med['operands', 'all']:.2f} | "
                   + " | ".join(f"{med['dataflow', p]:.2f}" for p in PHASES) + f" | {timing:.2f} | {energy:.3f} |")
             if not args.no_parts:
-                parts = _parts(arch, layers, chosen.densities, chosen.sparsity, args.batch_sample, clock)
+                parts = _parts(arch, layers, chosen.densities, chosen.sparsity, args.batch_sample, clock, args.timing)
                 total = parts.pop("profiled total")
                 print("|   parts (cProfile, cumulative s; % of the profiled step) | "
                       + "; ".join(f"{k} {v:.2f} ({v / total:.0%})" for k, v in parts.items()) + " |")
