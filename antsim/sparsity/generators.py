@@ -66,7 +66,8 @@ def _register(name: str) -> Callable[[MaskModel], MaskModel]:
 
 def _nonzero_values(shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
     values = rng.standard_normal(shape)
-    return np.where(values == 0, 1.0, values)
+    values[values == 0] = 1.0  # in place: the values of np.where(values == 0, 1.0, values) without a second copy
+    return values
 
 
 @_register("uniform")
@@ -82,25 +83,132 @@ def _smooth_field(shape: tuple[int, ...], rng: np.random.Generator, params: Fiel
         field = gaussian_filter(field, sigma=sigma, mode="wrap")
         field /= field.std() or 1.0
     channel_scale = np.exp(params.channel_sigma * rng.standard_normal((1, shape[1], 1, 1)))
-    return field * channel_scale
+    field *= channel_scale  # in place: the same products as field * channel_scale, one full-size array fewer
+    return field
+
+
+# Elements per block of the selection passes of ``top_k`` and ``top_k_mask``: bounds their temporaries (one
+# float and one bool per element of a block), not results. [choice] 2^20 elements, ≈ 9 MiB of float64 + bool.
+_TOP_K_BLOCK = 1 << 20
+
+
+def _negated_kth(negated: np.ndarray, keep: int) -> float | None:
+    """The ``keep``-th smallest of ``negated`` (flat −|values|, owned: partitioned in place), or None when the
+    selection of the ``keep`` largest magnitudes is not "every element at or above that magnitude": an element
+    past the k-th ties with it (the position-based choice among ties is then ``np.argpartition``'s own) or the
+    k-th is NaN.
+
+    Why the threshold selects what ``np.argpartition(-|values|, keep - 1)[:keep]`` selects: after the partition
+    every element before position keep − 1 is ≤ the k-th and every one after it ≥; if none after it equals it
+    (``np.fmin`` skips NaN, which the partition sorts last and the argpartition never takes before a number),
+    the elements ≤ the k-th are exactly the first ``keep``, the set the argpartition returns.
+    """
+    negated.partition(keep - 1)
+    kth = negated[keep - 1]
+    if np.isnan(kth) or (keep < negated.size and np.fmin.reduce(negated[keep:]) == kth):
+        return None
+    return float(kth)  # exact: the dtypes _threshold admits are at most float64
+
+
+def _selected(block: np.ndarray, kth: float) -> np.ndarray:
+    """Elements of ``block`` whose −|value| is ≤ ``kth`` (the same −|value| ``_negated_kth`` partitioned)."""
+    negated = np.abs(block)
+    np.negative(negated, out=negated)
+    return negated <= kth
+
+
+def _top_k_by_index(values: np.ndarray, keep: int) -> np.ndarray:
+    """The selection by ``np.argpartition`` (the original ``top_k``): five full-size arrays at its peak, used only
+    where the threshold cannot reproduce it (ties at the k-th magnitude, NaN, non-float dtypes)."""
+    out = np.zeros_like(values)
+    flat = np.abs(values).ravel()
+    index = np.argpartition(-flat, keep - 1)[:keep]
+    out.ravel()[index] = values.ravel()[index]
+    return out
+
+
+# Dtypes whose k-th magnitude a Python float holds exactly (the others, integers included, take the argpartition).
+_THRESHOLD_DTYPES = (np.dtype(np.float16), np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _threshold(values: np.ndarray, keep: int) -> float | None:
+    """``_negated_kth`` of ``values`` (None also for a dtype outside ``_THRESHOLD_DTYPES``: an integer's negation
+    may wrap, a long double's k-th is not a Python float)."""
+    if values.dtype not in _THRESHOLD_DTYPES:
+        return None
+    negated = np.abs(values).ravel()  # one full-size copy, partitioned in place and dropped on return
+    np.negative(negated, out=negated)
+    return _negated_kth(negated, keep)
 
 
 def top_k(values: np.ndarray, density: float) -> np.ndarray:
-    """Keep the ``round(density·size)`` largest magnitudes of ``values`` (ties broken by position)."""
+    """Keep the ``round(density·size)`` largest magnitudes of ``values`` (C order; ties at the k-th magnitude
+    resolved as ``np.argpartition`` resolves them), the rest 0.
+
+    The k-th largest magnitude comes from one partitioned copy; the output is filled block by block with the
+    elements at or above it: two full-size arrays beside ``values`` (one at a time) instead of five. When
+    elements tie at the k-th magnitude the argpartition itself decides (identical results, the old peak).
+    """
     keep = int(round(density * values.size))
-    out = np.zeros_like(values)
     if keep == 0:
-        return out
-    flat = np.abs(values).ravel()
-    index = np.argpartition(-flat, keep - 1)[:keep] if keep < flat.size else np.arange(flat.size)
-    out.ravel()[index] = values.ravel()[index]
+        return np.zeros_like(values)
+    if keep >= values.size:
+        return values.copy()
+    kth = _threshold(values, keep)
+    if kth is None:
+        return _top_k_by_index(values, keep)
+    out = np.zeros(values.shape, values.dtype)
+    flat_values, flat_out = values.reshape(-1), out.reshape(-1)
+    for start in range(0, values.size, _TOP_K_BLOCK):
+        block = flat_values[start:start + _TOP_K_BLOCK]
+        np.copyto(flat_out[start:start + _TOP_K_BLOCK], block, where=_selected(block, kth))
     return out
+
+
+def top_k_mask(values: np.ndarray, density: float) -> np.ndarray:
+    """``top_k(values, density) != 0`` without the float output (bool, the shape of ``values``)."""
+    keep = int(round(density * values.size))
+    if keep == 0 or keep >= values.size:
+        return top_k(values, density) != 0
+    kth = _threshold(values, keep)
+    if kth is None:
+        return _top_k_by_index(values, keep) != 0
+    mask = np.empty(values.shape, bool)
+    flat_values, flat_mask = values.reshape(-1), mask.reshape(-1)
+    for start in range(0, values.size, _TOP_K_BLOCK):
+        block = flat_values[start:start + _TOP_K_BLOCK]
+        np.logical_and(_selected(block, kth), block != 0, out=flat_mask[start:start + _TOP_K_BLOCK])
+    return mask
+
+
+def _top_k_mask_of_gain(field: np.ndarray, gain: np.ndarray, density: float) -> np.ndarray:
+    """``top_k_mask(np.abs(field) * gain, density)`` for a 4-D ``field`` and a gain broadcast over it: the product
+    is formed once whole (for the threshold) and then again one image at a time (the same float operations,
+    hence the same values), so one full-size float64 array is alive instead of two."""
+    keep = int(round(density * field.size))
+    product = np.abs(field) * gain
+    if keep == 0 or keep >= field.size or product.dtype not in _THRESHOLD_DTYPES:
+        return top_k_mask(product, density)
+    negated = product.reshape(-1)
+    np.negative(np.abs(negated, out=negated), out=negated)  # the −|product| that _selected recomputes
+    kth = _negated_kth(negated, keep)
+    del negated, product
+    if kth is None:
+        return top_k_mask(np.abs(field) * gain, density)
+    mask = np.empty(field.shape, bool)
+    image_gain = np.broadcast_to(gain, field.shape)
+    for n in range(field.shape[0]):
+        block = np.abs(field[n]) * image_gain[n]
+        np.logical_and(_selected(block, kth), block != 0, out=mask[n])
+    return mask
 
 
 @_register("topk_field")
 def _topk_field(shape: tuple[int, ...], density: float, rng: np.random.Generator, params: FieldParams) -> np.ndarray:
     field = _smooth_field(shape, rng, params)
-    return top_k(np.where(field == 0, 1e-12, field), density)
+    field[field == 0] = 1e-12  # in place: np.where(field == 0, 1e-12, field) without a second copy
+    keep_all = int(round(density * field.size)) >= field.size
+    return field if keep_all else top_k(field, density)  # keeping all: top_k's copy of the field, not needed
 
 
 @_register("channel")
@@ -185,7 +293,7 @@ def _top_k_of_envelope(shape: tuple[int, int, int, int], density: float, rng_fie
     field = make_operand(shape, 1.0, "topk_field", rng_field, field_params)
     if density >= 1.0:
         return field
-    chosen = top_k(np.abs(field) * envelope(shape, rng_envelope, params), density) != 0
+    chosen = _top_k_mask_of_gain(field, envelope(shape, rng_envelope, params), density)
     return np.where(chosen, field, 0).astype(np.float32)
 
 
@@ -204,7 +312,7 @@ def swat_tensors(layer: Layer, density_w: float, density_a: float, density_g: fl
         activations = _top_k_of_envelope(a_shape, density_a, rng_a, rng_ea, params.activations, params)
     else:
         activations = make_operand(a_shape, density_a, "topk_field", rng_a, params.activations)
-        chosen = top_k(np.abs(activations) * envelope(a_shape, rng_ea, params), density_a_saved) != 0
+        chosen = _top_k_mask_of_gain(activations, envelope(a_shape, rng_ea, params), density_a_saved)
         saved = np.where(chosen, activations, 0).astype(np.float32)
     grad = _top_k_of_envelope(g_shape, density_g, rng_g, rng_eg, params.grad_output, params.for_grad())
     return Tensors(weights, activations, grad, saved)

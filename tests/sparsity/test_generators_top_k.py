@@ -1,0 +1,159 @@
+"""``top_k`` / ``top_k_mask`` against the original argpartition selection: identical bytes on many shapes, densities,
+dtypes and seeds, ties and zeros included; the threshold path really taken; its memory a fraction of the old."""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from antsim import Layer
+from antsim.sparsity import generators
+from antsim.sparsity.generators import envelope, make_tensors, top_k, top_k_mask
+
+
+def _reference_top_k(values: np.ndarray, density: float) -> np.ndarray:
+    """The original ``top_k`` (before the threshold rewrite), verbatim."""
+    keep = int(round(density * values.size))
+    out = np.zeros_like(values)
+    if keep == 0:
+        return out
+    flat = np.abs(values).ravel()
+    index = np.argpartition(-flat, keep - 1)[:keep] if keep < flat.size else np.arange(flat.size)
+    out.ravel()[index] = values.ravel()[index]
+    return out
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    """Equal dtype, shape and bytes (so -0.0 and +0.0, and NaN payloads, count as different)."""
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def _continuous(shape: tuple[int, ...], dtype: type, rng: np.random.Generator) -> np.ndarray:
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def _tied(shape: tuple[int, ...], dtype: type, rng: np.random.Generator) -> np.ndarray:
+    """Few distinct magnitudes (ties everywhere, zeros and both signs)."""
+    return rng.integers(-3, 4, shape).astype(dtype)
+
+
+def _signed_zeros(shape: tuple[int, ...], dtype: type, rng: np.random.Generator) -> np.ndarray:
+    values = rng.standard_normal(shape).astype(dtype)
+    values[rng.random(shape) < 0.6] = 0.0
+    values[rng.random(shape) < 0.3] = -0.0
+    return values
+
+
+SHAPES = [(1,), (2,), (7,), (3, 5), (2, 3, 4, 5), (4, 16, 9, 9), (1, 3, 17, 13)]
+DENSITIES = [0.0, 0.01, 0.1, 0.25, 0.5, 0.9, 0.999, 1.0]
+MAKERS = [_continuous, _tied, _signed_zeros]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+@pytest.mark.parametrize("maker", MAKERS)
+def test_top_k_and_mask_equal_the_argpartition_original(dtype: type, maker) -> None:  # type: ignore[no-untyped-def]
+    for seed in range(4):
+        rng = np.random.default_rng(seed)
+        for shape in SHAPES:
+            values = maker(shape, dtype, rng)
+            for density in DENSITIES:
+                expected = _reference_top_k(values, density)
+                assert _same(top_k(values, density), expected), (maker.__name__, shape, density, seed)
+                assert _same(top_k_mask(values, density), expected != 0), (maker.__name__, shape, density, seed)
+
+
+def test_block_boundaries_do_not_matter(monkeypatch: pytest.MonkeyPatch) -> None:
+    values = np.random.default_rng(5).standard_normal((3, 7, 11))
+    for block in (1, 2, 7, 100, 230, 231, 232):
+        monkeypatch.setattr(generators, "_TOP_K_BLOCK", block)
+        for density in (0.05, 0.3, 0.8):
+            expected = _reference_top_k(values, density)
+            assert _same(top_k(values, density), expected) and _same(top_k_mask(values, density), expected != 0)
+
+
+def test_integer_and_nan_inputs_take_the_original_selection() -> None:
+    ints = np.random.default_rng(1).integers(-5, 6, (6, 9))
+    with_nan = np.random.default_rng(2).standard_normal((5, 8))
+    with_nan[0, :3] = np.nan
+    for values in (ints, with_nan):
+        for density in (0.1, 0.5, 0.95, 1.0):
+            assert _same(top_k(values, density), _reference_top_k(values, density))
+
+
+def test_continuous_values_take_the_threshold_not_the_argpartition(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(values: np.ndarray, keep: int) -> np.ndarray:
+        raise AssertionError("argpartition fallback taken on untied values")
+
+    monkeypatch.setattr(generators, "_top_k_by_index", refuse)
+    values = np.random.default_rng(3).standard_normal((4, 32, 12, 12))
+    assert np.count_nonzero(top_k(values, 0.1)) == round(0.1 * values.size)
+    assert np.count_nonzero(top_k_mask(values, 0.1)) == round(0.1 * values.size)
+
+
+def test_ties_at_the_threshold_keep_argpartition_positions() -> None:
+    # 40 elements of magnitude 2 for 10 places: which 10 is the argpartition's choice, and it is kept
+    values = np.concatenate([np.full(40, 2.0), -np.full(40, 2.0), np.ones(20)])
+    np.random.default_rng(4).shuffle(values)
+    for density in (0.05, 0.1, 0.33, 0.79, 0.8, 0.81):
+        expected = _reference_top_k(values, density)
+        assert _same(top_k(values, density), expected)
+
+
+def test_top_k_mask_of_gain_equals_the_product_selection() -> None:
+    params = generators.SwatParams()
+    for seed in range(6):
+        rng = np.random.default_rng(seed)
+        shape = (int(rng.integers(1, 4)), int(rng.integers(1, 9)), int(rng.integers(1, 12)), int(rng.integers(1, 12)))
+        field = rng.standard_normal(shape).astype(np.float32)
+        if seed % 2:
+            field = np.round(field * 2).astype(np.float32)  # ties and zeros
+        gain = envelope(shape, rng, params)
+        for density in (0.0, 0.02, 0.1, 0.5, 1.0):
+            expected = _reference_top_k(np.abs(field) * gain, density) != 0
+            assert _same(generators._top_k_mask_of_gain(field, gain, density), expected), (seed, density)
+
+
+def test_non_contiguous_input_is_selected_like_its_contiguous_copy() -> None:
+    values = np.random.default_rng(6).standard_normal((8, 10))
+    for view in (values.T, values[:, ::2]):
+        assert _same(top_k(view, 0.2), top_k(np.ascontiguousarray(view), 0.2))
+
+
+def test_make_tensors_equal_the_argpartition_original(monkeypatch: pytest.MonkeyPatch) -> None:
+    layer = Layer(name="l", N=2, C=8, K=16, H=12, W=12, R=3, S=3, stride=1, pad=1)
+    cases = [dict(model="swat"), dict(model="swat", density_a=0.5, density_a_saved=0.1),
+             dict(model="topk_field", density_a=0.5, density_a_saved=0.1), dict(model="uniform"),
+             dict(model="channel", density_a=0.5, density_a_saved=0.2), dict(model="swat", density_g=1.0)]
+    new = [make_tensors(layer, seed=7, **case) for case in cases]  # type: ignore[arg-type]
+
+    def original_mask_of_gain(field: np.ndarray, gain: np.ndarray, density: float) -> np.ndarray:
+        return _reference_top_k(np.abs(field) * gain, density) != 0
+
+    monkeypatch.setattr(generators, "top_k", _reference_top_k)
+    monkeypatch.setattr(generators, "_top_k_mask_of_gain", original_mask_of_gain)
+    old = [make_tensors(layer, seed=7, **case) for case in cases]  # type: ignore[arg-type]
+    for case, a, b in zip(cases, new, old, strict=True):
+        for name in ("weights", "activations", "grad_output", "saved_activations"):
+            x, y = getattr(a, name), getattr(b, name)
+            assert (x is None and y is None) or _same(x, y), (case, name)
+
+
+def _peak_bytes(call) -> int:  # type: ignore[no-untyped-def]
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        call()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_top_k_holds_two_full_size_arrays_not_five() -> None:
+    values = np.random.default_rng(8).standard_normal(1 << 22)  # 32 MiB; blocks of 2^20 add ≤ 9 MiB
+    new = _peak_bytes(lambda: top_k(values, 0.1))
+    old = _peak_bytes(lambda: _reference_top_k(values, 0.1))
+    assert new <= 1.3 * values.nbytes < 3.5 * values.nbytes <= old
+    mask = _peak_bytes(lambda: top_k_mask(values, 0.1))
+    assert mask <= 1.3 * values.nbytes
