@@ -27,7 +27,7 @@ from antsim.sparsity.gemm import make_gemm_tensors
 from antsim.sparsity.generators import make_tensors
 from antsim.sparsity.tensors import load_tensors
 from antsim.spec.arch import ArchSpec
-from antsim.vocabulary import Fidelity
+from antsim.vocabulary import Fidelity, TimingModel
 from antsim.workloads.gemm import Gemm
 from antsim.workloads.layers import Layer
 
@@ -106,14 +106,17 @@ def workload_tensors(workload: Workload, seed: int) -> dict[str, Any]:
     return _tensors(workload.tensors_path) if workload.tensors_path else _generated(workload, seed)
 
 
-def simulator(arch: ArchSpec, workload: Workload, fidelity: Fidelity = "fast", seed: int = 0) -> dict[str, float]:
-    """Evaluate with ``antsim.simulate.simulate_network`` (the real discrete-event model); designs past
-    the pass limit are refused first (``check_passes``)."""
+def simulator(arch: ArchSpec, workload: Workload, fidelity: Fidelity = "fast", seed: int = 0,
+              timing: TimingModel = "events") -> dict[str, float]:
+    """Evaluate with ``antsim.simulate.simulate_network`` (the real model; ``timing``: its discrete-event
+    tier or the closed-form one, docs/timing_tier.md); designs past the pass limit are refused first
+    (``check_passes``)."""
     check_passes(arch, workload)
     tensors = workload_tensors(workload, seed)
     result = simulate_network(arch, list(workload.layers), phases=workload.phases,
                               densities=dict(workload.densities), sparsity=workload.sparsity,
-                              tensors=tensors, fidelity=fidelity, seed=seed, batch_sample=workload.batch_sample)
+                              tensors=tensors, fidelity=fidelity, seed=seed, batch_sample=workload.batch_sample,
+                              timing=timing)
     return network_metrics(result)
 
 

@@ -174,7 +174,8 @@ def _export_into(spec: SweepSpec, study: optuna.Study, trials: list[FrozenTrial]
                # what the trials ran on: `antsim report --sweep` refuses an export of another workload
                "workload": export_echo(workload),
                # which model priced the trials: the report says so beside its own (simulated) designs
-               "evaluator": {"name": spec.evaluator.name, "fidelity": spec.fidelity},
+               "evaluator": {"name": spec.evaluator.name, "fidelity": spec.fidelity,
+                             **({"timing": spec.timing} if spec.timing != "events" else {})},
                "complete": counts.complete, "pruned": counts.pruned, "failed": counts.errors,
                "abandoned": counts.abandoned, "running": counts.running, "pareto_size": len(points),
                "feasible": outcomes.feasible, "infeasible": outcomes.infeasible, "screened": outcomes.screened,

@@ -131,8 +131,17 @@ def effective_trials(spec: SweepSpec, n_trials: int) -> int:
     return min(n_trials, size)
 
 
+def spec_evaluator(spec: SweepSpec) -> Evaluator:
+    """The spec's evaluator with its options bound (and the ``timing`` tier when it is not the default)."""
+    options = dict(spec.evaluator.options)
+    if spec.timing != "events":
+        options["timing"] = spec.timing
+    return resolve_evaluator(spec.evaluator.name, options, spec.source)
+
+
 def spec_signature(spec: SweepSpec) -> str:
-    """What must not change when a study is resumed: space, objectives, constraints, base arch, workload."""
+    """What must not change when a study is resumed: space, objectives, constraints, base arch, workload,
+    fidelity and timing tier."""
     workload = resolve_workload(spec)
     data = {"space": {k: v.model_dump(mode="json") for k, v in spec.space.items()},
             "objectives": spec.objectives,
@@ -140,7 +149,9 @@ def spec_signature(spec: SweepSpec) -> str:
             "base_arch": spec.base_arch_spec.to_dict() if spec.base_arch_spec else None,
             "layers": [layer.to_dict() for layer in workload.layers], "phases": list(workload.phases),
             "densities": workload.densities, "sparsity": workload.sparsity, "fidelity": spec.fidelity,
-            **({"batch_sample": workload.batch_sample} if workload.batch_sample else {})}
+            **({"batch_sample": workload.batch_sample} if workload.batch_sample else {}),
+            # only when not the default, so that a study made before the key existed still resumes
+            **({"timing": spec.timing} if spec.timing != "events" else {})}
     return json.dumps(data, sort_keys=True)
 
 
@@ -182,8 +193,7 @@ class _Worker:
         self.study = optuna.load_study(study_name=opts.study_name, storage=self.storage,
                                        sampler=make_sampler(spec, seed))
         workload = resolve_workload(spec)
-        evaluator = opts.evaluator or resolve_evaluator(spec.evaluator.name, dict(spec.evaluator.options),
-                                                        spec.source)
+        evaluator = opts.evaluator or spec_evaluator(spec)
         self.objective = Objective(spec, workload, evaluator, proxy_workload(spec, workload), screener_of(spec))
         self.lock = st.SlotLock(opts.storage_url, opts.study_name)
         self.ran = 0

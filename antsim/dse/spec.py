@@ -25,7 +25,7 @@ from antsim.sparsity.densities import Densities, DensityError
 from antsim.sparsity.generators import sparsity_models
 from antsim.spec.arch import ArchSpec, arch_field_paths, arch_from_dict, load_arch
 from antsim.spec.yamlio import load_yaml, validate_model
-from antsim.vocabulary import PHASES, Fidelity, Phase
+from antsim.vocabulary import PHASES, Fidelity, Phase, TimingModel
 from antsim.workloads.gemm import Gemm
 
 SAMPLERS = ("nsga2", "tpe", "random", "grid", "qmc")
@@ -128,6 +128,10 @@ class SweepSpec(_Model):
     timeout_s: float | None = Field(None, gt=0)
     seed: int = Field(0, ge=0, lt=2**32, description="sampler and operand seed (numpy's seed range)")
     fidelity: Fidelity = "fast"
+    # The full evaluation's timing tier (``antsim.simulate.simulate_network(timing=…)``, docs/timing_tier.md):
+    # ``events`` (the discrete-event model, the default: a sweep's results as before) or ``closed_form`` (the
+    # same recurrences without simpy; the evaluator ``simulator`` only).
+    timing: TimingModel = "events"
     multi_fidelity: MultiFidelitySpec | None = None
     # Filled by load_sweep (not YAML keys a user writes; extra=forbid keeps them out of files).
     source: str = Field("<dict>", exclude=True)
@@ -346,6 +350,12 @@ def load_sweep(path: str | Path) -> SweepSpec:
 
 def _check_evaluator(spec: SweepSpec) -> None:
     func = resolve_evaluator(spec.evaluator.name, None, spec.source)
+    if spec.timing != "events" and spec.evaluator.name != "simulator":
+        raise SpecError(spec.source, "timing", f"applies to evaluator simulator only (not {spec.evaluator.name})",
+                        spec.timing)
+    if "timing" in spec.evaluator.options:
+        raise SpecError(spec.source, "evaluator.options.timing", "set the timing tier with the top-level key"
+                        " timing (echoed in the study and export)", spec.evaluator.options["timing"])
     try:
         inspect.signature(func).bind_partial(None, None, None, None, **spec.evaluator.options)
     except TypeError as exc:

@@ -33,6 +33,11 @@ BAD = [
     ("choice_out_of_arch_range", {"space": {"anticipation.policy": {"choices": ["ant", "magic"]}}},
      "space.anticipation.policy.choices[1]", "magic"),
     ("unknown_constraint_metric", {"constraints": {"volume": {"max": 3}}}, "constraints.volume", "unknown metric"),
+    ("unknown_timing", {"timing": "cycle_accurate"}, "timing", "closed_form"),
+    # the toy evaluator has no timing tier: refused, not ignored
+    ("timing_without_simulator", {"timing": "closed_form"}, "timing", "applies to evaluator simulator only"),
+    ("timing_as_evaluator_option", {"evaluator": {"name": "simulator", "options": {"timing": "closed_form"}}},
+     "evaluator.options.timing", "top-level key timing"),
 ]
 
 
