@@ -20,7 +20,7 @@ from antsim.phases import PhaseProblem
 
 @dataclass(frozen=True)
 class Cells:
-    """Per-cell arrays (all shape (n_cells,), int64).
+    """Per-cell arrays (all shape (n_cells,); int64, or int32 where ``cell_dtypes`` proves the values fit).
 
     Attributes:
         slot: ``chunk · n_pes + pe`` (the PhaseWork row-major index). i0, n_i: first I-vector and
@@ -43,7 +43,8 @@ class Cells:
 
     @property
     def n_pairs(self) -> np.ndarray:
-        return self.n_i * self.n_f
+        """Candidate vector pairs of each cell (int64 whatever the fields' dtype)."""
+        return np.multiply(self.n_i, self.n_f, dtype=np.int64)
 
 
 def _decode_stationary(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, keys: np.ndarray
@@ -82,8 +83,9 @@ def _walk_order(stationary_class: np.ndarray, classes: StrideClasses, n_groups: 
 
 
 # Cells built per batch of stationary fibers (their expansion over groups and stride partners): it bounds
-# the temporaries, not results. [choice] 2^22 cells ≈ 300 MB of int64 temporaries at most.
-_CELL_BATCH = 1 << 22
+# the temporaries, not results. [choice] 2^20 cells ≈ 90 MB of int64 temporaries at most (2^22 had held
+# ≈ 400 MB beside the cells of ResNet-50 layer4.0.downsample on the dense design, docs/memory.md).
+_CELL_BATCH = 1 << 20
 
 
 def make_cells(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, stationary: Vectors,
@@ -96,17 +98,75 @@ def make_cells(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, st
                          np.int64)[stationary_class] * tiling.n_groups
     ends = np.cumsum(per_fiber)
     index = _StreamedIndex.of(streamed)
-    parts, first = [], 0
+    if not len(per_fiber):
+        return _cells_of(problem, tiling, classes, stationary, _FiberBatch(0, image, channel, pe, stationary_class),
+                         index)
+    columns = _Columns(int(ends[-1]), cell_dtypes(stationary, streamed))
+    first = 0
     while first < len(per_fiber):
         last = max(first + 1, int(np.searchsorted(ends, (ends[first] - per_fiber[first]) + _CELL_BATCH, "right")))
         fibers = slice(first, last)
         batch = _FiberBatch(first, image[fibers], channel[fibers], pe[fibers], stationary_class[fibers])
-        parts.append(_cells_of(problem, tiling, classes, stationary, batch, index))
+        columns.append(_cells_of(problem, tiling, classes, stationary, batch, index))
         first = last
-    if len(parts) <= 1:
-        return parts[0] if parts else _cells_of(problem, tiling, classes, stationary,
-                                                 _FiberBatch(0, image, channel, pe, stationary_class), index)
-    return Cells(*(np.concatenate([getattr(part, f.name) for part in parts]) for f in fields(Cells)))
+    return columns.cells()
+
+
+# Largest value an int32 cell field may hold. The count fields are multiplied pairwise by the accounting
+# (``n_pairs = n_i · n_f``, ``nnz_s · nnz_t``, ``n_f · nnz_s``), so they are narrowed only when the product of
+# any two of them fits too: every count ≤ 46,340 (46,340² < 2^31).
+_INT32_MAX = np.iinfo(np.int32).max
+_INT32_COUNT_MAX = 46_340
+_VECTOR_ID_FIELDS = ("i0", "f0")
+_COUNT_FIELDS = ("n_i", "n_f", "nnz_s", "nnz_t", "nnz_t_all")
+
+
+def _largest(values: np.ndarray) -> int:
+    return int(values.max()) if values.size else 0
+
+
+def cell_dtypes(stationary: Vectors, streamed: StreamedOperand) -> dict[str, np.dtype]:
+    """The dtype of each ``Cells`` field: int32 where a bound on every value proves it fits, else int64 (slot and
+    stream_key are always int64: the accounting forms chunk- and key-sized products of them).
+
+    The bounds are the arrays the cells are gathered from: ``i0`` and ``f0`` are vector ids (< the vectors of the
+    operand, or 0), ``n_i``, ``nnz_s`` come from the stationary fibers, ``n_f``, ``nnz_t`` from the streamed fibers
+    and ``nnz_t_all`` from the unfiltered block counts (or are 0).
+    """
+    vectors = streamed.vectors
+    ids = max(len(stationary.vec_size), len(vectors.vec_size))
+    counts = max(_largest(stationary.fiber_nvec), _largest(stationary.fiber_nnz), _largest(vectors.fiber_nvec),
+                 _largest(vectors.fiber_nnz), _largest(streamed.unfiltered_nnz))
+    dtypes: dict[str, np.dtype] = {f.name: np.dtype(np.int64) for f in fields(Cells)}
+    if ids <= _INT32_MAX:
+        dtypes.update({name: np.dtype(np.int32) for name in _VECTOR_ID_FIELDS})
+    if counts <= _INT32_COUNT_MAX:
+        dtypes.update({name: np.dtype(np.int32) for name in _COUNT_FIELDS})
+    return dtypes
+
+
+class _Columns:
+    """The fields of ``Cells`` preallocated at the cells before the inert ones are dropped (``capacity``), in the
+    dtypes ``cell_dtypes`` proved wide enough, filled batch by batch and shrunk to the cells kept: the cells are
+    held once, with one batch's parts beside them, instead of every batch's parts and their concatenation (and
+    untouched pages of the capacity are never resident)."""
+
+    def __init__(self, capacity: int, dtypes: dict[str, np.dtype]) -> None:
+        self.capacity = capacity
+        self.filled = 0
+        self.arrays = {name: np.empty(capacity, dtype) for name, dtype in dtypes.items()}
+
+    def append(self, part: Cells) -> None:
+        n = len(part.slot)
+        for name, column in self.arrays.items():
+            column[self.filled:self.filled + n] = getattr(part, name)  # int64 → int32 only within the bound
+        self.filled += n
+
+    def cells(self) -> Cells:
+        for column in self.arrays.values():
+            if self.filled < self.capacity:
+                column.resize(self.filled, refcheck=False)  # realloc: the tail is returned, no copy is held
+        return Cells(**self.arrays)
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from antsim.dataflow import pairing
 from antsim.dataflow.fibers import stationary_vectors, streamed_vectors
 from antsim.dataflow.options import MappingOptions
-from antsim.dataflow.pairing import Cells, _walk_order, make_cells
+from antsim.dataflow.pairing import Cells, _walk_order, cell_dtypes, make_cells
 from antsim.dataflow.tiling import StrideClasses, make_tiling, stride_classes
 from antsim.phases import phase_problem
 from antsim.workloads.layers import PHASES, Layer
@@ -91,3 +92,74 @@ def test_walk_order_of_classes_with_as_many_partners(partners):
     for got, want in zip(_walk_order(stationary_class, classes, 3),
                          _reference_walk_counts(stationary_class, classes, 3), strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+def _one_batch_cells(problem, tiling, classes, stationary, streamed) -> Cells:
+    """The cells built as one batch of every fiber, int64 (what ``make_cells`` returned before it preallocated)."""
+    image, channel, pe, cls = pairing._decode_stationary(problem, tiling, classes, stationary.fiber_keys)
+    return pairing._cells_of(problem, tiling, classes, stationary, pairing._FiberBatch(0, image, channel, pe, cls),
+                             pairing._StreamedIndex.of(streamed))
+
+
+def _phase_operands(layer, phase, density, seed, rows=3, cols=2, kc=2):
+    problem = phase_problem(layer, phase)
+    tiling = make_tiling(problem, rows, cols, kc)
+    classes = stride_classes(problem, True)
+    tensors = random_tensors(layer, density, seed)
+    stationary = stationary_vectors(problem, tiling, classes, problem.stationary(tensors), False, 4)
+    streamed = streamed_vectors(problem, tiling, classes, problem.streamed(tensors), MappingOptions(fetch_filter=True),
+                                4)
+    return problem, tiling, classes, stationary, streamed
+
+
+@pytest.mark.parametrize("layer", LAYERS, ids=lambda layer: layer.name)
+@pytest.mark.parametrize("phase", PHASES)
+@pytest.mark.parametrize("density", [0.05, 0.4, 1.0])
+def test_preallocated_batches_equal_one_batch(layer, phase, density, monkeypatch):
+    """Batches of 1-7 cells filled into preallocated (narrowed) columns: the same values as one int64 batch, the
+    dtype ``cell_dtypes`` chose, also where inert cells were dropped (the columns shrunk)."""
+    operands = _phase_operands(layer, phase, density, 3)
+    reference = _one_batch_cells(*operands)
+    dtypes = cell_dtypes(operands[3], operands[4])
+    for batch in (1, 7, 1 << 20):
+        monkeypatch.setattr(pairing, "_CELL_BATCH", batch)
+        cells = make_cells(*operands)
+        for name in Cells.__dataclass_fields__:
+            got, want = getattr(cells, name), getattr(reference, name)
+            assert want.dtype == np.int64 and got.dtype == dtypes[name], name
+            np.testing.assert_array_equal(got, want, err_msg=name)
+        np.testing.assert_array_equal(cells.n_pairs, reference.n_pairs)
+
+
+def test_sparse_cells_drop_inert_ones_and_shrink():
+    operands = _phase_operands(LAYERS[0], "fprop", 0.05, 1)
+    per_fiber_total = len(_one_batch_cells(*operands).slot)
+    problem, tiling, classes, stationary, streamed = operands
+    _, _, _, cls = pairing._decode_stationary(problem, tiling, classes, stationary.fiber_keys)
+    capacity = int(_walk_order(cls, classes, tiling.n_groups)[0].sum())
+    assert per_fiber_total < capacity  # some cells were inert: the preallocated columns were shrunk
+    assert len(make_cells(*operands).slot) == per_fiber_total
+
+
+def test_cell_dtypes_narrow_only_within_the_bounds(monkeypatch):
+    operands = _phase_operands(LAYERS[0], "dgrad", 0.4, 2)
+    narrow = cell_dtypes(operands[3], operands[4])
+    assert {name for name, dtype in narrow.items() if dtype == np.int32} == {
+        "i0", "f0", "n_i", "n_f", "nnz_s", "nnz_t", "nnz_t_all"}
+    largest_count = int(max(operands[3].fiber_nnz.max(), operands[4].unfiltered_nnz.max()))
+    monkeypatch.setattr(pairing, "_INT32_COUNT_MAX", largest_count - 1)
+    counts_wide = cell_dtypes(operands[3], operands[4])
+    assert {name for name, dtype in counts_wide.items() if dtype == np.int32} == {"i0", "f0"}
+    monkeypatch.setattr(pairing, "_INT32_MAX", len(operands[3].vec_size) - 1)
+    assert all(dtype == np.int64 for dtype in cell_dtypes(operands[3], operands[4]).values())
+    cells = make_cells(*operands)
+    assert all(getattr(cells, name).dtype == np.int64 for name in Cells.__dataclass_fields__)
+    np.testing.assert_array_equal(cells.i0, _one_batch_cells(*operands).i0)
+
+
+def test_count_bound_keeps_pairwise_products_in_int32():
+    """46,340 is the largest count whose square fits int32; n_pairs is formed in int64 regardless."""
+    assert pairing._INT32_COUNT_MAX ** 2 <= np.iinfo(np.int32).max < (pairing._INT32_COUNT_MAX + 1) ** 2
+    big = np.array([50_000, 46_340], np.int32)
+    cells = Cells(*(big.copy() for _ in Cells.__dataclass_fields__))
+    assert cells.n_pairs.dtype == np.int64 and cells.n_pairs.tolist() == [2_500_000_000, 46_340 ** 2]
