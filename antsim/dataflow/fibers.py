@@ -14,10 +14,11 @@ With the fetch filter on, fetch sets are per PE: using the row
 pointers (rows ``u``) and the sorted column indices within a row (columns ``v``, a binary search
 per row), the fetcher delivers to each PE only the streamed non-zeros whose row *and* column can
 reach that PE's tile (interval test on the tile extent); PEs with the same reach share a set. Without the
-filter there is one fetch set: SCNN broadcasts the whole block to every PE. The sets do not hold copies:
-a vector is a run of an element store (the non-zeros once, plus one copy per column pattern that cuts
-some), so a fiber a set keeps whole shares the unfiltered fiber's vectors and a row-cut fiber is a run
-of its column copy; ``Vectors.vec_start`` may point anywhere in that store.
+filter there is one fetch set: SCNN broadcasts the whole block to every PE. A vector is a run of an
+element store (the non-zeros once, plus a copy of what each set that cuts a channel keeps of it), so a
+set that keeps a channel whole shares its unfiltered fibers' vectors; ``Vectors.vec_start`` may point
+anywhere in that store. Given the stationary vectors, only the fibers some stationary fiber pairs with
+are built; ``StreamedOperand.delivered_nnz`` still counts every fiber.
 """
 
 from __future__ import annotations
@@ -209,12 +210,15 @@ class StreamedOperand:
         vectors: F-vectors after the fetch filter. layout: key layout.
         unfiltered_nnz: non-zeros per (block, class) before filtering, shape (n_blocks, n_classes).
         fetched_nnz: non-zeros per block that at least one PE row receives (DRAM reads), (n_blocks,).
+        delivered_nnz: non-zeros each fetch set receives of each block, (n_blocks, n_sets) — over every fiber,
+            also those ``vectors`` leaves out because no stationary fiber pairs with them.
     """
 
     vectors: Vectors
     layout: StreamedLayout
     unfiltered_nnz: np.ndarray
     fetched_nnz: np.ndarray
+    delivered_nnz: np.ndarray
 
 
 def reach_tables(problem: PhaseProblem, tiling: Tiling) -> tuple[np.ndarray, np.ndarray]:
@@ -258,22 +262,25 @@ class _BaseFibers:
 
 def _base_fibers(tiling: Tiling, classes: StrideClasses, streamed_tensor: np.ndarray, options: MappingOptions
                  ) -> _BaseFibers:
-    """The streamed non-zeros of (Nt, Ct, Ko, U, V) in unfiltered fiber order, without a sort: the non-zero
-    mask, padded with zeros to whole output-channel groups and whole stride phases, is laid out as
+    """The streamed non-zeros of (Nt, Ct, Ko, U, V) in unfiltered fiber order, without a sort: the tensor,
+    padded with zeros to whole output-channel groups and whole stride phases, is copied once laid out as
     (Nt, Ct, G, phase_u, phase_v, U', V', Kc) — (…, Kc, U', V') for ``spatial_inner`` — whose C order is
-    block, class, then (u, v, ko) (or (ko, u, v)) within the fiber."""
+    block, class, then (u, v, ko) (or (ko, u, v)) within the fiber; its non-zeros and their values are read
+    from that copy (a dense design takes every element of the unpadded tensor)."""
     Nt, Ct, n_ko, n_u, n_v = streamed_tensor.shape
     (mh, mw), kc, n_groups = classes.mt, tiling.kc, tiling.n_groups
     rows, cols = -(-n_u // mh), -(-n_v // mw)
-    mask = nonzero_mask(streamed_tensor, options.dense)
-    if mask.shape != (Nt, Ct, n_groups * kc, rows * mh, cols * mw):
-        padded = np.zeros((Nt, Ct, n_groups * kc, rows * mh, cols * mw), bool)
-        padded[:, :, :n_ko, :n_u, :n_v] = mask
-        mask = padded
-    grid = mask.reshape(Nt, Ct, n_groups, kc, rows, mh, cols, mw)
     axes = (0, 1, 2, 5, 7, 4, 6, 3) if options.channel_inner else (0, 1, 2, 5, 7, 3, 4, 6)
-    fiber, rest = np.divmod(np.flatnonzero(grid.transpose(axes)), rows * cols * kc)
-    del mask, grid
+    laid_out = _fiber_layout(np.asarray(streamed_tensor), (n_groups, kc, rows, mh, cols, mw), axes)
+    if options.dense:
+        element = np.flatnonzero(_fiber_layout(np.ones(streamed_tensor.shape, bool), (n_groups, kc, rows, mh, cols,
+                                                                                    mw), axes))
+    else:
+        element = np.flatnonzero(laid_out)
+    value = laid_out[element].astype(np.float64)
+    del laid_out
+    fiber, rest = np.divmod(element, rows * cols * kc)
+    del element
     # Within a fiber, (u', v', ko) of each position from three small tables instead of per-element divisions;
     # the block and class terms once per distinct fiber, repeated over its run (fibers come sorted).
     position = np.arange(rows * cols * kc)
@@ -287,55 +294,29 @@ def _base_fibers(tiling: Tiling, classes: StrideClasses, streamed_tensor: np.nda
     block, cls = np.divmod(fiber[starts], classes.n_streamed)
     image_channel, group = np.divmod(block, n_groups)
     u = u_of[rest]
-    u *= mh
-    u += np.repeat(cls // mw, lengths)
     v = v_of[rest]
-    v *= mw
-    v += np.repeat(cls % mw, lengths)
+    if mh > 1:  # one stride phase per dimension: every class offset is 0
+        u *= mh
+        u += np.repeat(cls // mw, lengths)
+    if mw > 1:
+        v *= mw
+        v += np.repeat(cls % mw, lengths)
     out_channel = k_of[rest]
     out_channel += np.repeat(group * kc, lengths)
-    image = np.repeat(image_channel // Ct, lengths)
-    image_channel = np.repeat(image_channel, lengths)
-    return _BaseFibers(fiber, u, v, out_channel, image, _values_at(streamed_tensor, image_channel, out_channel, u, v),
-                       starts, lengths)
+    image = np.repeat(image_channel // Ct, lengths) if Nt > 1 else np.zeros(len(fiber), np.int64)
+    return _BaseFibers(fiber, u, v, out_channel, image, value, starts, lengths)
 
 
-def _values_at(tensor: np.ndarray, image_channel: np.ndarray, out_channel: np.ndarray, u: np.ndarray, v: np.ndarray
-               ) -> np.ndarray:
-    """``tensor[n, c, ko, u, v]`` as float64 for ``image_channel = n · Ct + c``: one flat take when the tensor is
-    C-contiguous (~4× faster than a 5-index gather), else the gather (no copy of a transposed view)."""
-    Ct, n_ko, n_u, n_v = tensor.shape[1:]
-    if not tensor.flags.c_contiguous:
-        image, channel = np.divmod(image_channel, Ct)
-        return np.asarray(tensor[image, channel, out_channel, u, v], dtype=np.float64)
-    flat = (image_channel * n_ko + out_channel) * n_u
-    flat += u
-    flat *= n_v
-    flat += v
-    return np.asarray(tensor.ravel()[flat], dtype=np.float64)
-
-
-@dataclass(frozen=True)
-class _SetPieces:
-    """Where each fetch set's fibers lie. A set's fiber is its unfiltered fiber filtered by the set's reach,
-    in the same order: a set that keeps every element shares the unfiltered fiber's vectors; otherwise its
-    fiber is a run of consecutive elements of the element store, which holds the base elements, one copy of
-    them per column pattern that cuts some (a row pattern that is an interval keeps consecutive elements of
-    a fiber ordered (u, v, ko)), and copies of what the other row patterns keep (``spatial_inner``, or
-    a row pattern with a hole).
-
-    Attributes:
-        key: streamed fiber key of every non-empty (base fiber, set), ascending — see ``StreamedLayout``.
-        nnz: its non-zeros. whole: the base fiber it keeps whole (sharing its vectors), or −1.
-        start: first element (in the store) of its run when not whole.
-        store: base-order element index of every element of the store; None when the store is the base.
-    """
-
-    key: np.ndarray
-    nnz: np.ndarray
-    whole: np.ndarray
-    start: np.ndarray
-    store: np.ndarray | None
+def _fiber_layout(tensor: np.ndarray, split: tuple[int, ...], axes: tuple[int, ...]) -> np.ndarray:
+    """``tensor`` (Nt, Ct, Ko, U, V), zero-padded to ``G·Kc × U'·mh × V'·mw`` (``split`` = G, Kc, U', mh, V', mw),
+    its axes split and reordered by ``axes``, as one flat C-ordered copy."""
+    n_groups, kc, rows, mh, cols, mw = split
+    Nt, Ct, n_ko, n_u, n_v = tensor.shape
+    if tensor.shape != (Nt, Ct, n_groups * kc, rows * mh, cols * mw):
+        padded = np.zeros((Nt, Ct, n_groups * kc, rows * mh, cols * mw), tensor.dtype)
+        padded[:, :, :n_ko, :n_u, :n_v] = tensor
+        tensor = padded
+    return np.ascontiguousarray(tensor.reshape(Nt, Ct, n_groups, kc, rows, mh, cols, mw).transpose(axes)).ravel()
 
 
 def _runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -346,134 +327,117 @@ def _runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return start, np.diff(np.append(start, len(sorted_keys)))
 
 
-def _interval(pattern: np.ndarray) -> tuple[int, int] | None:
-    """``(lo, hi)`` when the True entries of ``pattern`` are exactly ``lo..hi``, else None."""
-    true = np.flatnonzero(pattern)
-    return (int(true[0]), int(true[-1])) if len(true) and true[-1] - true[0] + 1 == len(true) else None
+def _concatenated_ranges(first: np.ndarray, count: np.ndarray) -> np.ndarray:
+    """``first[k], …, first[k] + count[k] − 1`` for every k, end to end (int64)."""
+    along = np.arange(int(count.sum()), dtype=np.int64)
+    along += np.repeat(first - (np.cumsum(count) - count), count)
+    return along
 
 
-class _Store:
-    """The element store under construction: base-order element indices, appended piece by piece."""
+@dataclass(frozen=True)
+class _Reach:
+    """Which streamed positions ``u · V + v`` each fetch set receives (``member``, (n_sets, U·V)) and, per block,
+    the non-zeros at each position (``counts``, (n_blocks, U·V)); ``position`` is each base element's."""
 
-    def __init__(self, n_base: int) -> None:
-        self.parts: list[np.ndarray] = [np.arange(n_base, dtype=np.int64)]
-        self.size = n_base
+    member: np.ndarray
+    position: np.ndarray
+    counts: np.ndarray
 
-    def append(self, elements: np.ndarray) -> int:
-        """Append ``elements``; return where they start in the store."""
-        self.parts.append(elements)
-        self.size += len(elements)
-        return self.size - len(elements)
+    @classmethod
+    def of(cls, base: _BaseFibers, row_pat: np.ndarray, col_pat: np.ndarray, n_blocks: int, n_classes: int
+           ) -> _Reach:
+        n_u, n_v = row_pat.shape[1], col_pat.shape[1]
+        member = (row_pat[:, None, :, None] & col_pat[None, :, None, :]).reshape(-1, n_u * n_v)
+        position = base.u * n_v
+        position += base.v
+        key = np.repeat(base.fiber[base.run_start] // n_classes * (n_u * n_v), base.run_length)
+        key += position
+        counts = np.bincount(key, minlength=n_blocks * n_u * n_v).reshape(n_blocks, n_u * n_v)
+        return cls(member, position, counts)
 
-
-def _row_table(fiber: np.ndarray, u: np.ndarray, n_fibers: int, n_u: int) -> np.ndarray:
-    """(n_fibers, n_u + 1): per base fiber, where in a column selection (elements with fibers ``fiber`` and
-    rows ``u``, ordered by fiber, then u first) its first element with row ≥ r lies, for r = 0..n_u."""
-    table = np.zeros((n_fibers, n_u + 1), np.int64)
-    np.cumsum(np.bincount(fiber * n_u + u, minlength=n_fibers * n_u).reshape(n_fibers, n_u), axis=1,
-              out=table[:, 1:])
-    table += (np.cumsum(table[:, -1]) - table[:, -1])[:, None]
-    return table
-
-
-def _filtered_runs(base: _BaseFibers, column: np.ndarray, row: np.ndarray, store: _Store
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per fiber of a column selection, its elements whose row ``row`` keeps, copied into the store (the
-    general case: any order, any row pattern). Returns fiber, first element in the store, count."""
-    kept = column[row[base.u[column]]]
-    start, count = _runs(base.fiber[kept])
-    return base.fiber[kept[start]], store.append(kept) + start, count
+    def per_set(self, counts: np.ndarray, keep: np.ndarray) -> np.ndarray:
+        """``counts`` (rows × positions) summed over the positions each set keeps (``keep``: (n_sets, U·V)),
+        (rows, n_sets): a float64 product, exact for integer sums below 2^53."""
+        return np.rint(counts.astype(np.float64) @ keep.T.astype(np.float64)).astype(np.int64)
 
 
-def _set_pieces(base: _BaseFibers, unfiltered: np.ndarray, row_pat: np.ndarray, col_pat: np.ndarray,
-                channel_inner: bool) -> _SetPieces:
-    """Each fetch set ``a · n_col_patterns + b``'s fibers (row pattern a on ``u``, column pattern b on ``v``):
-    one column selection per column pattern (the base itself when it cuts nothing), then per row pattern
-    the run of each fiber of that selection whose rows it keeps — consecutive when the fibers are ordered
-    (u, v, ko) and the row pattern is an interval (``_row_table``), else copied (``_filtered_runs``)."""
-    n_u, n_fibers = row_pat.shape[1], len(unfiltered)
-    store = _Store(len(base.fiber))
-    pieces = _PieceTable(len(row_pat) * len(col_pat), n_fibers, len(base.fiber))
-    for b in range(len(col_pat)):
-        in_column = col_pat[b, base.v]
-        table: np.ndarray | None = None
-        if in_column.all():
-            column, offset = None, 0
-        else:
-            column = np.flatnonzero(in_column)
-            offset = store.append(column)
-        for a in range(len(row_pat)):
-            rows = _interval(row_pat[a]) if channel_inner else None
-            if rows is None:
-                fiber, first, count = _filtered_runs(base, store.parts[0] if column is None else column,
-                                                     row_pat[a], store)
-                pieces.add(a * len(col_pat) + b, count, first, fiber)
-                continue
-            if table is None:
-                table = _row_table(*((base.fiber, base.u) if column is None else
-                                     (base.fiber[column], base.u[column])), n_fibers, n_u)
-            first = table[:, rows[0]]
-            pieces.add(a * len(col_pat) + b, table[:, rows[1] + 1] - first, first + offset)
-    key, nnz, first = pieces.assemble()
-    fiber = key // pieces.n_sets
-    return _SetPieces(key, nnz, np.where(nnz == unfiltered[fiber], fiber, -1), first,
-                      np.concatenate(store.parts) if len(store.parts) > 1 else None)
+def _wanted_pairs(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, stationary: Vectors | None,
+                  set_of_pe: np.ndarray, n_sets: int) -> np.ndarray:
+    """(Nt·Ct, n_sets): True where a stationary fiber can pair with the streamed image-channel ``nt · Ct + ct`` on a
+    PE of the set — the blocks of every cell ``pairing.make_cells`` builds (all of them without ``stationary``)."""
+    Nt, Ct = problem.streamed_shape[:2]
+    if stationary is None:
+        return np.ones((Nt * Ct, n_sets), bool)
+    rest, pe = np.divmod(stationary.fiber_keys // classes.n_stationary, tiling.n_pes)
+    image, channel = np.divmod(rest, problem.stationary_shape[1] if problem.channel_matched else 1)
+    image_channel = (image if Nt > 1 else 0) * Ct + (channel if Ct > 1 else 0)
+    wanted = np.zeros((Nt * Ct, n_sets), bool)
+    wanted[image_channel, set_of_pe[pe]] = True
+    return wanted
 
 
-# Fetch-set fibers per streamed non-zero up to which ``_PieceTable`` lays (base fiber, set) counts out as dense
-# (n_fibers × n_sets) tables (one pass, no sort); sparser layouts (many empty fibers) collect each set's
-# non-empty fibers and merge them by a sort. Speed and memory only: the same arrays. [choice] 8 × 16 bytes per
-# element at most (and 2^16 (fiber, set) cells whatever the elements).
-_DENSE_PIECES_PER_ELEMENT = 8
-_DENSE_PIECES_MIN = 1 << 16
+@dataclass(frozen=True)
+class _Segments:
+    """The runs of the element store that hold fibers: ``start`` and ``length`` of each (store elements), the
+    fiber ``key`` of every fiber and the ``segment`` holding it (several keys may share one), and ``store``: the
+    base-order index of each store element past the base (the copies)."""
+
+    start: np.ndarray
+    length: np.ndarray
+    key: np.ndarray
+    segment: np.ndarray
+    store: np.ndarray
 
 
-class _PieceTable:
-    """The (set fiber) pieces of ``_set_pieces`` under construction: per fetch set, the count and first store
-    element of each base fiber's kept run, for every base fiber or for the listed ones."""
-
-    def __init__(self, n_sets: int, n_fibers: int, n_elements: int) -> None:
-        self.n_sets = n_sets
-        self.dense = n_sets * n_fibers <= _DENSE_PIECES_PER_ELEMENT * n_elements + _DENSE_PIECES_MIN
-        if self.dense:
-            self.nnz = np.zeros((n_fibers, n_sets), np.int64)
-            self.first = np.zeros((n_fibers, n_sets), np.int64)
-        self.pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-
-    def add(self, fetch_set: int, count: np.ndarray, first: np.ndarray, fiber: np.ndarray | None = None) -> None:
-        """Set ``fetch_set``'s runs: ``count`` elements from ``first`` for the base fibers ``fiber`` (default:
-        every base fiber, empty runs included)."""
-        if self.dense:
-            where = slice(None) if fiber is None else fiber
-            self.nnz[where, fetch_set], self.first[where, fetch_set] = count, first
-            return
-        if fiber is None:
-            fiber = np.flatnonzero(count)
-            count, first = count[fiber], first[fiber]
-        self.pieces.append((fiber * self.n_sets + fetch_set, count, first))
-
-    def assemble(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Key ``fiber · n_sets + set``, count and first store element of every non-empty set fiber, by key."""
-        if self.dense:
-            key = np.flatnonzero(self.nnz)
-            return key, self.nnz.ravel()[key], self.first.ravel()[key]
-        if not self.pieces:
-            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
-        key, nnz, first = (np.concatenate(x).astype(np.int64, copy=False) for x in zip(*self.pieces, strict=True))
-        order = np.argsort(key, kind="stable")  # the sets' keys are each ascending: a merge of sorted runs
-        return key[order], nnz[order], first[order]
+def _segments(base: _BaseFibers, reach: _Reach, wanted: np.ndarray, n_sets: int, fibers_per_channel: int
+              ) -> _Segments:
+    """Each wanted (image-channel, set)'s fibers: its base fibers themselves when the set keeps every position
+    they hold (shared by every such set), else a copy of the elements the set keeps, in base order."""
+    image_channel, fetch_set = np.nonzero(wanted)
+    bounds = np.arange(len(wanted) + 1, dtype=np.int64) * fibers_per_channel
+    run_fiber = base.fiber[base.run_start]
+    run_bound = np.searchsorted(run_fiber, bounds)
+    element_bound = np.searchsorted(base.fiber, bounds)
+    per_channel = reach.counts.reshape(len(wanted), -1, reach.counts.shape[1]).sum(axis=1)
+    cut = (reach.per_set(per_channel, ~reach.member) > 0)[image_channel, fetch_set]
+    # Whole: every base fiber of the channel, shared; the vectors of a base fiber are cut once.
+    whole_runs = run_bound[image_channel[~cut] + 1] - run_bound[image_channel[~cut]]
+    run = _concatenated_ranges(run_bound[image_channel[~cut]], whole_runs)
+    used = np.zeros(len(run_fiber), bool)
+    used[run] = True
+    whole_key = run_fiber[run] * n_sets + np.repeat(fetch_set[~cut], whole_runs)
+    # Cut: the channel's elements at the positions the set keeps, copied (runs of equal keys are its fibers).
+    sizes = element_bound[image_channel[cut] + 1] - element_bound[image_channel[cut]]
+    element = _concatenated_ranges(element_bound[image_channel[cut]], sizes)
+    element_set = np.repeat(fetch_set[cut], sizes)
+    flat = element_set * reach.member.shape[1]
+    flat += reach.position[element]
+    kept = reach.member.ravel()[flat]
+    element, element_key = element[kept], base.fiber[element[kept]]
+    element_key *= n_sets
+    element_key += element_set[kept]
+    seg_start, seg_length = _runs(element_key)
+    used_runs = np.flatnonzero(used)
+    segment_of_run = np.cumsum(used) - 1
+    return _Segments(np.concatenate((base.run_start[used_runs], seg_start + len(base.fiber))),
+                     np.concatenate((base.run_length[used_runs], seg_length)),
+                     np.concatenate((whole_key, element_key[seg_start])),
+                     np.concatenate((segment_of_run[run], len(used_runs) + np.arange(len(seg_start)))), element)
 
 
 def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, streamed_tensor: np.ndarray,
-                     options: MappingOptions, width: int) -> StreamedOperand:
+                     options: MappingOptions, width: int, stationary: Vectors | None = None) -> StreamedOperand:
     """F-vectors of the canonical streamed operand (Nt, Ct, Ko, U, V) under ``options`` (``dense``: every
     element a non-zero; ``fetch_filter``; ``channel_inner``: fibers ordered (u, v, ko)).
 
-    The non-zeros are laid out once in unfiltered fiber order (``_base_fibers``), not copied per fetch set:
-    a set's fiber that keeps every element of its unfiltered fiber points at that fiber's vectors, and
-    the others are runs of an element store that adds one copy per cutting column pattern
-    (``_set_pieces``). Every PE sees the vectors it saw when each set held its own sorted copy
-    (``tests/dataflow/test_fibers.py`` compares them with that representation).
+    The non-zeros are laid out once in unfiltered fiber order (``_base_fibers``). With ``stationary`` (the
+    stationary vectors the streamed ones will pair with), vectors are built only for the fetch sets and
+    streamed (image, channel)s that some stationary fiber pairs with (``_wanted_pairs``): the fibers every
+    pairing cell looks up, ~1/5 of them on a 512-channel layer with 16 fetch sets; without it, for all. A set
+    that keeps every position of a channel points at its base fibers' vectors, the others at a copy of what
+    they keep (``_segments``). Every PE sees, for every fiber it pairs with, the vectors it saw when each set
+    held its own sorted copy (``tests/dataflow/test_fibers.py`` compares them with that representation); the
+    per-(block, set) deliveries, which count every fiber, are closed forms over the position counts.
     """
     Nt, Ct = streamed_tensor.shape[:2]
     n_blocks, n_classes = Nt * Ct * tiling.n_groups, classes.n_streamed
@@ -489,31 +453,27 @@ def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClass
         set_of_pe = np.zeros(tiling.n_pes, np.int64)
         fetched = np.bincount(base.fiber // n_classes, minlength=n_blocks)
     layout = StreamedLayout(n_blocks, n_classes, len(row_pat) * len(col_pat), set_of_pe)
-    pieces = _set_pieces(base, unfiltered, row_pat, col_pat, options.channel_inner)
-    vectors = _shared_vectors(base, pieces, width, options.channel_inner)
-    return StreamedOperand(vectors, layout, unfiltered.reshape(n_blocks, n_classes), fetched.astype(np.int64))
+    reach = _Reach.of(base, row_pat, col_pat, n_blocks, n_classes)
+    wanted = _wanted_pairs(problem, tiling, classes, stationary, set_of_pe, layout.n_sets)
+    segments = _segments(base, reach, wanted, layout.n_sets, tiling.n_groups * n_classes)
+    vectors = _segment_vectors(base, segments, width, options.channel_inner)
+    return StreamedOperand(vectors, layout, unfiltered.reshape(n_blocks, n_classes), fetched.astype(np.int64),
+                           reach.per_set(reach.counts, reach.member))
 
 
-def _shared_vectors(base: _BaseFibers, sets: _SetPieces, width: int, channel_inner: bool) -> Vectors:
-    """The vectors of the base fibers some set keeps whole, then of every other set fiber (a run of the
-    element store); each set key's fiber table points at its vectors."""
-    starts, lengths = base.run_start, base.run_length
-    kept_whole = np.zeros(int(base.fiber[-1]) + 1 if len(base.fiber) else 0, bool)  # per base fiber id
-    kept_whole[sets.whole[sets.whole >= 0]] = True
-    run_of_fiber = np.full(len(kept_whole), -1, np.int64)
-    run_of_fiber[base.fiber[starts]] = np.arange(len(starts))
-    run = run_of_fiber[np.flatnonzero(kept_whole)]  # base runs shared, ascending
-    own = sets.whole < 0
-    vec0, nvec, vec_start, vec_size = cut_segments(np.concatenate((lengths[run], sets.nnz[own])), width,
-                                                   np.concatenate((starts[run], sets.start[own])))
-    shared_rank = np.cumsum(kept_whole) - 1
-    segment = np.where(own, len(run) + np.cumsum(own) - 1, shared_rank[np.maximum(sets.whole, 0)])
+def _segment_vectors(base: _BaseFibers, segments: _Segments, width: int, channel_inner: bool) -> Vectors:
+    """The vectors of every segment and the elements of the store (base, then the copies); each fiber key points
+    at its segment's vectors, keys ascending."""
+    vec0, nvec, vec_start, vec_size = cut_segments(segments.length, width, segments.start)
+    order = np.argsort(segments.key)
+    segment = segments.segment[order]
     sp1, sp2, chan, image, value = base.u, base.v, base.out_channel, base.image, base.value
-    if sets.store is not None:
-        sp1, sp2, chan, value = (a[sets.store] for a in (sp1, sp2, chan, value))
+    if len(segments.store):
+        copied = segments.store
+        sp1, sp2, chan, value = (np.concatenate((a, a[copied])) for a in (sp1, sp2, chan, value))
         # One image (weights, or a batch of one): every element's image is 0, no gather needed.
-        image = image[sets.store] if image.any() else np.zeros(len(sets.store), image.dtype)
-    return Vectors(sets.key, vec0[segment], nvec[segment], sets.nnz, vec_start, vec_size,
+        image = np.concatenate((image, image[copied])) if image.any() else np.zeros(len(sp1), image.dtype)
+    return Vectors(segments.key[order], vec0[segment], nvec[segment], segments.length[segment], vec_start, vec_size,
                    _vector_boxes(sp1, sp2, vec_start, vec_size, width, channel_inner), sp1, sp2, chan, image, value)
 
 
@@ -571,4 +531,5 @@ def dense_streamed_fibers(problem: PhaseProblem, tiling: Tiling, classes: Stride
     layout = StreamedLayout(n_blocks, n_cls, n_sets, set_of_pe)
     unfiltered = per_block_group[:, None] * np.bincount(cls, minlength=n_cls)[None, :]
     fetched = per_block_group * int(member.any(axis=0).sum())
-    return StreamedOperand(vectors, layout, unfiltered.astype(np.int64), fetched.astype(np.int64))
+    return StreamedOperand(vectors, layout, unfiltered.astype(np.int64), fetched.astype(np.int64),
+                           nnz.sum(axis=1).astype(np.int64))

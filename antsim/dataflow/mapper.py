@@ -248,7 +248,8 @@ def _context(arch: ArchSpec, options: MappingOptions, inputs: _MappingInputs) ->
     if options.dense and options.fidelity == "fast":  # every element counts: the fibers' sizes are closed forms
         streamed = dense_streamed_fibers(problem, tiling, classes, pe.F, options.fetch_filter)
     else:
-        streamed = streamed_vectors(problem, tiling, classes, inputs.streamed_tensor, options, pe.F)
+        streamed = streamed_vectors(problem, tiling, classes, inputs.streamed_tensor, options, pe.F,
+                                    inputs.stationary_vectors)  # only the fibers the cells pair with
     cells = make_cells(problem, tiling, classes, inputs.stationary_vectors, streamed)
     acc = arch.accumulators
     banks = BankMap(acc.banks, acc.bank_hash, pe.F, acc.queue_depth)
@@ -332,11 +333,7 @@ def _per_slot(tiling: Tiling, values: np.ndarray) -> np.ndarray:
 
 def _delivered(problem: PhaseProblem, tiling: Tiling, streamed: StreamedOperand) -> np.ndarray:
     """Streamed values delivered to each PE per chunk, (n_chunks, n_pes)."""
-    layout, vectors = streamed.layout, streamed.vectors
-    rest, fetch_set = np.divmod(vectors.fiber_keys, layout.n_sets)
-    block = rest // layout.n_classes
-    per_block = np.zeros((layout.n_blocks, layout.n_sets), np.int64)
-    np.add.at(per_block, (block, fetch_set), vectors.fiber_nnz)
+    layout, per_block = streamed.layout, streamed.delivered_nnz
     Nt, Ct = problem.streamed_shape[:2]
     per_chunk = per_block.reshape(Nt, Ct, tiling.n_groups, layout.n_sets).sum(axis=1)
     per_chunk = np.broadcast_to(per_chunk, (tiling.n_images, tiling.n_groups, layout.n_sets))

@@ -89,5 +89,8 @@ def reference_streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: S
     picked = elem[order]
     elements = Elements(u[picked], v[picked], out_channel[picked], image[picked], values[picked])
     vectors = reference_pack_vectors(fiber[order], elements, width)
+    delivered = np.zeros((n_blocks, layout.n_sets), np.int64)  # summed over the fibers, as mapper._delivered did
+    rest, fiber_set = np.divmod(vectors.fiber_keys, layout.n_sets)
+    np.add.at(delivered, (rest // layout.n_classes, fiber_set), vectors.fiber_nnz)
     return StreamedOperand(vectors, layout, unfiltered.reshape(n_blocks, classes.n_streamed),
-                           np.rint(fetched).astype(np.int64))
+                           np.rint(fetched).astype(np.int64), delivered)

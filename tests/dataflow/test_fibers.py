@@ -64,6 +64,7 @@ def _assert_same_operand(shared: StreamedOperand, reference: StreamedOperand) ->
     np.testing.assert_array_equal(layout.set_of_pe, ref_layout.set_of_pe)
     np.testing.assert_array_equal(shared.unfiltered_nnz, reference.unfiltered_nnz)
     np.testing.assert_array_equal(shared.fetched_nnz, reference.fetched_nnz)
+    np.testing.assert_array_equal(shared.delivered_nnz, reference.delivered_nnz)
     for name in ("fiber_keys", "fiber_nvec", "fiber_nnz"):  # fiber_vec0 may point at shared vectors
         np.testing.assert_array_equal(getattr(shared.vectors, name), getattr(reference.vectors, name), err_msg=name)
     for name in Vectors.__dataclass_fields__:
@@ -97,31 +98,64 @@ def test_every_pe_receives_the_vectors_of_the_replicated_representation(seed, ph
         _assert_each_pe_sees_the_same_vectors(shared, reference, tiling.n_pes)
 
 
-@pytest.mark.parametrize("seed", range(12, 18))
-@pytest.mark.parametrize("phase", PHASES)
-def test_set_fibers_merged_by_a_sort_equal_the_dense_piece_tables(seed, phase, monkeypatch):
-    """The (fiber, set) pieces collected per set and merged by a sort (sparse layouts) give the vectors of the
-    dense tables (the default on these small layers) and of the replicated representation."""
-    from antsim.dataflow import fibers
+def _cell_keys(problem, tiling, classes, stationary, streamed) -> np.ndarray:
+    """The streamed fiber key every pairing cell looks up (``pairing.make_cells``: stream key and the PE's set)."""
+    cells = make_cells(problem, tiling, classes, stationary, streamed)
+    return cells.stream_key * streamed.layout.n_sets + streamed.layout.set_of_pe[cells.slot % tiling.n_pes]
 
+
+@pytest.mark.parametrize("seed", range(12, 24))
+@pytest.mark.parametrize("phase", PHASES)
+def test_the_fibers_built_for_the_stationary_vectors_are_those_the_cells_pair_with(seed, phase):
+    """Given the stationary vectors, the streamed operand holds only the fibers of the (image-channel, fetch set)s
+    some stationary fiber pairs with: every fiber a cell looks up is there (or empty in the replicated
+    representation too) with the replicated representation's vectors, the cells are the same, and the
+    per-(block, set) deliveries and counts are those of every fiber."""
     layer, grid, kc, width, stride_phases, density = _random_case(seed)
     problem = phase_problem(layer, phase)
     tiling = make_tiling(problem, grid[0], grid[1], kc)
     classes = stride_classes(problem, stride_phases)
-    tensor = problem.streamed(random_tensors(layer, density, seed))
-    monkeypatch.setattr(fibers, "_DENSE_PIECES_PER_ELEMENT", 0)
-    monkeypatch.setattr(fibers, "_DENSE_PIECES_MIN", -1)
-    for options in OPTIONS[::2]:  # sparse designs: the fetch filter and the streamed order
-        merged = streamed_vectors(problem, tiling, classes, tensor, options, width)
+    tensors = random_tensors(layer, density, seed)
+    stationary = stationary_vectors(problem, tiling, classes, problem.stationary(tensors), False, 4)
+    tensor = problem.streamed(tensors)
+    for options in OPTIONS:
+        kept = streamed_vectors(problem, tiling, classes, tensor, options, width, stationary)
         reference = reference_streamed_vectors(problem, tiling, classes, tensor, options, width)
-        _assert_same_operand(merged, reference)
-        _assert_each_pe_sees_the_same_vectors(merged, reference, tiling.n_pes)
+        np.testing.assert_array_equal(kept.delivered_nnz, reference.delivered_nnz)
+        np.testing.assert_array_equal(kept.unfiltered_nnz, reference.unfiltered_nnz)
+        np.testing.assert_array_equal(kept.fetched_nnz, reference.fetched_nnz)
+        wanted = np.unique(_cell_keys(problem, tiling, classes, stationary, reference))
+        held = np.isin(wanted, reference.vectors.fiber_keys)
+        assert np.isin(wanted[held], kept.vectors.fiber_keys).all()
+        assert not np.isin(wanted[~held], kept.vectors.fiber_keys).any()
+        assert np.isin(kept.vectors.fiber_keys, reference.vectors.fiber_keys).all()
+        for key in kept.vectors.fiber_keys:
+            assert _fiber_vectors(kept.vectors, key) == _fiber_vectors(reference.vectors, key), key
+        cells, ref_cells = (make_cells(problem, tiling, classes, stationary, s) for s in (kept, reference))
+        for name in ("slot", "i0", "n_i", "n_f", "nnz_s", "nnz_t", "nnz_t_all", "stream_key"):
+            np.testing.assert_array_equal(getattr(cells, name), getattr(ref_cells, name), err_msg=name)
+
+
+def test_only_the_fibers_of_paired_channels_and_sets_are_built():
+    """A 512-channel-like case in small: 1×1 tiles on a 4×4 plane, 16 fetch sets, stationary density 0.1 — most
+    (channel, set)s meet no stationary non-zero, and their fibers are not built."""
+    layer = Layer("sparse_sets", N=1, C=32, K=16, H=4, W=4, R=3, S=3, stride=1, pad=1)
+    problem = phase_problem(layer, "fprop")
+    tiling, classes = make_tiling(problem, 4, 4, 4), stride_classes(problem, False)
+    tensors = random_tensors(layer, 0.1, 3)
+    stationary = stationary_vectors(problem, tiling, classes, problem.stationary(tensors), False, 4)
+    options = MappingOptions(fetch_filter=True)
+    everything = streamed_vectors(problem, tiling, classes, problem.streamed(tensors), options, 4)
+    kept = streamed_vectors(problem, tiling, classes, problem.streamed(tensors), options, 4, stationary)
+    assert everything.layout.n_sets == 9
+    assert len(kept.vectors.fiber_keys) < len(everything.vectors.fiber_keys) / 3
+    np.testing.assert_array_equal(kept.delivered_nnz, everything.delivered_nnz)
 
 
 @pytest.mark.parametrize("stride_phases", [True, False])
 def test_a_row_pattern_with_a_hole(stride_phases):
     """One-row tiles with stride 2: a tile's row reaches taps 0 and 2 but not 1 (pattern 1, 0, 1), so its
-    fibers are not one run of the column selection and are copied (``_filtered_runs``) even in (u, v, ko) order."""
+    fibers keep two runs of rows with a gap, in (u, v, ko) order and in (ko, u, v) order."""
     layer = Layer("hole", N=1, C=3, K=6, H=6, W=6, R=3, S=3, stride=2, pad=1)
     problem = phase_problem(layer, "fprop")
     tiling = make_tiling(problem, 6, 2, 2)
@@ -165,7 +199,7 @@ def test_a_fiber_every_set_keeps_whole_is_stored_once():
     every fiber whole and the shared representation holds each weight once, where the replicated one held
     9 copies. With every tap filled, the replicated one holds 1 + 4·(2/3) + 4·(4/9) = 49/9 copies (the
     interior set, four sets missing a third of the taps, four corners missing five ninths); the shared one
-    the base plus one copy per column pattern that cuts a column of taps: 1 + 2·(2/3) = 21/9."""
+    the base (which the interior set keeps whole) plus what each of the 8 cutting sets keeps: also 49/9."""
     layer = Layer("s", N=1, C=4, K=8, H=4, W=4, R=3, S=3, stride=1, pad=1)
     problem = phase_problem(layer, "fprop")
     tiling, classes, options = make_tiling(problem, 4, 4, 4), stride_classes(problem, False), \
@@ -183,7 +217,7 @@ def test_a_fiber_every_set_keeps_whole_is_stored_once():
     shared = streamed_vectors(problem, tiling, classes, full, options, 4)
     reference = reference_streamed_vectors(problem, tiling, classes, full, options, 4)
     assert len(reference.vectors.value) == full.size * 49 // 9
-    assert len(shared.vectors.value) == full.size * 21 // 9
+    assert len(shared.vectors.value) == full.size * 49 // 9
     _assert_each_pe_sees_the_same_vectors(shared, reference, tiling.n_pes)
 
 
