@@ -62,12 +62,20 @@ def count_pairs(context: MappingContext, policy: Policy) -> PairCounts:
         return PairCounts(candidate, candidate, _bincount(cells.slot, cells.nnz_s * cells.nnz_t, n_slots),
                           _bincount(cells.slot, cells.n_f * cells.nnz_s, n_slots), cells.n_pairs.copy())
     stationary, streamed = context.stationary, context.streamed_vectors
+    table = _ScreenTable.of(context.problem, stationary, streamed)
     per_cell = np.zeros(len(cells.slot), np.int64)
     pairs = np.zeros(n_slots, np.int64)
     products = np.zeros(n_slots, np.int64)
     reads = np.zeros(n_slots, np.int64)
-    for batch in _candidate_batches(cells):  # sums: the order pairs are counted in does not matter
-        issued = _issued(context.problem, stationary, streamed, batch)
+    whole = np.zeros(len(cells.slot), bool) if table is None else table.issued_whole(cells)
+    if whole.any():  # one I-vector (of nnz_s elements) that every F-vector passes: n_f pairs, nnz_s · nnz_t products
+        per_cell[whole] = cells.n_f[whole]
+        slot = cells.slot[whole]
+        pairs += _bincount(slot, cells.n_f[whole], n_slots)
+        products += _bincount(slot, cells.nnz_s[whole] * cells.nnz_t[whole], n_slots)
+        reads += _bincount(slot, cells.nnz_s[whole] * cells.n_f[whole], n_slots)
+    for batch in _candidate_batches(cells, ~whole):  # sums: the order pairs are counted in does not matter
+        issued = _issued(context.problem, stationary, streamed, batch) if table is None else table.issued(batch)
         cell = batch.cell[issued]
         slot = cells.slot[cell]
         size_i = stationary.vec_size[batch.i[issued]]
@@ -76,6 +84,66 @@ def count_pairs(context: MappingContext, policy: Policy) -> PairCounts:
         products += _bincount(slot, size_i * streamed.vec_size[batch.f[issued]], n_slots)
         reads += _bincount(slot, size_i, n_slots)
     return PairCounts(candidate, pairs, products, reads, per_cell)
+
+
+# Entries up to which ``_ScreenTable`` tabulates the screen over every (stationary box, streamed box) class pair
+# (one byte each); larger tables (wgrad on planes above ~8×8: 16^4 streamed boxes) screen pair by pair
+# (``_issued``). Speed and memory only: the same integers either way. [choice] 2^22 bytes = 4 MB.
+_SCREEN_TABLE_ENTRIES = 1 << 22
+
+
+@dataclass(frozen=True)
+class _ScreenTable:
+    """The ANT screen as a lookup table: a pair's verdict depends only on its two boxes, so ``issued[row, code]``
+    holds it for every distinct stationary box (``row`` of each I-vector) and every streamed box
+    ``((u_lo·U + u_hi)·V + v_lo)·V + v_hi`` (``code`` of each F-vector), computed by ``DimMap.reach`` as
+    ``screen`` computes it pair by pair."""
+
+    row: np.ndarray
+    code: np.ndarray
+    issued_table: np.ndarray
+
+    @classmethod
+    def of(cls, problem: PhaseProblem, stationary: Vectors, streamed: Vectors) -> _ScreenTable | None:
+        """The table, or None when it would exceed ``_SCREEN_TABLE_ENTRIES``."""
+        per_dim = []
+        for d in range(len(problem.dims)):
+            n_y, n_u = problem.stationary_shape[2 + d], problem.streamed_shape[3 + d]
+            distinct, row = np.unique(stationary.box[2 * d] * n_y + stationary.box[2 * d + 1], return_inverse=True)
+            per_dim.append((distinct, row.ravel(), n_y, n_u))
+        n_rows = len(per_dim[0][0]) * len(per_dim[1][0])
+        if n_rows * (per_dim[0][3] * per_dim[1][3]) ** 2 > _SCREEN_TABLE_ENTRIES:
+            return None
+        verdicts = []
+        for dim, (distinct, _, n_y, n_u) in zip(problem.dims, per_dim, strict=True):
+            y_lo, y_hi = np.divmod(distinct, n_y)
+            u_lo, u_hi = np.divmod(np.arange(n_u * n_u), n_u)
+            o_lo, o_hi = dim.reach(y_lo[:, None], y_hi[:, None], u_lo[None, :], u_hi[None, :])
+            verdicts.append(o_lo <= o_hi)  # (distinct stationary interval, streamed interval code)
+        (rows0, rows1), (codes0, codes1) = (v.shape[0] for v in verdicts), (v.shape[1] for v in verdicts)
+        table = (verdicts[0][:, None, :, None] & verdicts[1][None, :, None, :]).reshape(rows0 * rows1,
+                                                                                         codes0 * codes1)
+        n_v = problem.streamed_shape[4]
+        code = streamed.box[0] * problem.streamed_shape[3]
+        code += streamed.box[1]
+        code *= n_v * n_v
+        code += streamed.box[2] * n_v
+        code += streamed.box[3]
+        return cls(per_dim[0][1] * rows1 + per_dim[1][1], code, table)
+
+    def issued(self, pairs: PairBatch) -> np.ndarray:
+        """The screen's verdict on each pair (``screen``'s)."""
+        flat = self.row[pairs.i] * self.issued_table.shape[1]
+        flat += self.code[pairs.f]
+        return self.issued_table.ravel()[flat]
+
+    def issued_whole(self, cells: Cells) -> np.ndarray:
+        """Cells with one I-vector whose box passes every streamed box some F-vector has: all their pairs issue."""
+        present = np.bincount(self.code, minlength=self.issued_table.shape[1]) > 0
+        passes_all = (self.issued_table | ~present).all(axis=1)
+        whole = cells.n_i == 1
+        whole[whole] = passes_all[self.row[cells.i0[whole]]]
+        return whole
 
 
 def _issued(problem: PhaseProblem, stationary: Vectors, streamed: Vectors, pairs: PairBatch) -> np.ndarray:
@@ -98,11 +166,14 @@ def _issued(problem: PhaseProblem, stationary: Vectors, streamed: Vectors, pairs
     return ok
 
 
-def _candidate_batches(cells: Cells, max_pairs: int = PAIR_BATCH) -> Iterator[PairBatch]:
-    """Every candidate pair of ``cells`` in batches of ≤ ~``max_pairs``: first the cells with one I-vector (most
-    of them: their pairs are a run of F-vectors, no division), then the others (``expand_cells``)."""
+def _candidate_batches(cells: Cells, taken: np.ndarray | None = None, max_pairs: int = PAIR_BATCH
+                       ) -> Iterator[PairBatch]:
+    """Every candidate pair of ``cells`` (of the ``taken`` ones, default all) in batches of ≤ ~``max_pairs``: first
+    the cells with one I-vector (most of them: their pairs are a run of F-vectors, no division), then the others
+    (``expand_cells``)."""
     single = cells.n_i == 1
-    for group in (np.flatnonzero(single), np.flatnonzero(~single)):
+    taken = np.ones(len(single), bool) if taken is None else taken
+    for group in (np.flatnonzero(single & taken), np.flatnonzero(~single & taken)):
         counts = cells.n_pairs[group]
         ends = np.cumsum(counts)
         start = 0

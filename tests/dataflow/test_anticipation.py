@@ -98,17 +98,23 @@ def _reference_ant_counts(context):
     return pairs, products, reads, per_cell
 
 
+@pytest.mark.parametrize("tabulated", [True, False])
 @pytest.mark.parametrize("case", range(5))
 @pytest.mark.parametrize("phase", ["fprop", "dgrad", "wgrad"])
-def test_ant_counts_equal_the_per_pair_reach_screen(case, phase, monkeypatch):
-    """The in-place screen over single-I cells first equals ``screen`` over every pair in cell order, on strided,
+def test_ant_counts_equal_the_per_pair_reach_screen(case, phase, tabulated, monkeypatch):
+    """The screen looked up in ``_ScreenTable`` (whole cells counted per cell) — or, with the table refused, the
+    in-place screen over single-I cells first — equals ``screen`` over every pair in cell order, on strided,
     asymmetric, 1x1 and 5x5 layers (stride phases on: fprop's δ > 1 divisions)."""
     from dataflow_helpers import MAPPING_CASES
 
     from antsim.dataflow import anticipation
 
+    if not tabulated:
+        monkeypatch.setattr(anticipation, "_SCREEN_TABLE_ENTRIES", 0)
     layer, density, rows, cols, kc = MAPPING_CASES[case]
     for context in _contexts(layer, density, rows, cols, kc, phase, monkeypatch):
+        table = anticipation._ScreenTable.of(context.problem, context.stationary, context.streamed_vectors)
+        assert table is None or tabulated  # tabulated: wgrad on the 13×11 plane is too large a table even so
         got = anticipation.count_pairs(context, "ant")
         pairs, products, reads, per_cell = _reference_ant_counts(context)
         np.testing.assert_array_equal(got.issued_pairs, pairs)
@@ -137,3 +143,62 @@ def test_candidate_batches_hold_every_pair_once(monkeypatch):
 
     np.testing.assert_array_equal(keyed(_candidate_batches(context.cells, max_pairs=5)),
                                   keyed(iter_pairs(context.cells)))
+
+
+def _random_layer(seed: int) -> tuple[Layer, float, int, int, int]:
+    """A random small layer (kernel 1/3/5, stride 1–3, pad, batch), density and PE grid / Kc."""
+    rng = np.random.default_rng(seed)
+    R, S = (int(k) for k in rng.choice([1, 3, 5], 2))
+    H, W = int(rng.integers(R, R + 12)), int(rng.integers(S, S + 12))
+    layer = Layer(f"rand{seed}", N=int(rng.integers(1, 3)), C=int(rng.integers(1, 5)), K=int(rng.integers(1, 9)),
+                  H=H, W=W, R=R, S=S, stride=(int(rng.integers(1, 4)), int(rng.integers(1, 4))),
+                  pad=(int(rng.integers(0, R)), int(rng.integers(0, S))))
+    return layer, float(rng.choice([0.1, 0.3, 0.7])), int(rng.integers(1, 5)), int(rng.integers(1, 5)), \
+        int(rng.integers(1, 6))
+
+
+@pytest.mark.parametrize("seed", range(16))
+def test_ant_counts_on_random_layers_equal_the_per_pair_reach_screen(seed, monkeypatch):
+    """Random kernels, strides, pads, grids and widths (F of 1, 2, 4 — a divisor of the 32 banks —, I of 1–4),
+    all three phases: the tabulated screen with whole cells counted per cell gives the counts of ``screen`` over
+    every pair."""
+    from antsim.dataflow import anticipation
+
+    layer, density, rows, cols, kc = _random_layer(seed)
+    rng = np.random.default_rng(1000 + seed)
+    pe_array = {"rows": rows, "cols": cols, "F": int(rng.choice([1, 2, 4])), "I": int(rng.integers(1, 5))}
+    for phase in ("fprop", "dgrad", "wgrad"):
+        for context in _contexts(layer, density, rows, cols, kc, phase, monkeypatch, pe_array=pe_array):
+            got = anticipation.count_pairs(context, "ant")
+            pairs, products, reads, per_cell = _reference_ant_counts(context)
+            np.testing.assert_array_equal(got.issued_pairs, pairs)
+            np.testing.assert_array_equal(got.issued_products, products)
+            np.testing.assert_array_equal(got.stationary_reads, reads)
+            np.testing.assert_array_equal(got.cell_issued_pairs, per_cell)
+            for name in ("issued_pairs", "issued_products", "stationary_reads", "cell_issued_pairs"):
+                assert getattr(got, name).dtype == np.int64, name
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_the_screen_table_gives_screen_on_every_pair_and_whole_cells_issue_every_pair(case, monkeypatch):
+    """Brute force: the table's verdict on every candidate pair is ``screen``'s, and every pair of a cell
+    ``issued_whole`` marks passes ``screen``."""
+    from dataflow_helpers import MAPPING_CASES
+
+    from antsim.dataflow.anticipation import _ScreenTable, screen
+    from antsim.dataflow.pairing import iter_pairs
+
+    layer, density, rows, cols, kc = MAPPING_CASES[case]
+    for phase in ("fprop", "dgrad", "wgrad"):
+        for context in _contexts(layer, density, rows, cols, kc, phase, monkeypatch):
+            table = _ScreenTable.of(context.problem, context.stationary, context.streamed_vectors)
+            if table is None:  # wgrad on the 13×11 plane: 11^4 · 13^2 streamed boxes per stationary box pair
+                assert phase == "wgrad"
+                continue
+            whole = table.issued_whole(context.cells)
+            for batch in iter_pairs(context.cells):
+                want = screen(context.problem, context.stationary, context.streamed_vectors, batch)
+                np.testing.assert_array_equal(table.issued(batch), want)
+                assert want[whole[batch.cell]].all()
+            if phase == "fprop":  # most fprop cells lie inside the plane: every pair issues
+                assert whole.any()
