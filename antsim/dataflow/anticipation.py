@@ -140,8 +140,8 @@ class _ScreenTable:
     def issued_whole(self, cells: Cells) -> np.ndarray:
         """Cells with one I-vector whose box passes every streamed box some F-vector has: all their pairs issue."""
         present = np.bincount(self.code, minlength=self.issued_table.shape[1]) > 0
-        passes_all = (self.issued_table | ~present).all(axis=1)
-        whole: np.ndarray = np.equal(cells.n_i, 1)
+        passes_all = np.asarray((self.issued_table | ~present).all(axis=1))
+        whole = np.equal(cells.n_i, 1)
         whole[whole] = passes_all[self.row[cells.i0[whole]]]
         return whole
 
