@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from antsim.gpu.estimate import check_structured, estimate_gpu
+from antsim.gpu.learned import DEFAULT_CORRECTION, Correction, resolve_correction
 from antsim.gpu.menus import DEFAULT_LIBRARY, DEFAULT_SELECTION, check_library, check_selection
 from antsim.gpu.spec import GpuSpec
 from antsim.gpu.step import estimate_step
@@ -91,12 +92,14 @@ class GpuDesign:
 @dataclass(frozen=True)
 class GpuOptions:
     """How every GPU is modelled (``antsim.gpu``): 2:4 structured-sparse weights or not, the whole
-    training step or the convolutions only, the kernel selection and the library generation."""
+    training step or the convolutions only, the kernel selection, the library generation and the
+    kernel-time correction (``antsim.gpu.learned``)."""
 
     structured: str | None = None
     step: bool = False
     selection: Selection = DEFAULT_SELECTION
     library: Library = DEFAULT_LIBRARY
+    correction: Correction = DEFAULT_CORRECTION
 
 
 @dataclass(frozen=True)
@@ -199,6 +202,7 @@ def check_specs(archs: Sequence[ArchDesign], gpus: Sequence[GpuDesign], options:
         check_library(gpu.gpu, gpu.precision, options.library)
     if gpus:
         check_selection(options.selection)
+        resolve_correction(options.correction)  # a stale correction table fails before any work
 
 
 def simulate_designs(archs: Sequence[ArchDesign], layers: Sequence[Layer], workload: Mapping[str, Any],
@@ -239,7 +243,7 @@ def model_gpu(design: GpuDesign, layers: Sequence[Layer], workload: Mapping[str,
     estimate: Callable[..., NetworkResult] = estimate_step if options.step else estimate_gpu
     return estimate(design.gpu, layers, phases=tuple(workload["phases"]), precision=design.precision,
                     workload=workload, structured=options.structured, selection=options.selection,
-                    library=options.library)
+                    library=options.library, correction=resolve_correction(options.correction))
 
 
 __all__ = ["ArchDesign", "DesignComparison", "GpuDesign", "GpuOptions", "SimulationOptions", "check_specs",

@@ -41,6 +41,8 @@ from antsim.gpu.check import (
     oracle_rows,
     padded_channels,
 )
+from antsim.gpu.estimate import KernelCorrection
+from antsim.gpu.learned import CORRECTIONS, resolve_correction
 from antsim.gpu.model import Calibration
 from antsim.measure.deepbench import read_deepbench_csv
 from antsim.workloads.gemm import Gemm as GemmLayer
@@ -93,15 +95,16 @@ FIT_GRID = {"winograd_efficiency": (0.5, 0.6, 0.65, 0.7, 0.8), "host_us": (20.0,
 
 
 def run_rows(run: Run, cal: Calibration = CALIBRATION, host_us: float = NEUSIGHT_HOST_US,
-             data: Path = DATA, floor: bool = False) -> list[CheckRow]:
-    """The check rows of one run (``floor``: the plan-space floor's rows instead)."""
+             data: Path = DATA, floor: bool = False, correction: KernelCorrection | None = None) -> list[CheckRow]:
+    """The check rows of one run (``floor``: the plan-space floor's rows instead; ``correction``: the
+    learned correction of ``antsim.gpu.learned``, not applied to the floor)."""
     gpu = load_gpu(run.gpu)
     measured = padded_channels(observations(read_deepbench_csv(data / run.file, run.precision)), run.pad_channels)
     host = host_us * 1e-6 if run.harness == "neusight" else 0.0
     if floor:
         return oracle_rows(gpu, measured, run.precision, cal, library=run.library, host_overhead_s=host)
     return check_measured(gpu, measured, run.precision, cal, selection=run.selection, library=run.library,
-                          host_overhead_s=host)
+                          host_overhead_s=host, correction=correction)
 
 
 def gemm_path_rows(run: Run, data: Path = DATA) -> tuple[list[CheckRow], list[CheckRow]]:
@@ -140,13 +143,14 @@ def _pct(value: float) -> str:
     return "–" if math.isnan(value) else f"{value * 100:.1f} %"
 
 
-def score_table(data: Path = DATA) -> None:
+def score_table(data: Path = DATA, correction: KernelCorrection | None = None) -> None:
     """Print table 1: every run, every phase, with families and the plan-space floor."""
     print("| GPU | library, selection | precision | phase | rows | error (all) | bias | error (implicit rows) "
           "| fprop by recorded family: GEMM / Winograd / FFT | plan-space floor (all) |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for run in RUNS:
-        rows, floor = run_rows(run, data=data), phase_errors(run_rows(run, data=data, floor=True))
+        rows = run_rows(run, data=data, correction=correction)
+        floor = phase_errors(run_rows(run, data=data, floor=True))
         for phase in PHASES:
             mine = [r for r in rows if r.phase == phase]
             if not mine:
@@ -253,11 +257,16 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA,
                         help="folder holding deepbench/ and neusight/ (default tests/data; the full NeuSight files "
                              "live in the team's shared data folder)")
+    parser.add_argument("--gpu-correction", default="none", choices=CORRECTIONS,
+                        help="table 1 with the learned correction (antsim.gpu.learned; its own leave-one-GPU-out: "
+                             "scripts/fit_gpu_correction.py); the other tables stay the physical model's")
     args = parser.parse_args()
-    score_table(args.data)
+    score_table(args.data, resolve_correction(args.gpu_correction))
     print()
     print("calibration:", ", ".join(f"{k}={v}" for k, v in CALIBRATION.to_dict().items()),
           f"; NeuSight host overhead {NEUSIGHT_HOST_US:g} µs")
+    if args.gpu_correction != "none":
+        print("table 1 with the learned correction (antsim/gpu/learned_table.py); floor and other tables without")
     if args.gemm:
         print()
         gemm_table(args.data)

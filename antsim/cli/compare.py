@@ -26,6 +26,7 @@ from antsim.cli._common import (
     resolve_workload,
 )
 from antsim.errors import AntsimError
+from antsim.gpu.learned import CORRECTIONS, DEFAULT_CORRECTION
 from antsim.gpu.menus import DEFAULT_LIBRARY, DEFAULT_SELECTION, LIBRARIES, SELECTIONS
 from antsim.vocabulary import parse_timing
 
@@ -34,7 +35,8 @@ if TYPE_CHECKING:
 
 HELP = "compare designs on one workload (result files, --arch, --gpu): speedups and energy reductions"
 # An error's subject (antsim.errors.AntsimError) -> the flag that gave it; main() adds it to the message.
-FLAGS = {"baseline": "--baseline", "sweep": "--sweep", "force": "{message} (--force)"}
+FLAGS = {"baseline": "--baseline", "sweep": "--sweep", "force": "{message} (--force)",
+         "gpu_correction": "--gpu-correction"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -58,6 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "default) | heuristic = the library's algorithm family")
     parser.add_argument("--gpu-library", default=DEFAULT_LIBRARY, choices=LIBRARIES,
                         help="library generation whose kernel menu the GPUs run (default cudnn8)")
+    parser.add_argument("--gpu-correction", default=DEFAULT_CORRECTION, choices=CORRECTIONS,
+                        help="none = the physical GPU model (default) | learned = its fitted correction "
+                             "(docs/gpu_learned.md)")
     parser.add_argument("--baseline", default=None,
                         help="design the ratios are over (default: scnn if present, else the first design)")
     parser.add_argument("--out", type=Path, default=None, help="comparison file: .json (antsim.compare/1) or .csv")
@@ -142,8 +147,9 @@ def gather_results(args: argparse.Namespace) -> DesignComparison:
     results, sources = load_results(args.results, fallback_layers=lambda: workload()[0])
     if not (results or args.arch or args.gpu):
         raise AntsimError("nothing to compare: give result files, --arch PATH or --gpu NAME")
-    if not args.gpu and (args.gpu_precision or args.gpu_structured or args.gpu_step):
-        raise AntsimError("--gpu-precision / --gpu-structured / --gpu-step need --gpu NAME")
+    if not args.gpu and (args.gpu_precision or args.gpu_structured or args.gpu_step
+                         or args.gpu_correction != DEFAULT_CORRECTION):
+        raise AntsimError("--gpu-precision / --gpu-structured / --gpu-step / --gpu-correction need --gpu NAME")
     archs, gpus = _load_specs(args)
     if not (archs or gpus):
         return compare_designs(results=results, sources=sources, baseline=args.baseline)
@@ -178,7 +184,7 @@ def _gpu_options(args: argparse.Namespace) -> GpuOptions:
     from antsim.compare import GpuOptions
 
     return GpuOptions(structured=args.gpu_structured, step=args.gpu_step, selection=args.gpu_selection,
-                      library=args.gpu_library)
+                      library=args.gpu_library, correction=args.gpu_correction)
 
 
 def _gpu_source(args: argparse.Namespace, name: str, precision: str) -> str:
@@ -186,7 +192,8 @@ def _gpu_source(args: argparse.Namespace, name: str, precision: str) -> str:
     structured = f" --gpu-structured {args.gpu_structured}" if args.gpu_structured else ""
     step = " --gpu-step" if args.gpu_step else ""
     menu = f" --gpu-selection {args.gpu_selection} --gpu-library {args.gpu_library}"
-    return f"--gpu {name} --gpu-precision {precision}{structured}{step}{menu}"
+    correction = f" --gpu-correction {args.gpu_correction}" if args.gpu_correction != DEFAULT_CORRECTION else ""
+    return f"--gpu {name} --gpu-precision {precision}{structured}{step}{menu}{correction}"
 
 
 def _simulation_options(args: argparse.Namespace, layers: list[Any]) -> SimulationOptions:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from antsim.cli._common import add_workload_arguments, check_out_path, parse_phases, progress, resolve_workload
+from antsim.gpu.learned import CORRECTIONS, DEFAULT_CORRECTION, resolve_correction
 from antsim.gpu.menus import DEFAULT_LIBRARY, DEFAULT_SELECTION, LIBRARIES, SELECTIONS
 from antsim.results import GpuLayerDetails
 from antsim.vocabulary import PHASES
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from antsim.gpu.check import CheckRow
     from antsim.results import NetworkResult
 
-FLAGS = {"pad_channels": "--pad-channels"}
+FLAGS = {"pad_channels": "--pad-channels", "gpu_correction": "--gpu-correction"}
 HELP = ("model a network's training convolutions (cuDNN's menu) and GEMM layers (cuBLAS GEMMs) on a GPU, or --check "
         "it against measurements")
 
@@ -60,6 +61,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --check: the multiple the measurement harness padded C and K to before timing "
                              "(DeepBench's conv_bench pads fp16 tensor-core runs to 8); the model predicts those "
                              "layers")
+    parser.add_argument("--gpu-correction", default=DEFAULT_CORRECTION, choices=CORRECTIONS,
+                        help="none = the physical model (default) | learned = times the fitted correction "
+                             "exp(w . features) of antsim/gpu/learned_table.py (docs/gpu_learned.md); refused when "
+                             "the table was fitted on another version of the physical model")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
@@ -84,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
     gpu = load_gpu(args.gpu)
     gpu.peak(args.precision)
     check_structured(gpu, args.precision, args.structured)
+    correction = resolve_correction(args.gpu_correction)
     layers, workload = resolve_workload(args)
     phases = parse_phases(args.phases)
     bar = None if args.no_progress else (lambda items: progress(items, total=len(layers), desc="gpu", unit="layer"))
@@ -93,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
 
         estimate = estimate_step
     result = estimate(gpu, layers, phases, args.precision, workload=workload, progress=bar,
-                      structured=args.structured, selection=args.selection, library=args.library)
+                      structured=args.structured, selection=args.selection, library=args.library,
+                      correction=correction)
     result.write_csv(out) if out.suffix.lower() == ".csv" else result.write_json(out)
     _print_summary(result, out)
     return 0
@@ -104,7 +111,8 @@ def _print_summary(result: NetworkResult, out: Path) -> None:
     time_s, energy_j = totals["time_s"], totals["energy_j"]
     assert time_s is not None and energy_j is not None, "the GPU model times and prices every record"
     lines = [f"{result.design}: {len(result.records)} (layer, phase) records at {result.meta['precision']} "
-             f"({result.meta.get('library')}, {result.meta.get('selection')} selection), "
+             f"({result.meta.get('library')}, {result.meta.get('selection')} selection"
+             f"{', learned correction' if 'gpu_correction' in result.meta else ''}), "
              f"{time_s * 1e3:.3f} ms, {energy_j:.4g} J"]
     for phase in PHASES:
         recs = [r for r in result.records if r.phase == phase]
@@ -140,6 +148,7 @@ def _run_check(args: argparse.Namespace) -> int:
     gpu.peak(args.precision)
     check_structured(gpu, args.precision, args.structured)
     check_library(gpu, args.precision, args.library)
+    correction = resolve_correction(args.gpu_correction)
     if not 0 <= args.host_overhead_us < 1e6:  # also refuses NaN
         raise AntsimError(f"--host-overhead-us: must be microseconds in [0, 1e6); got {args.host_overhead_us}")
     if not args.check.is_file():
@@ -157,7 +166,7 @@ def _run_check(args: argparse.Namespace) -> int:
     measured = padded_channels(measured, args.pad_channels)
     host = args.host_overhead_us * 1e-6
     rows = check_measured(gpu, measured, args.precision, structured=args.structured, selection=args.selection,
-                          library=args.library, host_overhead_s=host)
+                          library=args.library, host_overhead_s=host, correction=correction)
     floor = oracle_rows(gpu, measured, args.precision, structured=args.structured, library=args.library,
                         host_overhead_s=host) if args.floor else None
     if out is not None:
@@ -171,7 +180,8 @@ def _check_report(name: str, args: argparse.Namespace, rows: Sequence[CheckRow],
     from antsim.gpu.check import summarize, worst
 
     lines = [f"{name} vs {args.check} ({args.precision}, {args.library}, {args.selection} selection, host overhead "
-             f"{args.host_overhead_us:g} us, channels padded to {args.pad_channels or 'none'}); "
+             f"{args.host_overhead_us:g} us, channels padded to {args.pad_channels or 'none'}"
+             f"{', learned correction' if args.gpu_correction != 'none' else ''}); "
              "error = exp(mean |ln(pred/meas)|) - 1, bias = exp(mean ln(pred/meas))",
              f"{'phase':6s} {'n impl':>6s} {'err impl':>8s} {'bias':>5s} {'n all':>6s} {'err all':>8s} {'bias':>5s}"]
     for s in summarize(rows):

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from antsim.errors import AntsimError
-from antsim.gpu.estimate import estimate_layer, layer_plans
+from antsim.gpu.estimate import KernelCorrection, estimate_layer, layer_plans
 from antsim.gpu.menus import DEFAULT_LIBRARY, DEFAULT_SELECTION, family_of
 from antsim.gpu.model import CALIBRATION, Calibration
 from antsim.gpu.spec import GpuSpec
@@ -114,10 +114,10 @@ def result_observations(measured: NetworkResult, layers: Sequence[Layer | GemmLa
 def check_measured(gpu: GpuSpec, measured: Sequence[Observation], precision: Precision,
                    calibration: Calibration = CALIBRATION, structured: str | None = None,
                    selection: Selection = DEFAULT_SELECTION, library: Library = DEFAULT_LIBRARY,
-                   host_overhead_s: float = 0.0) -> list[CheckRow]:
+                   host_overhead_s: float = 0.0, correction: KernelCorrection | None = None) -> list[CheckRow]:
     """Predict every measured (layer, phase) (layers carry their own batch; ``structured``,
-    ``selection``, ``library``: see ``estimate_layer``; heuristic selection follows each row's
-    recorded forward algorithm).
+    ``selection``, ``library``, ``correction``: see ``estimate_layer``; heuristic selection follows each
+    row's recorded forward algorithm).
 
     ``host_overhead_s`` is the measurement harness's per-call host time that lands inside the timed
     interval (a framework call timed with CUDA events around it: the GPU idles while the host
@@ -125,7 +125,8 @@ def check_measured(gpu: GpuSpec, measured: Sequence[Observation], precision: Pre
     """
     rows = []
     for o in measured:
-        r = estimate_layer(gpu, o.layer, o.phase, precision, calibration, structured, selection, library, o.algo)
+        r = estimate_layer(gpu, o.layer, o.phase, precision, calibration, structured, selection, library, o.algo,
+                           correction)
         d = GpuLayerDetails.of(r)
         rows.append(CheckRow(o.layer.name, o.phase, o.measured_s, r.time_s + host_overhead_s, o.implicit, o.algo,
                              d.M, d.N, d.K, d.algo, d.tensor_cores))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from antsim.errors import AntsimError
 from antsim.gpu.energy import energy_breakdown
@@ -43,6 +43,15 @@ STRUCTURED = ("2:4",)
 STRUCTURED_PHASES = ("fprop", "dgrad")
 
 
+class KernelCorrection(Protocol):
+    """A correction of the chosen plan's time (``antsim.gpu.learned.resolve_correction``)."""
+
+    def factor(self, gpu: GpuSpec, layer: Layer | GemmLayer, phase: Phase, details: GpuLayerDetails,
+               time_s: float) -> float: ...
+
+    def echo(self) -> dict[str, Any]: ...
+
+
 def gpu_design_name(gpu: str, precision: Precision, structured: str | None) -> str:
     """A GPU result's design name: the GPU at fp32, else ``GPU-PRECISION``, plus ``-2:4`` when structured."""
     name = gpu if precision == "fp32" else f"{gpu}-{precision}"
@@ -70,7 +79,7 @@ def check_structured(gpu: GpuSpec, precision: Precision, structured: str | None)
 def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer | GemmLayer, phase: Phase, precision: Precision = "fp32",
                    calibration: Calibration = CALIBRATION, structured: str | None = None,
                    selection: Selection = DEFAULT_SELECTION, library: Library = DEFAULT_LIBRARY,
-                   forward_algo: str = "") -> LayerResult:
+                   forward_algo: str = "", correction: KernelCorrection | None = None) -> LayerResult:
     """Predict time and energy of one training convolution on a GPU.
 
     Args:
@@ -87,6 +96,8 @@ def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer | GemmLayer, phase: P
             ``antsim.gpu.menus``).
         library: ``cudnn5`` | ``cudnn6`` | ``cudnn7`` | ``cudnn8`` (default): which algorithms exist.
         forward_algo: The forward algorithm a measurement recorded (heuristic selection follows it).
+        correction: Multiplies the chosen plan's time (``antsim.gpu.learned``; default None: the physical
+            model alone). ``details`` keep the physical plan's terms.
 
     Returns:
         A ``LayerResult`` with ``time_s`` (s), ``energy_j`` (J), ``energy_breakdown_j`` (``core``,
@@ -110,9 +121,11 @@ def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer | GemmLayer, phase: P
         gemms = [g for g in gemms if FAMILY[g.algorithm] == family] or gemms  # family not on the menu: any
     candidates = [(best_plan(spec, g, precision, calibration), g) for g in gemms]
     plan, gemm = min(candidates, key=lambda pg: pg[0].time_s)
-    energy = energy_breakdown(spec, precision, plan.time_s, 2.0 * plan.executed_macs, plan.dram_bytes)
     details = _details(plan, gemm, precision, selection, library)
-    return LayerResult(layer=layer.name, phase=phase, time_s=plan.time_s, energy_j=sum(energy.values()),
+    time_s = plan.time_s if correction is None else plan.time_s * correction.factor(spec, layer, phase, details,
+                                                                                    plan.time_s)
+    energy = energy_breakdown(spec, precision, time_s, 2.0 * plan.executed_macs, plan.dram_bytes)
+    return LayerResult(layer=layer.name, phase=phase, time_s=time_s, energy_j=sum(energy.values()),
                        energy_breakdown_j=energy, details=details, kind=layer_kind(layer))
 
 
@@ -161,7 +174,7 @@ def estimate_gpu(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer],
                  calibration: Calibration = CALIBRATION,
                  progress: Callable[[Iterable[Any]], Iterable[Any]] | None = None,
                  structured: str | None = None, selection: Selection = DEFAULT_SELECTION,
-                 library: Library = DEFAULT_LIBRARY) -> NetworkResult:
+                 library: Library = DEFAULT_LIBRARY, correction: KernelCorrection | None = None) -> NetworkResult:
     """Predict every (layer, phase) of a workload on a GPU.
 
     Args:
@@ -173,11 +186,11 @@ def estimate_gpu(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer],
             built from ``layers`` and ``phases``.
         calibration: Model constants.
         progress: Optional wrapper of the layer iterable (a progress bar).
-        structured, selection, library: See ``estimate_layer``.
+        structured, selection, library, correction: See ``estimate_layer``.
 
     Returns:
         A ``NetworkResult`` with ``backend="gpu"``, ``design`` = ``gpu_design_name`` (e.g. ``v100``,
-        ``h100-bf16``, ``a100-fp16-2:4``), the spec echoed.
+        ``h100-bf16``, ``a100-fp16-2:4``), the spec echoed; ``meta["gpu_correction"]`` echoes a correction.
 
     Raises:
         AntsimError: see ``estimate_layer``.
@@ -189,15 +202,16 @@ def estimate_gpu(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer],
     check_library(spec, precision, library)
     phases = tuple(p for p in PHASES if p in tuple(phases))
     items: Iterable[Layer | GemmLayer] = progress(layers) if progress else layers
-    records = [estimate_layer(spec, layer, phase, precision, calibration, structured, selection, library)
-               for layer in items for phase in phases]
+    records = [estimate_layer(spec, layer, phase, precision, calibration, structured, selection, library,
+                              correction=correction) for layer in items for phase in phases]
+    echo = {} if correction is None else {"gpu_correction": correction.echo()}
     return NetworkResult(design=gpu_design_name(spec.name, precision, structured), backend="gpu",
                          records=tuple(records), spec=spec.to_dict(),
                          workload=WorkloadEcho.from_mapping(workload) if workload is not None
                          else _workload(layers, phases),
                          meta={"precision": precision, "structured": structured, "selection": selection,
                                "library": library, "model": MODEL_NAME,
-                               "calibration": calibration.to_dict()})
+                               "calibration": calibration.to_dict(), **echo})
 
 
 def _workload(layers: Sequence[Layer | GemmLayer], phases: Sequence[Phase]) -> WorkloadEcho:

@@ -1,0 +1,108 @@
+"""The learned GPU correction's coefficients (``antsim.gpu.learned``), written by
+``scripts/fit_gpu_correction.py``: do not edit by hand, refit.
+
+``fingerprint`` is ``antsim.gpu.learned.model_fingerprint()`` of the physical model they were
+fitted on; ``provenance`` names the measured files (docs/gpu_learned.md).
+"""
+
+from typing import Any
+
+TABLE: dict[str, Any] = {
+    "fingerprint": "f60f7096a684db30",
+    "ridge_lambda": 1.0,
+    "intercept": 0.09565458468864996,
+    "weights": {
+        "dgrad": 0.016760418273637258,
+        "wgrad": 0.030843088677338367,
+        "winograd": -0.09131925642676018,
+        "fft": -0.07704597121368204,
+        "tensor_cores": -0.04178639724671056,
+        "log_intensity_vs_ridge": -0.01998327116968165,
+        "work_ratio": -0.028608998929011878,
+        "wave_tail": 0.08545834235557832,
+        "filter_1x1": 0.005289469364096592,
+        "filter_large": -0.007074895457478743,
+        "strided": 0.023346295603289113,
+        "small_c": -0.046459026485645774,
+        "small_k": -0.015892487142293094,
+        "wide_sm": -0.07005693867949,
+        "wgrad_1x1": 0.084859615029775,
+        "dgrad_strided": -0.12102158870832712,
+        "log_time_vs_launch": -0.02339612329547687,
+        "cudnn5": 0.18595766198086008,
+        "cudnn6": -0.13175957500395896,
+        "cudnn8": 0.16905055481885567
+    },
+    "provenance": {
+        "command": "scripts/fit_gpu_correction.py",
+        "refit": ".venv/bin/python scripts/fit_gpu_correction.py",
+        "data_files": {
+            "p100 fp32": {
+                "file": "deepbench/deepbench_conv_P100.csv",
+                "sha256": "ad52dd93edd0e6b98269752ba1ec7a4e0e4545e1da74b098ce48c8417b9deb55",
+                "rows": 282
+            },
+            "titanxp fp32": {
+                "file": "deepbench/deepbench_conv_TitanXp.csv",
+                "sha256": "e410fd63eb1fea0bd1c23de0be64cdaaa62d051ba4f6defd0b04fb9a2424d8d4",
+                "rows": 282
+            },
+            "gtx1080ti fp32": {
+                "file": "deepbench/deepbench_conv_1080Ti.csv",
+                "sha256": "a11a8345d1e5af0273d0adeb14825bd04faef0fe021153a7219ad70e8631d56f",
+                "rows": 282
+            },
+            "titanx-maxwell fp32": {
+                "file": "deepbench/deepbench_conv_TitanX_Maxwell.csv",
+                "sha256": "07c28fac35a67eb77da3e9e3aa67b30959d6157e75ae609b4a83c2308d5b2d08",
+                "rows": 272
+            },
+            "m40 fp32": {
+                "file": "deepbench/deepbench_conv_M40.csv",
+                "sha256": "2d4cc27b6a5d312673b2a1fe94f011288cfe3ed2580a2b5fbd97d6932ba72e5f",
+                "rows": 272
+            },
+            "t4 fp32": {
+                "file": "deepbench/deepbench_conv_T4.csv",
+                "sha256": "b6cdaf60f2e5e9a79be99b6223d692d800a0bc94e706787389d71c43611476d2",
+                "rows": 272
+            },
+            "t4 fp16": {
+                "file": "deepbench/deepbench_conv_T4.csv",
+                "sha256": "b6cdaf60f2e5e9a79be99b6223d692d800a0bc94e706787389d71c43611476d2",
+                "rows": 272
+            },
+            "a100-80gb-pcie fp32": {
+                "file": "neusight/neusight_conv_fwd_A100_80GB_PCIe.csv",
+                "sha256": "af24a70fb134349e1478f92088a98bc42896169091242585fd9fe563f85b30ad",
+                "rows": 4787
+            },
+            "p100-pcie fp32": {
+                "file": "neusight/neusight_conv_fwd_P100_PCIe_16GB.csv",
+                "sha256": "36ce7d5a9e63ba1ceceb6be0a2c28b6862eef344300112db2cade921898faeb9",
+                "rows": 4952
+            },
+            "p4 fp32": {
+                "file": "neusight/neusight_conv_fwd_P4.csv",
+                "sha256": "c2390a469f44070fc1c5df3b79fcfa3bf04a8c40757883d86f50e61a585d3a67",
+                "rows": 4996
+            }
+        },
+        "runs": "scripts/validate_gpu.py RUNS (library, selection, host time, padding)",
+        "rows": 16669,
+        "lambda_grid": [
+            0.001,
+            0.003,
+            0.01,
+            0.03,
+            0.1,
+            0.3,
+            1.0,
+            3.0,
+            10.0
+        ],
+        "lambda_rule": "leave-one-GPU-out mean group error",
+        "loo_mean_error": 0.2569,
+        "loo_max_error": 0.3525
+    }
+}
