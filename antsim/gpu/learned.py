@@ -322,6 +322,8 @@ def fit_table(rows: Sequence[FitRow], ridge_lambda: float, fingerprint: str = ""
               provenance: Mapping[str, Any] | None = None, names: Sequence[str] = FEATURE_NAMES) -> CorrectionTable:
     """The ridge fit at one λ (per standardised feature; each group's rows sum to weight 1), in raw units
     (``names``: the features of ``FitRow.phi``)."""
+    if len(names) != len(rows[0].phi):
+        raise ValueError(f"{len(names)} feature names for rows of {len(rows[0].phi)} features")
     d = _design(rows)
     theta = _gauss_newton(d, ridge_lambda, HUBER_DELTA)
     weights = np.zeros(len(d.used))
@@ -349,18 +351,19 @@ def _mean(errors: Mapping[str, float]) -> float:
     return sum(errors.values()) / len(errors)
 
 
-def leave_one_gpu_out(rows: Sequence[FitRow], ridge_lambda: float | Callable[[Sequence[FitRow]], float]
-                      ) -> tuple[dict[str, float], dict[str, float]]:
+def leave_one_gpu_out(rows: Sequence[FitRow], ridge_lambda: float | Callable[[Sequence[FitRow]], float],
+                      names: Sequence[str] = FEATURE_NAMES) -> tuple[dict[str, float], dict[str, float]]:
     """Each GPU's groups scored with a table fitted on the other GPUs' rows: (group → error, GPU → λ).
 
-    ``ridge_lambda`` is a fixed λ or a rule choosing it from the training rows alone (nested LOO)."""
+    ``ridge_lambda`` is a fixed λ or a rule choosing it from the training rows alone (nested LOO);
+    ``names``: the features of ``FitRow.phi``."""
     errors: dict[str, float] = {}
     lambdas: dict[str, float] = {}
     for gpu in dict.fromkeys(r.gpu for r in rows):
         train = [r for r in rows if r.gpu != gpu]
         lam = ridge_lambda(train) if callable(ridge_lambda) else ridge_lambda
         lambdas[gpu] = lam
-        errors |= group_errors(fit_table(train, lam), [r for r in rows if r.gpu == gpu])
+        errors |= group_errors(fit_table(train, lam, names=names), [r for r in rows if r.gpu == gpu])
     return errors, lambdas
 
 
@@ -368,9 +371,10 @@ def leave_one_gpu_out(rows: Sequence[FitRow], ridge_lambda: float | Callable[[Se
 LAMBDA_GRID = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 
 
-def choose_lambda(rows: Sequence[FitRow], grid: Sequence[float] = LAMBDA_GRID) -> float:
+def choose_lambda(rows: Sequence[FitRow], grid: Sequence[float] = LAMBDA_GRID,
+                  names: Sequence[str] = FEATURE_NAMES) -> float:
     """The λ of ``grid`` whose leave-one-GPU-out mean group error over ``rows`` is lowest (ties: the larger λ)."""
-    scores = {lam: _mean(leave_one_gpu_out(rows, lam)[0]) for lam in grid}
+    scores = {lam: _mean(leave_one_gpu_out(rows, lam, names)[0]) for lam in grid}
     return min(scores, key=lambda lam: (round(scores[lam], 9), -lam))
 
 

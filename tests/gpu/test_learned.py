@@ -71,6 +71,18 @@ def test_the_fit_recovers_a_known_correction(host_s: float) -> None:
     assert min(group_errors(None, rows).values()) > 0.05  # the rows do need the correction
 
 
+def test_leave_one_gpu_out_never_sees_the_held_out_gpu() -> None:
+    """Every GPU shares one correction but gpu3 is also 30 % slower: fitted on the others, gpu3 keeps
+    exactly that 30 % as its error, and the others, fitted partly on gpu3, do not quite reach zero."""
+    rng = np.random.default_rng(3)
+    rows = [dataclasses.replace(r, measured_s=r.measured_s * (1.3 if r.gpu == "gpu3" else 1.0))
+            for r in _synthetic(rng, np.array([0.2, -0.1]), 0.1, 0.0)]
+    errors, lambdas = leave_one_gpu_out(rows, 1e-6, names=("a", "b"))
+    assert set(lambdas) == {"gpu0", "gpu1", "gpu2", "gpu3"}
+    assert errors["gpu3 a"] == pytest.approx(0.3, abs=1e-5) and errors["gpu3 b"] == pytest.approx(0.3, abs=1e-5)
+    assert 0 < max(e for g, e in errors.items() if not g.startswith("gpu3")) < 0.3
+
+
 def test_the_fit_is_ridge_regression_in_log_space() -> None:
     """Without host time and with every residual inside the Huber threshold, the fit is weighted ridge
     regression on standardised features — checked against numpy's least squares on the augmented system."""
