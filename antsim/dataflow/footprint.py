@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.sparse import coo_matrix, csr_matrix
+from scipy.sparse import csr_matrix
 
 from antsim.dataflow.tiling import Tiling
 from antsim.phases import DimMap, PhaseProblem
@@ -362,16 +362,50 @@ def _inverse(pairs: tuple[np.ndarray, np.ndarray], n_u: int) -> np.ndarray:
     return inv
 
 
+@dataclass(frozen=True)
+class _WgradLayout:
+    """wgrad geometry: the stationary positions of each occupied PE and the dY position each tap links them to.
+
+    Attributes:
+        pes: the occupied PEs (P,). positions: (P, T) each PE's positions ``y · Xs + x``, padded with ``Ys · Xs``
+            (an empty position). linked: (taps, Ys · Xs + 1) the dY position ``u · V + v`` a tap links each
+            stationary position to, ``U · V`` (an empty dY position) where none, and for the padding.
+    """
+
+    pes: np.ndarray
+    positions: np.ndarray
+    linked: np.ndarray
+
+    @classmethod
+    def build(cls, problem: PhaseProblem, tiling: Tiling, plane: tuple[int, int], taps: tuple[int, int]
+              ) -> _WgradLayout:
+        (Ys, Xs), (U, V) = plane, taps
+        pe_stat = tiling.pe_of_stationary().ravel()
+        order = np.argsort(pe_stat, kind="stable")
+        pes, first, count = np.unique(pe_stat[order], return_index=True, return_counts=True)
+        positions = np.full((len(pes), int(count.max())), Ys * Xs, np.int64)
+        positions[np.repeat(np.arange(len(pes)), count), np.arange(len(order)) - np.repeat(first, count)] = order
+        inv_h = [_inverse(pair, U) for pair in links(problem.dims[0], Ys, U, True)]
+        inv_w = [_inverse(pair, V) for pair in links(problem.dims[1], Xs, V, True)]
+        linked = np.full((len(inv_h) * len(inv_w), Ys * Xs + 1), U * V, np.int64)
+        for tap, (rows_of, cols_of) in enumerate((h, w) for h in inv_h for w in inv_w):
+            (u,), (v,) = np.nonzero(rows_of >= 0), np.nonzero(cols_of >= 0)
+            stationary_at = (rows_of[u][:, None] * Xs + cols_of[v][None, :]).ravel()
+            linked[tap, stationary_at] = (u[:, None] * V + v[None, :]).ravel()
+        return cls(pes, positions, linked)
+
+
 def tap_footprint(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.ndarray, streamed_mask: np.ndarray,
                   tile_of_image: np.ndarray | None = None) -> Footprint:
     """wgrad: ``stationary_mask`` (N, Cs, Ys, Xs) and ``streamed_mask`` (N, 1, Ko, U, V) non-zero masks (bool).
 
     Per tap, a linked streamed non-zero ``(ko, p, q)`` meets every stationary non-zero at its linked position
-    (on the PE holding it): the valid pairs of a slot are, over those streamed non-zeros, the stationary
-    channels non-zero there. The accumulator entries a PE holds, ``(ch, ko)``, are the non-zeros of a sparse
-    product ``(PE·Cs × images·plane) @ (images·plane × Ko)`` of a batch tile's stationary masks (rows keyed
-    by the PE holding each position) and its streamed masks moved onto their linked positions — one product
-    per tap for the whole tile, summing its images' patterns (cost ∝ valid products).
+    (on the PE holding it): the valid pairs of a slot are, over the PE's positions, the stationary channels
+    non-zero there times the group's dY non-zeros linked to it (``_wgrad_valid``). The accumulator entries a PE
+    holds for a tap, ``(ch, ko)``, are those with a non-zero pair on one of its positions in one of the batch
+    tile's images (``_held_counts``: per-PE BLAS products over the tile, or per-PE subset sums of the channels'
+    non-zero patterns when a PE holds few (image, position) pairs); the distinct entries over PEs are the
+    non-zeros of the tile's whole dW.
 
     ``tile_of_image`` (N,) groups consecutive images into batch tiles whose partial sums accumulate in
     the same accumulator entries: a tile's partial and written outputs are the union of its images',
@@ -380,144 +414,144 @@ def tap_footprint(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.nda
     """
     N, Cs, Ys, Xs = stationary_mask.shape
     Ko, U, V = streamed_mask.shape[2:]
-    n_pes, G, plane = tiling.n_pes, tiling.n_groups, Ys * Xs
+    n_pes, G = tiling.n_pes, tiling.n_groups
     tiles = np.arange(N) if tile_of_image is None else np.asarray(tile_of_image)
-    pe_stat = tiling.pe_of_stationary().ravel()
-    inv_h = [_inverse(pair, U) for pair in links(problem.dims[0], Ys, U, True)]
-    inv_w = [_inverse(pair, V) for pair in links(problem.dims[1], Xs, V, True)]
-    channels_at = stationary_mask.sum(axis=1).reshape(N, plane)  # stationary non-zeros per position
-    valid, partial = np.zeros((N, G * n_pes)), np.zeros((N, G * n_pes), np.int64)
+    layout = _WgradLayout.build(problem, tiling, (Ys, Xs), (U, V))
+    stationary = stationary_mask.reshape(N, Cs, Ys * Xs)
+    streamed = streamed_mask.reshape(N, Ko, U * V)
+    valid = _wgrad_valid(layout, tiling, stationary, streamed)
+    partial = np.zeros((N, G * n_pes), np.int64)
     out_values = np.zeros((N, G), np.int64)
-    held = _HeldEntries.of(tiling, Cs, Ko)
     for tile in np.unique(tiles):
         images = np.flatnonzero(tiles == tile)
-        c, y, x = np.nonzero(stationary_mask[images].transpose(1, 0, 2, 3).reshape(Cs, len(images) * Ys, Xs))
-        at = y * Xs + x  # image-local row y of the tile's stacked planes: (local image · Ys + y) · Xs + x
-        s_tile = csr_matrix((np.ones(len(c)), (pe_stat[at % plane] * Cs + c, at)),
-                            shape=(n_pes * Cs, len(images) * plane))
-        local, k, p, q = np.nonzero(streamed_mask[images, 0])
-        dense: _DenseHeld | None = None
-        for rows_of in inv_h:
-            for cols_of in inv_w:
-                yy, xx = rows_of[p], cols_of[q]
-                ok = (yy >= 0) & (xx >= 0)
-                pos = yy[ok] * Xs + xx[ok]
-                n_ok, k_ok = local[ok], k[ok]
-                slot = n_ok * (G * n_pes) + (k_ok // tiling.kc) * n_pes + pe_stat[pos]
-                pairs = channels_at[images[n_ok], pos]
-                valid[images] += np.bincount(slot, weights=pairs,
-                                             minlength=len(images) * G * n_pes).reshape(len(images), G * n_pes)
-                # Dense products cost ∝ their counts and the tile's dY laid out per PE, sparse ones ∝ pairs and links.
-                dense_cost = held.dense_entries + len(images) * plane * Ko
-                if dense_cost <= _DENSE_HELD_PER_PAIR * (pairs.sum() + len(pos)):
-                    dense = dense or _DenseHeld.of(tiling, stationary_mask[images], streamed_mask[images, 0])
-                    held_partial, held_outputs = dense.count(rows_of, cols_of, held)
-                else:
-                    d_tile = csr_matrix((np.ones(len(pos)), (n_ok * plane + pos, k_ok)),
-                                        shape=(len(images) * plane, Ko))
-                    held_partial, held_outputs = held.count((s_tile @ d_tile).tocoo())
-                partial[images[-1]] += held_partial
-                out_values[images[-1]] += held_outputs
-    return Footprint(np.rint(valid).astype(np.int64).ravel(), partial.ravel(), np.zeros(N * G * n_pes, np.int64),
-                     out_values.ravel())
+        partial[images[-1]], out_values[images[-1]] = _held_counts(layout, tiling, stationary[images],
+                                                                   streamed[images])
+    return Footprint(valid.ravel(), partial.ravel(), np.zeros(N * G * n_pes, np.int64), out_values.ravel())
 
 
-@dataclass(frozen=True)
-class _HeldEntries:
-    """Counts of the dW entries ``(PE · Cs + ch, ko)`` one wgrad footprint product holds, by lookup instead of
-    division: ``partial_key[ko] + pe_of_row[row]`` is the entry's slot ``group · n_pes + pe``, and the distinct
-    ``(ch, ko)`` entries over PEs are marked in one (Cs × Ko) bitmap (``outputs`` falls back to ``distinct``'s sort
-    when it is larger than ``_BITMAP_KEYS``)."""
-
-    tiling: Tiling
-    n_channels: int
-    n_out_channels: int
-    partial_key: np.ndarray
-    pe_of_row: np.ndarray
-    entry_of_row: np.ndarray
-    dense_entries: float  # entries of one tap's dense (PE, ch, ko) pair counts; inf past _DENSE_HELD_ENTRIES
-
-    @classmethod
-    def of(cls, tiling: Tiling, n_channels: int, n_out_channels: int) -> _HeldEntries:
-        rows = np.arange(tiling.n_pes * n_channels)
-        occupied = len(np.unique(tiling.pe_of_stationary()))
-        entries = occupied * n_channels * n_out_channels
-        return cls(tiling, n_channels, n_out_channels, (np.arange(n_out_channels) // tiling.kc) * tiling.n_pes,
-                   rows // n_channels, (rows % n_channels) * n_out_channels,
-                   entries if entries <= _DENSE_HELD_ENTRIES else np.inf)
-
-    def per_group(self, per_out_channel: np.ndarray) -> np.ndarray:
-        """Sums of ``per_out_channel`` (…, Ko) over each group's output channels: (…, G)."""
-        return np.add.reduceat(per_out_channel, np.arange(0, self.n_out_channels, self.tiling.kc), axis=-1)
-
-    def count(self, held: coo_matrix) -> tuple[np.ndarray, np.ndarray]:
-        """Held entries per slot (G · n_pes,) and distinct entries over PEs per group (G,) of ``held``'s non-zeros
-        (a product of non-negative masks: every stored entry is a pair count > 0, stored once)."""
-        G, kc, Ko = self.tiling.n_groups, self.tiling.kc, self.n_out_channels
-        partial = np.bincount(self.partial_key[held.col] + self.pe_of_row[held.row], minlength=G * self.tiling.n_pes)
-        entries = self.entry_of_row[held.row] + held.col  # ch · Ko + ko
-        space = self.n_channels * Ko
-        if space > _BITMAP_KEYS:
-            return partial, np.bincount((distinct(entries, space) % Ko) // kc, minlength=G)
-        seen = np.zeros(space, bool)
-        seen[entries] = True
-        return partial, self.per_group(np.count_nonzero(seen.reshape(self.n_channels, Ko), axis=0))
+def _per_group(per_out_channel: np.ndarray, kc: int) -> np.ndarray:
+    """Sums of ``per_out_channel`` (…, Ko) over each group's ``kc`` output channels ``ko // kc``: (…, G)."""
+    return np.add.reduceat(per_out_channel, np.arange(0, per_out_channel.shape[-1], kc), axis=-1)
 
 
-# One wgrad tap's held entries come from dense per-PE float32 BLAS products (``_DenseHeld``) instead of a sparse
-# product when the dense (occupied PE, ch, ko) counts have at most 2^22 entries (16 MB) and they plus the tile's
-# dY laid out per PE are at most 16 per pair and link of the tap (a batch tile's union is then near the dense
-# bound). Speed only: the same integers (tests/dataflow/test_footprint_taps.py). [choice] Measured here (one core,
-# CPU time, uniform 0.1, ResNet-18 CIFAR, SCNN operands, old/new in one run on a loaded machine): the wgrad
-# footprints of a batch-16 step with --batch-sample 2 took 0.75× (full-batch tiles) and 0.83× (2-image samples)
-# the sparse products' time; ratios 4 and 8 gave 0.78-0.79× and 0.89-0.99×, 32 gave 0.85×.
-_DENSE_HELD_ENTRIES = 1 << 22
-_DENSE_HELD_PER_PAIR = 16
+def _wgrad_valid(layout: _WgradLayout, tiling: Tiling, stationary: np.ndarray, streamed: np.ndarray) -> np.ndarray:
+    """Valid products (N, G, n_pes) of ``stationary`` (N, Cs, plane) and ``streamed`` (N, Ko, U·V) masks: per
+    image, group and position, the stationary channels non-zero there times the group's dY non-zeros linked to
+    it summed over taps, summed over each PE's positions (int64 throughout: exact)."""
+    N = stationary.shape[0]
+    channels_at = np.zeros((N, stationary.shape[2] + 1), np.int64)  # + the empty position
+    channels_at[:, :-1] = np.count_nonzero(stationary, axis=1)
+    dy_per_group = np.zeros((N, tiling.n_groups, streamed.shape[2] + 1), np.int64)  # + the empty dY position
+    dy_per_group[:, :, :-1] = _per_group(streamed.astype(np.int64).transpose(0, 2, 1), tiling.kc).transpose(0, 2, 1)
+    linked_dy = dy_per_group[:, :, layout.linked[0]]
+    for tap in range(1, len(layout.linked)):
+        linked_dy += dy_per_group[:, :, layout.linked[tap]]
+    per_position = linked_dy * channels_at[:, None, :]  # (N, G, plane + 1); the padding's is 0
+    valid = np.zeros((N, tiling.n_groups, tiling.n_pes), np.int64)
+    valid[:, :, layout.pes] = per_position[:, :, layout.positions].sum(axis=3)
+    return valid
 
 
-@dataclass(frozen=True)
-class _DenseHeld:
-    """A wgrad batch tile's masks laid out per occupied PE for dense products: ``stationary`` (P, Cs, images · T),
-    each PE's T stationary positions (padded with an empty one) of every image; ``streamed`` (images, Ko, U·V + 1)
-    the dY masks (plus an empty position); ``positions`` (P, T) each PE's positions (``Ys · Xs`` = padding);
-    ``pes`` the occupied PEs."""
+# A wgrad batch tile's held entries are counted in blocks of at most 2^16 per-PE pair counts (256 KB of float32:
+# a block stays in a core's L2 cache through its product, threshold, sums and union). Memory and speed only:
+# blocks partition the same sums. [choice] Measured here (1 MB L2): 2^16 against 2^18, see docs/dataflow_speed.md.
+_HELD_BLOCK = 1 << 16
 
-    stationary: np.ndarray
-    streamed: np.ndarray
-    positions: np.ndarray
-    pes: np.ndarray
-    plane: tuple[int, int]
+# A PE's held entries come from subset sums over its channels' non-zero patterns (``_held_by_patterns``) instead
+# of per-PE BLAS products (``_held_by_products``) when its m (position, image) pairs give
+# ``_PATTERN_COST`` · 2^m · m ≤ Cs · taps · Ko (the subset sums' additions against the per-PE pair counts), m ≤ 24
+# (exact float32 patterns) and the pattern tables (P · 2^m int32) fit 2^22 entries (16 MB). Speed only: both give
+# the same integers (tests/dataflow/test_footprint_taps.py). [choice] Measured here (one core, uniform 0.1,
+# ResNet-18 CIFAR wgrad layers): at m = 1–8 the subset sums took 0.03–0.4× the products' time, at m = 16 1.2–2.2×
+# (P = 16 and 64 PEs); a factor 4 keeps m = 16 on the products.
+_PATTERN_COST = 4
+_PATTERN_TABLE = 1 << 22
 
-    @classmethod
-    def of(cls, tiling: Tiling, stationary_mask: np.ndarray, streamed_mask: np.ndarray) -> _DenseHeld:
-        n_images, Cs, Ys, Xs = stationary_mask.shape
-        Ko, U, V = streamed_mask.shape[1:]
-        pe_stat = tiling.pe_of_stationary().ravel()
-        order = np.argsort(pe_stat, kind="stable")
-        pes, first, count = np.unique(pe_stat[order], return_index=True, return_counts=True)
-        positions = np.full((len(pes), int(count.max())), Ys * Xs, np.int64)
-        positions[np.repeat(np.arange(len(pes)), count), np.arange(len(order)) - np.repeat(first, count)] = order
-        stationary = np.zeros((n_images, Cs, Ys * Xs + 1), np.float32)
-        stationary[:, :, :-1] = stationary_mask.reshape(n_images, Cs, Ys * Xs)
-        streamed = np.zeros((n_images, Ko, U * V + 1), np.float32)
-        streamed[:, :, :-1] = streamed_mask.reshape(n_images, Ko, U * V)
-        per_pe = stationary[:, :, positions].transpose(2, 1, 0, 3).reshape(len(pes), Cs, -1)
-        return cls(np.ascontiguousarray(per_pe), streamed, positions, pes, (Ys, Xs))
 
-    def count(self, rows_of: np.ndarray, cols_of: np.ndarray, held: _HeldEntries) -> tuple[np.ndarray, np.ndarray]:
-        """``_HeldEntries.count`` of the tap linking stationary ``y`` to dY row ``u`` where ``rows_of[u] = y``
-        (and columns likewise): per occupied PE, (Cs × images·T) @ (images·T × Ko) pair counts."""
-        (Ys, Xs), (Ko, n_streamed), V = self.plane, self.streamed.shape[1:], len(cols_of)
-        linked = np.full(Ys * Xs + 1, n_streamed - 1, np.int64)  # stationary position -> dY position (or empty)
-        (u,), (v,) = np.nonzero(rows_of >= 0), np.nonzero(cols_of >= 0)
-        linked[(rows_of[u][:, None] * Xs + cols_of[v][None, :]).ravel()] = (u[:, None] * V + v[None, :]).ravel()
-        dy = self.streamed[:, :, linked[self.positions]]  # (images, Ko, P, T)
-        counts = self.stationary @ dy.transpose(2, 0, 3, 1).reshape(len(self.positions), -1, Ko)  # (P, Cs, Ko)
-        tiling = held.tiling
-        partial = np.zeros((tiling.n_groups, tiling.n_pes), np.int64)
-        partial[:, self.pes] = held.per_group(np.count_nonzero(counts, axis=1)).T
-        outputs = held.per_group(np.count_nonzero(counts.max(axis=0), axis=0))
-        return partial.ravel(), outputs
+def _held_counts(layout: _WgradLayout, tiling: Tiling, stationary: np.ndarray, streamed: np.ndarray
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """Held accumulator entries of one batch tile, summed over taps: per slot ``group · n_pes + pe`` the
+    distinct ``(ch, ko)`` a PE holds (G · n_pes,), and per group the distinct ones over PEs (G,).
+
+    Args:
+        stationary: (n, Cs, plane) the tile's stationary masks. streamed: (n, Ko, U·V) its dY masks.
+    """
+    n, Cs, plane = stationary.shape
+    n_pes_occupied, T = layout.positions.shape
+    bits, per_tap = n * T, Cs * streamed.shape[1] * len(layout.linked)
+    # Rows per position (the empty one last), each the tile's images × channels, so that gathering a PE's
+    # positions (or a tap's linked dY positions) copies whole contiguous rows.
+    a_rows = np.zeros((plane + 1, n, Cs), np.float32)
+    a_rows[:-1] = stationary.transpose(2, 0, 1)
+    d_rows = np.zeros((streamed.shape[2] + 1, n, streamed.shape[1]), np.float32)
+    d_rows[:-1] = streamed.transpose(2, 0, 1)
+    patterns = (bits <= 24 and _PATTERN_COST * (1 << bits) * bits <= per_tap
+                and n_pes_occupied * (1 << bits) <= _PATTERN_TABLE)
+    held, outputs = (_held_by_patterns if patterns else _held_by_products)(layout, a_rows, d_rows)
+    partial = np.zeros((tiling.n_groups, tiling.n_pes), np.int64)
+    partial[:, layout.pes] = _per_group(held, tiling.kc).T
+    return partial.ravel(), _per_group(outputs, tiling.kc)
+
+
+def _held_by_products(layout: _WgradLayout, a_rows: np.ndarray, d_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per tap, per-PE float32 BLAS products ``(Cs × T·n) @ (T·n × Ko)`` of the tile's masks (``a_rows``
+    (plane + 1, n, Cs), ``d_rows`` (U·V + 1, n, Ko), last rows empty) on the PEs the tap links to a dY position:
+    held entries (P, Ko) summed over taps, distinct over PEs (Ko,). A pair count is a sum of T·n products of 0/1
+    values, so it is > 0 exactly when a pair exists (sums of non-negative floats do not cancel); the held
+    entries are those booleans, counted over the Cs channels in uint16 (Cs < 2^16) or int64."""
+    n, Cs, Ko = a_rows.shape[1], a_rows.shape[2], d_rows.shape[2]
+    P, T = layout.positions.shape
+    empty = d_rows.shape[0] - 1
+    a_pe = a_rows[layout.positions].reshape(P, T * n, Cs)
+    held = np.zeros((P, Ko), np.int64)
+    outputs = np.zeros(Ko, np.int64)
+    per_block = max(1, _HELD_BLOCK // (Cs * Ko))
+    count_dtype = np.uint16 if Cs < 1 << 16 else np.int64
+    for linked in layout.linked:
+        dy_at = linked[layout.positions]  # (P, T) dY rows
+        active = np.flatnonzero((dy_at != empty).any(axis=1))
+        union = np.zeros((Cs, Ko), bool)
+        for start in range(0, len(active), per_block):
+            pes = active[start:start + per_block]
+            counts = np.matmul(a_pe[pes].transpose(0, 2, 1), d_rows[dy_at[pes]].reshape(len(pes), T * n, Ko))
+            pairs = counts > 0  # (pb, Cs, Ko) held entries
+            held[pes] += np.add.reduce(pairs.view(np.uint8), axis=1, dtype=count_dtype)
+            np.logical_or(union, np.logical_or.reduce(pairs, axis=0), out=union)
+        outputs += np.add.reduce(union.view(np.uint8), axis=0, dtype=count_dtype)
+    return held, outputs
+
+
+def _held_by_patterns(layout: _WgradLayout, a_rows: np.ndarray, d_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``_held_by_products`` by subset sums: a channel's non-zeros over a PE's m = T·n (position, image) pairs
+    form an m-bit pattern; the PE holds ``(ch, ko)`` unless ch's pattern lies inside the complement of ko's linked
+    dY pattern, and ``within[p, q]`` (the channels whose pattern is a subset of q, a zeta transform of the
+    patterns' histogram) counts those that do not meet it. Distinct entries over PEs: the non-zeros of the tile's
+    whole dW, one BLAS product ``(Cs × plane·n) @ (plane·n × Ko)`` per tap. Patterns are float32 sums of
+    distinct powers of two below 2^m ≤ 2^30, hence exact only below 2^24: m ≤ 24 is required."""
+    n, Cs, Ko = a_rows.shape[1], a_rows.shape[2], d_rows.shape[2]
+    plane = a_rows.shape[0] - 1
+    P, T = layout.positions.shape
+    bits = T * n
+    if bits > 24:  # pragma: no cover - invariant (``_held_counts`` picks this path only below)
+        raise AssertionError(f"_held_by_patterns: {bits}-bit patterns are not exact in float32")
+    weight = (2.0 ** np.arange(bits)).astype(np.float32)
+    a_code = (weight @ a_rows[layout.positions].reshape(P, bits, Cs)).astype(np.int64)  # (P, Cs)
+    within = np.bincount(((np.arange(P) << bits)[:, None] + a_code).ravel(), minlength=P << bits).astype(np.int32)
+    for bit in range(bits):  # zeta transform: within[p, q] = channels whose pattern ⊆ q
+        view = within.reshape(P, -1, 2, 1 << bit)
+        view[:, :, 1, :] += view[:, :, 0, :]
+    within = within.reshape(P, 1 << bits)
+    held = np.zeros((P, Ko), np.int64)
+    outputs = np.zeros(Ko, np.int64)
+    a_all = a_rows[:-1].reshape(plane * n, Cs).T
+    full, pe = (1 << bits) - 1, np.arange(P)[:, None]
+    count_dtype = np.uint16 if Cs < 1 << 16 else np.int64
+    for linked in layout.linked:
+        d_code = (weight @ d_rows[linked[layout.positions]].reshape(P, bits, Ko)).astype(np.int64)  # (P, Ko)
+        held += Cs - within[pe, full ^ d_code]  # minus the channels that meet none of its pairs
+        dw = a_all @ d_rows[linked[:-1]].reshape(plane * n, Ko)  # the tile's dW pair counts of this tap
+        outputs += np.add.reduce((dw > 0).view(np.uint8), axis=0, dtype=count_dtype)
+    return held, outputs
 
 
 def fast_footprint(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.ndarray, streamed_mask: np.ndarray,

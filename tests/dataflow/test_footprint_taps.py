@@ -147,17 +147,23 @@ WGRAD_LAYERS = [
 
 @pytest.mark.parametrize("layer", WGRAD_LAYERS, ids=lambda layer: layer.name)
 @pytest.mark.parametrize("density", [0.1, 0.5])
-@pytest.mark.parametrize("held", ["bitmap", "sorted", "dense"])
-def test_wgrad_tile_products_equal_the_per_image_products(layer, density, held, monkeypatch):
-    """One product per (tap, batch tile) and valid pairs counted per linked streamed non-zero give the
-    footprint of one product per (tap, image), for single-image tiles, one tile and uneven tiles; the held
-    entries of a sparse product counted in one bitmap or (past ``_BITMAP_KEYS``) by sorting, or those of dense
-    per-PE products."""
-    monkeypatch.setattr(footprint, "_DENSE_HELD_PER_PAIR", np.inf if held == "dense" else 0)
-    if held == "sorted":
-        monkeypatch.setattr(footprint, "_BITMAP_KEYS", 1)
+@pytest.mark.parametrize(("held", "grid", "block"), [
+    ("products", (2, 3, 4), 1 << 16), ("products", (2, 3, 4), 1), ("products", (4, 4, 3), 1 << 16),
+    ("patterns", (4, 4, 3), 1 << 16), ("patterns", (3, 5, 2), 1 << 16)])
+def test_wgrad_tile_products_equal_the_per_image_products(layer, density, held, grid, block, monkeypatch):
+    """The held entries of a batch tile counted by per-PE BLAS products (in blocks of PEs, down to one a block)
+    or by subset sums of the channels' patterns, and valid pairs counted per position, give the footprint of
+    one sparse product per (tap, image), for single-image tiles, one tile and uneven tiles."""
+    monkeypatch.setattr(footprint, "_HELD_BLOCK", block)
+    if held == "products":
+        monkeypatch.setattr(footprint, "_PATTERN_TABLE", 0)
+    else:  # subset sums wherever the patterns are exact (m ≤ 24 bits) and their tables fit
+        monkeypatch.setattr(footprint, "_PATTERN_COST", 0)
+    taken = []
+    for name in ("_held_by_products", "_held_by_patterns"):
+        monkeypatch.setattr(footprint, name, _recording(getattr(footprint, name), taken))
     problem = phase_problem(layer, "wgrad")
-    tiling = make_tiling(problem, 2, 3, 4)
+    tiling = make_tiling(problem, *grid)
     t = random_tensors(layer, density, seed=11)
     S, T = problem.stationary(t) != 0, problem.streamed(t) != 0
     for tile_of_image in (None, np.zeros(layer.N, np.int64), np.arange(layer.N) // 2):
@@ -166,3 +172,32 @@ def test_wgrad_tile_products_equal_the_per_image_products(layer, density, held, 
         for name in FIELDS:
             np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
         assert got.valid_products.sum() > 0
+    assert f"_held_by_{held}" in taken
+
+
+def _recording(function, taken):
+    def recorded(*args):
+        taken.append(function.__name__)
+        return function(*args)
+    return recorded
+
+
+def test_held_patterns_equal_products_on_every_path_choice():
+    """Both held-entry counts on the same tile give the same arrays, and the pattern path refuses patterns
+    too wide for exact float32 sums (an invariant ``_held_counts`` keeps)."""
+    layer = Layer("s1", N=3, C=9, K=13, H=8, W=8, R=3, S=3, stride=1, pad=1)
+    problem = phase_problem(layer, "wgrad")
+    tiling = make_tiling(problem, 4, 4, 5)
+    t = random_tensors(layer, 0.3, seed=3)
+    S, T = problem.stationary(t) != 0, problem.streamed(t) != 0
+    layout = footprint._WgradLayout.build(problem, tiling, (8, 8), (8, 8))
+    a_rows = np.zeros((65, 3, 9), np.float32)
+    a_rows[:-1] = S.reshape(3, 9, 64).transpose(2, 0, 1)
+    d_rows = np.zeros((65, 3, 13), np.float32)
+    d_rows[:-1] = T.reshape(3, 13, 64).transpose(2, 0, 1)
+    for got, want in zip(footprint._held_by_patterns(layout, a_rows, d_rows),
+                         footprint._held_by_products(layout, a_rows, d_rows), strict=True):
+        np.testing.assert_array_equal(got, want)
+    wide = footprint._WgradLayout.build(problem, make_tiling(problem, 1, 1, 5), (8, 8), (8, 8))  # 64 positions × 3
+    with pytest.raises(AssertionError, match="not exact"):
+        footprint._held_by_patterns(wide, a_rows, d_rows)
