@@ -17,8 +17,9 @@ reach that PE's tile (interval test on the tile extent); PEs with the same reach
 filter there is one fetch set: SCNN broadcasts the whole block to every PE. A vector is a run of an
 element store (the non-zeros of the unfiltered fibers some set keeps whole, once, plus a copy of what each
 set that cuts a channel keeps of it), so a set that keeps a channel whole shares its unfiltered fibers'
-vectors; ``Vectors.vec_start`` may point anywhere in that store. Given the stationary vectors, only the fibers some stationary fiber pairs with
-are built; ``StreamedOperand.delivered_nnz`` still counts every fiber.
+vectors; ``Vectors.vec_start`` may point anywhere in that store. Given the stationary vectors, only the
+fibers some stationary fiber pairs with are built; ``StreamedOperand.delivered_nnz`` still counts every
+fiber.
 """
 
 from __future__ import annotations
