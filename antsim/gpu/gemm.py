@@ -202,6 +202,33 @@ def dgrad_phased(layer: Layer) -> Gemm:
     return Gemm(layer.N * layer.H * layer.W, layer.C, layer.K * taps, y, w, x, layer.macs, "phased", "dgrad")
 
 
+def dgrad_row_phased(layer: Layer) -> Gemm:
+    """Strided dgrad of a filter that misses some stride phases, run over the dX rows a tap reaches.
+
+    When R < stride (a 1×1 filter at stride 2) whole dX rows receive no gradient: the kernel runs its
+    implicit GEMM over the rows of the reached row phases only, and along each row over every column
+    (the zero-inserted dY along W: a CTA's M tile is a contiguous run of a row's pixels in NCHW), so
+    (M, N, K) = (N·rows·W, C, K·taps_r·S) with taps_r the most row taps a reached phase has. The
+    epilogue still writes all of dX (``c_unique``): the unreached rows are stored as zeros. An NCHW SIMT
+    kernel (``simt_only``): on tensor cores the row-contiguous M tile does not exist (NHWC).
+    """
+    rows = [(n, t) for n, t in _axis_phases(layer.H, layer.R, layer.stride_h, layer.pad_h) if t]
+    x = layer.N * layer.C * layer.H * layer.W
+    w = layer.K * layer.C * layer.R * layer.S
+    y = layer.N * layer.K * layer.P * layer.Q
+    reached = sum(n for n, _ in rows)
+    taps = max(t for _, t in rows)
+    return Gemm(layer.N * reached * layer.W, layer.C, layer.K * taps * layer.S, y, w, x, layer.macs, "phased",
+                "dgrad", simt_only=True)
+
+
+def _rows_skippable(layer: Layer) -> bool:
+    """True when some dX row phase receives no tap while the padding stays inside the filter."""
+    rows = _axis_phases(layer.H, layer.R, layer.stride_h, layer.pad_h)
+    return any(t == 0 for _, t in rows) and any(t for _, t in rows) and layer.pad_h < layer.R \
+        and layer.pad_w < layer.S
+
+
 def _axis_phases(extent: int, taps: int, stride: int, pad: int) -> list[tuple[int, int]]:
     """Per stride phase of one dX axis: (positions in the phase, filter taps that reach them)."""
     return [(len(range(ph, extent, stride)), sum(1 for r in range(taps) if (ph + pad - r) % stride == 0))
@@ -255,6 +282,8 @@ def phase_gemms(layer: Layer, phase: Phase) -> list[Gemm]:
     strided = layer.stride_h > 1 or layer.stride_w > 1
     if phase == "dgrad" and strided and layer.C >= PHASED_MIN_C and _every_phase_reached(layer):
         gemms.append(dgrad_phased(layer))
+    if phase == "dgrad" and strided and layer.C >= PHASED_MIN_C and _rows_skippable(layer):
+        gemms.append(dgrad_row_phased(layer))
     if phase == "dgrad" and layer.C < NARROW_C:
         gemms.append(dgrad_col2im(layer))
     return gemms

@@ -89,9 +89,46 @@ def test_phased_dgrad_reduces_over_the_most_taps_any_stride_phase_has(layer: Lay
 def test_phased_dgrad_only_when_every_stride_phase_is_reached() -> None:
     one_by_one = Layer("1x1s2", N=1, C=64, K=64, H=8, W=8, R=1, S=1, stride=2, pad=0)
     assert min(_dgrad_taps_per_pixel(one_by_one).values()) == 0
-    assert [g.algorithm for g in phase_gemms(one_by_one, "dgrad")] == ["implicit"]
+    # A filter that misses phases gets the row-phased GEMM, not the every-phase one (its M is not N·H·W).
+    [phased] = [g for g in phase_gemms(one_by_one, "dgrad") if g.algorithm == "phased"]
+    assert phased.M < one_by_one.N * one_by_one.H * one_by_one.W
     unit = Layer("s1", N=1, C=64, K=64, H=8, W=8, R=3, S=3, stride=1, pad=1)
     assert [g.algorithm for g in phase_gemms(unit, "dgrad")] == ["implicit"]
+
+
+def _reached_rows(layer: Layer) -> int:
+    """Brute force: dX rows h that some tap r maps onto an in-bounds dY row (h + pad − r = stride·p)."""
+    return sum(any((h + layer.pad_h - r) % layer.stride_h == 0 and 0 <= (h + layer.pad_h - r) // layer.stride_h
+                   < layer.P for r in range(layer.R)) for h in range(layer.H))
+
+
+@pytest.mark.parametrize("layer", [
+    Layer("1x1s2", N=2, C=64, K=128, H=14, W=14, R=1, S=1, stride=2, pad=0),
+    Layer("1x1s2odd", N=1, C=128, K=64, H=7, W=9, R=1, S=1, stride=2, pad=0),
+    Layer("2x1s3", N=1, C=64, K=32, H=12, W=10, R=2, S=1, stride=(3, 2), pad=0),
+], ids=lambda l: l.name)
+def test_row_phased_dgrad_runs_the_reached_rows_over_every_column(layer: Layer) -> None:
+    [g] = [g for g in phase_gemms(layer, "dgrad") if g.algorithm == "phased"]
+    taps = max(sum((h + layer.pad_h - r) % layer.stride_h == 0 for r in range(layer.R)) for h in range(layer.H))
+    assert (g.M, g.N, g.K) == (layer.N * _reached_rows(layer) * layer.W, layer.C, layer.K * taps * layer.S)
+    assert g.c_unique == layer.N * layer.C * layer.H * layer.W  # the zero rows are still written
+    assert g.simt_only  # an NCHW SIMT kernel
+    # Fewer MACs than the zero-inserted GEMM, never fewer than the products that land on dY.
+    assert implicit_gemm(layer, "dgrad").macs > g.macs >= _valid_products(layer)
+
+
+def test_row_phased_dgrad_at_1x1_stride_2_executes_twice_the_useful_work() -> None:
+    # Closed form: even H, W — half the rows, every column: M·N·K = 2·N·P·Q·C·K (the zero-inserted GEMM: 4×).
+    layer = Layer("ds", N=8, C=256, K=512, H=28, W=28, R=1, S=1, stride=2, pad=0)
+    [g] = [g for g in phase_gemms(layer, "dgrad") if g.algorithm == "phased"]
+    assert g.macs == 2 * layer.macs and implicit_gemm(layer, "dgrad").macs == 4 * layer.macs
+
+
+def test_row_phased_dgrad_needs_the_padding_inside_the_filter_and_a_wide_c() -> None:
+    padded = Layer("p3", N=8, C=2048, K=512, H=7, W=7, R=1, S=1, stride=2, pad=3)  # pad >= R: no window
+    narrow = Layer("c32", N=8, C=32, K=512, H=14, W=14, R=1, S=1, stride=2, pad=0)  # C < PHASED_MIN_C
+    for layer in (padded, narrow):
+        assert [g.algorithm for g in phase_gemms(layer, "dgrad")] == ["implicit"], layer.name
 
 
 def test_phased_dgrad_needs_c_to_fill_the_phased_tile() -> None:
