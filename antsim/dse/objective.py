@@ -17,7 +17,7 @@ import math
 import statistics
 import time
 from collections.abc import Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import optuna
 from optuna.trial import FrozenTrial, TrialState
@@ -123,15 +123,33 @@ class Objective:
         self.constraint_keys = constraint_keys(spec)
 
     def __call__(self, trial: optuna.Trial) -> tuple[float, ...]:
+        params, arch = self.sample(trial)
+        if self.screens:
+            first = self.first_look(trial, arch)
+            self.check(trial, params, first, completed_trials(trial.study))
+        return self.full(trial, arch)
+
+    @property
+    def screens(self) -> bool:
+        """True when a trial gets a first look (proxy or analytic screen) before its full evaluation."""
+        return self.proxy is not None or self.screener is not None
+
+    def sample(self, trial: optuna.Trial) -> tuple[dict[str, Any], ArchSpec]:
+        """The trial's parameters and the design they make.
+
+        Raises:
+            optuna.TrialPruned: the arch's rules reject the combination (recorded as infeasible).
+        """
         params = suggest(trial, self.spec)
         name = f"{self.spec.base_arch_spec.name}-trial{trial.number}"  # type: ignore[union-attr]
         attrs.set_arch_name(trial, name)
         try:
-            arch = build_arch(self.spec, params, name)
+            return params, build_arch(self.spec, params, name)
         except SpecError as exc:
             self._infeasible(trial, f"arch rule: {exc.key}: {exc.rule}")
-        if self.proxy is not None or self.screener is not None:
-            self._screen(trial, arch, params)
+
+    def full(self, trial: optuna.Trial, arch: ArchSpec) -> tuple[float, ...]:
+        """Evaluate the design on the whole workload and record metrics, constraints and verdict."""
         metrics = self._evaluate(trial, arch, self.workload, attrs.EVAL_S)
         attrs.set_metrics(trial, metrics)
         attrs.set_stage(trial, "full")
@@ -142,7 +160,7 @@ class Objective:
         attrs.set_verdict(trial, not reasons, "; ".join(reasons))
         return tuple(metrics[m] for m in self.spec.objectives)
 
-    def _infeasible(self, trial: optuna.Trial, reason: str) -> None:
+    def _infeasible(self, trial: optuna.Trial, reason: str) -> NoReturn:
         attrs.set_verdict(trial, False, reason)
         for key in self.constraint_keys:
             trial.set_constraint(key, 1.0)
@@ -164,27 +182,45 @@ class Objective:
         # CPU seconds as well as wall seconds: on a shared machine only the former compare across runs.
         attrs.set_seconds(trial, key, time.perf_counter() - start, time.process_time() - cpu_start)
 
-    def _screen(self, trial: optuna.Trial, arch: ArchSpec, params: dict[str, Any]) -> None:
-        """Stage 1: evaluate the proxy (or the screen); prune the trial when its full-workload estimate is
-        hopeless."""
-        mf = self.spec.multi_fidelity
-        assert mf is not None
+    def first_look(self, trial: optuna.Trial, arch: ArchSpec) -> dict[str, float]:
+        """Stage 1: the proxy's (or the screen's) metrics of the design, recorded on the trial."""
         if self.screener is not None:
             proxy_metrics = self._screened(trial, arch)
         else:
             assert self.proxy is not None
             proxy_metrics = self._evaluate(trial, arch, self.proxy, attrs.PROXY_EVAL_S)
         attrs.set_proxy_metrics(trial, proxy_metrics)
-        history = trial.study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
-        calibrated = [t for t in history if attrs.proxy_metrics(t) is not None and attrs.metrics(t) is not None]
+        return proxy_metrics
+
+    def estimate(self, params: dict[str, Any], first: dict[str, float], calibrated: Sequence[FrozenTrial]
+                 ) -> dict[str, float] | None:
+        """The full-workload estimate of a first look, or None while the screen is not calibrated (fewer
+        than ``warmup_trials`` fully evaluated trials, or no peers of its kind)."""
+        mf = self.spec.multi_fidelity
+        assert mf is not None
         if len(calibrated) < mf.warmup_trials:
-            return
+            return None
         peers = calibration_peers(self.spec, params, calibrated)
         if not peers:
-            return  # nothing of its kind evaluated yet: no ratio to trust, evaluate it in full
-        exact = EXACT_METRICS if self.screener is not None else ()
-        estimate = scale_proxy(proxy_metrics, peers, exact)
+            return None  # nothing of its kind evaluated yet: no ratio to trust, evaluate it in full
+        return scale_proxy(first, peers, EXACT_METRICS if self.screener is not None else ())
+
+    def check(self, trial: optuna.Trial, params: dict[str, Any], first: dict[str, float],
+              completed: Sequence[FrozenTrial]) -> None:
+        """Prune the trial when the estimate from its first look is hopeless against the ``completed``
+        trials (``completed_trials``).
+
+        Raises:
+            optuna.TrialPruned: hopeless (stage ``proxy``, the reason recorded).
+        """
+        mf = self.spec.multi_fidelity
+        assert mf is not None
+        calibrated = calibrated_trials(completed)
+        estimate = self.estimate(params, first, calibrated)
+        if estimate is None:
+            return
         attrs.set_estimate(trial, estimate)
+        exact = EXACT_METRICS if self.screener is not None else ()
         reason = screen_reason(self.spec, estimate, calibrated, mf.margin, exact, mf.margins)
         if reason:
             attrs.set_stage(trial, "proxy")
@@ -197,6 +233,16 @@ class Objective:
         metrics = self.screener(arch, self.workload, self.spec.fidelity, self.spec.seed)
         self._timed(trial, attrs.PROXY_EVAL_S, start, cpu_start)
         return complete_metrics(metrics)
+
+
+def completed_trials(study: optuna.Study) -> list[FrozenTrial]:
+    """The study's ``COMPLETE`` trials (what a first look is checked against)."""
+    return study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+
+
+def calibrated_trials(completed: Sequence[FrozenTrial]) -> list[FrozenTrial]:
+    """The trials with a first look and a full evaluation: they calibrate the screen and can prune."""
+    return [t for t in completed if attrs.proxy_metrics(t) is not None and attrs.metrics(t) is not None]
 
 
 # Trials of the same anticipation policy calibrate the analytic screen together: its ant estimate (the

@@ -35,10 +35,11 @@ from typing import Any
 import optuna
 from optuna.trial import TrialState
 
+from antsim.dse import ahead as ahead_mod
 from antsim.dse import attrs
 from antsim.dse import storage as st
 from antsim.dse.evaluators import Evaluator, resolve_evaluator
-from antsim.dse.objective import Objective
+from antsim.dse.objective import Objective, calibrated_trials, completed_trials
 from antsim.dse.progress import Monitor, Outcomes, trial_outcomes
 from antsim.dse.screen import screener_of
 from antsim.dse.spec import SweepSpec, grid_values, load_sweep
@@ -232,11 +233,100 @@ class _Worker:
             if counts.finished + counts.running >= n_trials:
                 return "wait"
             self.current = None
+            ahead = self._ahead_size(n_trials - counts.finished - counts.running)
+            if ahead:
+                self.ran += self._run_ahead(self._claim_batch(ahead))
+                return "ran"
             self.study.optimize(self._claimed, n_trials=1, catch=(Exception,))
             self.ran += 1
             return "ran"
         finally:
             self.lock.release()
+
+    def _ahead_size(self, free: int) -> int:
+        """How many trials to take at once (``multi_fidelity.screen_ahead``; 0: one through ``Study.optimize``,
+        as without it): at most an equal share of the free slots among this machine's workers, so that the
+        last trials are not all held by one worker while the others wait."""
+        mf = self.spec.multi_fidelity
+        if mf is None or not mf.enabled or mf.screen_ahead <= 1 or not self.objective.screens:
+            return 0
+        return max(1, min(mf.screen_ahead, free // max(1, self.opts.workers)))
+
+    def _claim_batch(self, size: int) -> list[optuna.Trial]:
+        """Under the slot lock: ask ``size`` trials and mark each as this worker's (heartbeat, owner), then
+        let the next worker in."""
+        trials = [self.study.ask() for _ in range(size)]
+        for trial in trials:
+            self.storage.record_heartbeat(trial._trial_id)
+            attrs.set_worker(trial, f"{socket.gethostname()}:{os.getpid()}/{self.index}")
+        self.lock.release()
+        return trials
+
+    def _run_ahead(self, trials: list[optuna.Trial]) -> int:
+        """Screen ahead (``antsim.dse.ahead``): every trial's first look, then, until none is left, prune the
+        hopeless ones and evaluate the most promising in full. Trials left unfinished by an error (5 evaluator
+        failures in a row, the storage gone) are failed untagged or left to go stale: redone either way."""
+        with ahead_mod.Heartbeats(self.storage, [t._trial_id for t in trials], self.opts.heartbeat_s) as beats:
+            try:
+                waiting: list[ahead_mod.Candidate] = []
+                for trial in trials:
+                    alive, candidate = self._guarded(trial, beats, self._first_look, trial)
+                    if alive:
+                        waiting.append(candidate)
+                while waiting and self.errors_in_a_row < 5:
+                    completed = completed_trials(self.study)
+                    waiting = [c for c in waiting if self._guarded(c.trial, beats, self.objective.check, c.trial,
+                                                                   c.params, c.first, completed)[0]]
+                    if waiting:
+                        best, *waiting = ahead_mod.by_promise(self.objective, waiting, calibrated_trials(completed))
+                        self._guarded(best.trial, beats, self.objective.full, best.trial, best.arch, final=True)
+            finally:
+                self._fail_unfinished(trials)
+        return len(trials)
+
+    def _first_look(self, trial: optuna.Trial) -> ahead_mod.Candidate:
+        params, arch = self.objective.sample(trial)
+        return ahead_mod.Candidate(trial, params, arch, self.objective.first_look(trial, arch))
+
+    def _guarded(self, trial: optuna.Trial, beats: ahead_mod.Heartbeats, step: Callable[..., Any], *args: Any,
+                 final: bool = False) -> tuple[bool, Any]:
+        """Run one step of a batch trial and tell the study how it ended, as ``Study.optimize`` would: its
+        values (``final``: the step returned them), ``PRUNED`` (infeasible, screened) or ``FAIL`` (the
+        evaluator raised; counted, ``error`` set). Returns whether the trial goes on, and the step's result."""
+        self.current = (trial._trial_id, trial.number)
+        try:
+            out = step(*args)
+            if not final:
+                return True, out
+            self.study.tell(trial, out)
+            self.errors_in_a_row = 0
+        except optuna.TrialPruned:
+            self.errors_in_a_row = 0
+            self._tell_or_drop(trial, TrialState.PRUNED)
+        except Exception as exc:
+            if st.is_connection_error(exc):
+                raise
+            if not self._trial_taken_away():  # else: failed by another worker while this one was stopped
+                attrs.set_error(trial, repr(exc)[:500])
+                self.errors_in_a_row += 1
+                self._tell_or_drop(trial, TrialState.FAIL)
+        beats.drop(trial._trial_id)
+        return False, None
+
+    def _tell_or_drop(self, trial: optuna.Trial, state: TrialState) -> None:
+        try:
+            self.study.tell(trial, state=state)
+        except Exception:
+            if not self._trial_taken_away():
+                raise
+
+    def _fail_unfinished(self, trials: list[optuna.Trial]) -> None:
+        """Fail (untagged: not counted, so redone) the batch's trials still running; those the storage cannot
+        be told about go stale and are failed by the next stale-trial check."""
+        for trial in trials:
+            with contextlib.suppress(Exception):
+                if self.storage.get_trial(trial._trial_id).state == TrialState.RUNNING:
+                    self.study.tell(trial, state=TrialState.FAIL)
 
     def run(self, n_trials: int, deadline: float | None) -> int:
         """Run trials until the study holds ``n_trials`` finished ones or ``deadline`` passes.

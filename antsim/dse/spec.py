@@ -109,6 +109,8 @@ class MultiFidelitySpec(_Model):
     margins: dict[str, float] = Field(default_factory=dict,
                                       description="per-metric margins overriding margin (e.g. energy_j: 0.03)")
     warmup_trials: int = Field(6, ge=1, description="first full evaluations (calibrate the proxy ratio)")
+    screen_ahead: int = Field(1, ge=1, le=1024, description="trials a worker takes at once: first looks for all,"
+                              " full evaluations most promising first (antsim.dse.ahead); 1: one at a time")
 
 
 class SweepSpec(_Model):

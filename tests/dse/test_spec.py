@@ -34,6 +34,7 @@ BAD = [
      "space.anticipation.policy.choices[1]", "magic"),
     ("unknown_constraint_metric", {"constraints": {"volume": {"max": 3}}}, "constraints.volume", "unknown metric"),
     ("unknown_timing", {"timing": "cycle_accurate"}, "timing", "closed_form"),
+    ("screen_ahead_zero", {"multi_fidelity": {"screen_ahead": 0}}, "multi_fidelity.screen_ahead", "1"),
     # the toy evaluator has no timing tier: refused, not ignored
     ("timing_without_simulator", {"timing": "closed_form"}, "timing", "applies to evaluator simulator only"),
     ("timing_as_evaluator_option", {"evaluator": {"name": "simulator", "options": {"timing": "closed_form"}}},
