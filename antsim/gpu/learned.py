@@ -250,32 +250,48 @@ class FitRow:
 
 
 @dataclass(frozen=True)
-class _Design:
-    """Fit rows as arrays: standardised features (unit weighted variance; constant ones dropped)."""
+class _Rows:
+    """Fit rows as arrays (``group_weight``: 1 / the rows of the row's group, so each group sums to 1)."""
 
+    phi: np.ndarray
+    log_kernel: np.ndarray
+    host: np.ndarray
+    log_measured: np.ndarray
+    group_weight: np.ndarray
+    gpu: np.ndarray
+    group: np.ndarray
+
+    @classmethod
+    def of(cls, rows: Sequence[FitRow]) -> _Rows:
+        groups = np.array([r.group for r in rows])
+        _names, index, counts = np.unique(groups, return_inverse=True, return_counts=True)
+        return cls(np.array([r.phi for r in rows], dtype=float), np.log([r.kernel_s for r in rows]),
+                   np.array([r.host_s for r in rows]), np.log([r.measured_s for r in rows]),
+                   1.0 / counts[index], np.array([r.gpu for r in rows]), groups)
+
+    def where(self, mask: np.ndarray) -> _Rows:
+        return _Rows(self.phi[mask], self.log_kernel[mask], self.host[mask], self.log_measured[mask],
+                     self.group_weight[mask], self.gpu[mask], self.group[mask])
+
+
+@dataclass(frozen=True)
+class _Design:
+    """Fit rows with standardised features (unit weighted variance; constant ones dropped)."""
+
+    rows: _Rows
     z: np.ndarray
     mean: np.ndarray
     scale: np.ndarray
     used: np.ndarray
-    log_kernel: np.ndarray
-    host: np.ndarray
-    log_measured: np.ndarray
-    weight: np.ndarray
 
 
-def _design(rows: Sequence[FitRow]) -> _Design:
-    phi = np.array([r.phi for r in rows], dtype=float)
-    counts: dict[str, int] = {}
-    for r in rows:
-        counts[r.group] = counts.get(r.group, 0) + 1
-    weight = np.array([1.0 / counts[r.group] for r in rows])
-    mean = weight @ phi / weight.sum()
-    std = np.sqrt(weight @ (phi - mean) ** 2 / weight.sum())
+def _design(rows: _Rows) -> _Design:
+    weight = rows.group_weight
+    mean = weight @ rows.phi / weight.sum()
+    std = np.sqrt(weight @ (rows.phi - mean) ** 2 / weight.sum())
     used = std > 1e-9
     scale = np.where(used, std, 1.0)
-    z = ((phi - mean) / scale)[:, used]
-    return _Design(z, mean, scale, used, np.log([r.kernel_s for r in rows]), np.array([r.host_s for r in rows]),
-                   np.log([r.measured_s for r in rows]), weight)
+    return _Design(rows, ((rows.phi - mean) / scale)[:, used], mean, scale, used)
 
 
 def _huber(residual: np.ndarray, delta: float) -> tuple[np.ndarray, np.ndarray]:
@@ -297,15 +313,18 @@ def _gauss_newton(d: _Design, ridge_lambda: float, delta: float, iterations: int
     penalty = np.diag([0.0] + [ridge_lambda] * d.z.shape[1])
     theta = np.zeros(x.shape[1])
 
+    rows = d.rows
+
     def objective(t: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
-        kernel = np.exp(d.log_kernel + x @ t)
-        residual = np.log(kernel + d.host) - d.log_measured
-        return float(d.weight @ _huber(residual, delta)[0] + t @ penalty @ t), residual, kernel / (kernel + d.host)
+        kernel = np.exp(rows.log_kernel + x @ t)
+        residual = np.log(kernel + rows.host) - rows.log_measured
+        value = float(rows.group_weight @ _huber(residual, delta)[0] + t @ penalty @ t)
+        return value, residual, kernel / (kernel + rows.host)
 
     value, residual, share = objective(theta)
     for _ in range(iterations):
         jac = x * share[:, None]
-        w = d.weight * _huber(residual, delta)[1]
+        w = rows.group_weight * _huber(residual, delta)[1]
         step = np.linalg.solve(jac.T @ (jac * w[:, None]) + penalty, -(jac.T @ (w * residual) + penalty @ theta))
         for _halving in range(30):
             new_value, new_residual, new_share = objective(theta + step)
@@ -322,8 +341,13 @@ def fit_table(rows: Sequence[FitRow], ridge_lambda: float, fingerprint: str = ""
               provenance: Mapping[str, Any] | None = None, names: Sequence[str] = FEATURE_NAMES) -> CorrectionTable:
     """The ridge fit at one λ (per standardised feature; each group's rows sum to weight 1), in raw units
     (``names``: the features of ``FitRow.phi``)."""
-    if len(names) != len(rows[0].phi):
-        raise ValueError(f"{len(names)} feature names for rows of {len(rows[0].phi)} features")
+    return _fit(_Rows.of(rows), ridge_lambda, names, fingerprint, provenance)
+
+
+def _fit(rows: _Rows, ridge_lambda: float, names: Sequence[str], fingerprint: str = "",
+         provenance: Mapping[str, Any] | None = None) -> CorrectionTable:
+    if len(names) != rows.phi.shape[1]:
+        raise ValueError(f"{len(names)} feature names for rows of {rows.phi.shape[1]} features")
     d = _design(rows)
     theta = _gauss_newton(d, ridge_lambda, HUBER_DELTA)
     weights = np.zeros(len(d.used))
@@ -340,11 +364,14 @@ def predicted_s(table: CorrectionTable | None, row: FitRow) -> float:
 
 
 def group_errors(table: CorrectionTable | None, rows: Sequence[FitRow]) -> dict[str, float]:
-    """Geomean |error| = exp(mean |ln(pred/meas)|) − 1 per group."""
-    logs: dict[str, list[float]] = {}
-    for r in rows:
-        logs.setdefault(r.group, []).append(abs(math.log(predicted_s(table, r) / r.measured_s)))
-    return {g: math.exp(math.fsum(v) / len(v)) - 1 for g, v in logs.items()}
+    """Geomean |error| = exp(mean |ln(pred/meas)|) − 1 per group (in the order the groups first appear)."""
+    return _group_errors(table, _Rows.of(rows))
+
+
+def _group_errors(table: CorrectionTable | None, rows: _Rows) -> dict[str, float]:
+    log_factor = 0.0 if table is None else table.intercept + rows.phi @ np.array(table.weights)
+    size = np.abs(np.log(np.exp(rows.log_kernel + log_factor) + rows.host) - rows.log_measured)
+    return {g: math.exp(float(size[rows.group == g].mean())) - 1 for g in dict.fromkeys(rows.group.tolist())}
 
 
 def _mean(errors: Mapping[str, float]) -> float:
@@ -357,14 +384,19 @@ def leave_one_gpu_out(rows: Sequence[FitRow], ridge_lambda: float | Callable[[Se
 
     ``ridge_lambda`` is a fixed λ or a rule choosing it from the training rows alone (nested LOO);
     ``names``: the features of ``FitRow.phi``."""
+    if callable(ridge_lambda):
+        lambdas = {gpu: ridge_lambda([r for r in rows if r.gpu != gpu]) for gpu in dict.fromkeys(r.gpu for r in rows)}
+    else:
+        lambdas = dict.fromkeys(dict.fromkeys(r.gpu for r in rows), ridge_lambda)
+    return _leave_one_gpu_out(_Rows.of(rows), lambdas, names), lambdas
+
+
+def _leave_one_gpu_out(rows: _Rows, lambdas: Mapping[str, float], names: Sequence[str]) -> dict[str, float]:
     errors: dict[str, float] = {}
-    lambdas: dict[str, float] = {}
-    for gpu in dict.fromkeys(r.gpu for r in rows):
-        train = [r for r in rows if r.gpu != gpu]
-        lam = ridge_lambda(train) if callable(ridge_lambda) else ridge_lambda
-        lambdas[gpu] = lam
-        errors |= group_errors(fit_table(train, lam, names=names), [r for r in rows if r.gpu == gpu])
-    return errors, lambdas
+    for gpu, lam in lambdas.items():
+        held_out = rows.gpu == gpu
+        errors |= _group_errors(_fit(rows.where(~held_out), lam, names), rows.where(held_out))
+    return errors
 
 
 # λ candidates (per standardised feature, in units of one group's total weight).
@@ -374,7 +406,9 @@ LAMBDA_GRID = (0.001, 0.003, 0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0)
 def choose_lambda(rows: Sequence[FitRow], grid: Sequence[float] = LAMBDA_GRID,
                   names: Sequence[str] = FEATURE_NAMES) -> float:
     """The λ of ``grid`` whose leave-one-GPU-out mean group error over ``rows`` is lowest (ties: the larger λ)."""
-    scores = {lam: _mean(leave_one_gpu_out(rows, lam, names)[0]) for lam in grid}
+    arrays = _Rows.of(rows)
+    gpus = dict.fromkeys(arrays.gpu.tolist())
+    scores = {lam: _mean(_leave_one_gpu_out(arrays, dict.fromkeys(gpus, lam), names)) for lam in grid}
     return min(scores, key=lambda lam: (round(scores[lam], 9), -lam))
 
 

@@ -118,8 +118,7 @@ def test_none_is_the_identity() -> None:
 
 
 def test_learned_multiplies_each_convolution_by_its_factor() -> None:
-    correction = resolve_correction("learned")
-    assert correction is not None
+    correction = LearnedCorrection(shipped_table())  # whether it is fresh: tests/gpu/test_learned_table.py
     for gpu, precision in (("t4", "fp16"), ("a100", "tf32"), ("m40", "fp32")):
         for phase in ("fprop", "dgrad", "wgrad"):
             plain = estimate_layer(gpu, LAYER, phase, precision)
@@ -176,6 +175,8 @@ def test_a_physics_change_moves_the_fingerprint(monkeypatch: pytest.MonkeyPatch)
 
 def test_the_cli_applies_echoes_and_refuses_a_stale_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                           capsys: pytest.CaptureFixture) -> None:
+    # the plumbing, whether or not the shipped table is fresh (tests/gpu/test_learned_table.py checks that)
+    monkeypatch.setitem(learned.learned_table.TABLE, "fingerprint", model_fingerprint())
     layers = tmp_path / "layers.csv"
     layers.write_text("name,N,C,K,H,W,R,S,stride,pad\nc1,8,64,128,28,28,3,3,1,1\n")
     out = tmp_path / "r.json"
