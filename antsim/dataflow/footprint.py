@@ -327,31 +327,36 @@ def plane_footprint_stacked(problem: PhaseProblem, tiling: Tiling, stationary_ma
     out_values = np.zeros((N, G), np.int64)
     if len(taps.start) == 0:
         return Footprint(valid.ravel(), partial.ravel(), halo.ravel(), out_values.ravel())
-    weights = np.ascontiguousarray(streamed_mask[0], dtype=np.float32).reshape(Cs, Ko * U * V)  # (Cs, ko · tap)
+    # The summing matrix reads an image's counts as rows (position · taps + tap) × Ko: the weights' columns are put
+    # in (tap, ko) order when they are the smaller array to move (Cs ≤ positions), else each image's counts are.
+    taps_first = Cs <= Ys * Xs
+    weights = streamed_mask[0].reshape(Cs, Ko, U * V)
+    weights = (weights.transpose(0, 2, 1) if taps_first else weights).astype(np.float32).reshape(Cs, -1)
     gather = taps.summing_matrix(Ys * Xs)
     pe_start = np.flatnonzero(np.concatenate(([True], taps.pe[1:] != taps.pe[:-1])))
     pes = taps.pe[pe_start]
-    not_own = (tiling.pe_of_output().ravel()[taps.out] != taps.pe)[:, None, None]
-    by_out = np.argsort(taps.out, kind="stable")
-    out_start = np.flatnonzero(np.concatenate(([True], np.diff(taps.out[by_out]) != 0)))
+    not_own = (tiling.pe_of_output().ravel()[taps.out] != taps.pe)[None, :, None]
+    outputs = np.unique(taps.out, return_inverse=True)[1].ravel()
+    per_output = csr_matrix((np.ones(len(outputs), np.float32), (outputs, np.arange(len(outputs)))),
+                            shape=(int(outputs.max()) + 1, len(outputs)))  # sums each output's (PE, output) groups
+    group_start = np.arange(0, Ko, kc)
     per_batch = max(1, _STACKED_ENTRIES // (Ys * Xs * U * V * Ko))
     for n0 in range(0, N, per_batch):
         images = slice(n0, min(N, n0 + per_batch))
-        nb = images.stop - images.start
-        positions = stationary_mask[images].transpose(2, 3, 0, 1).reshape(Ys * Xs * nb, Cs)  # rows (y, x, image)
-        counts = (positions.astype(np.float32) @ weights).reshape(Ys * Xs, nb, Ko, U * V)
-        per_link = np.ascontiguousarray(counts.transpose(0, 3, 1, 2)).reshape(Ys * Xs * U * V, nb * Ko)
-        # Integer pair counts (≤ taps · Cs, exact in float32) summed per (PE, output) group of links, with the
-        # output channels padded to whole groups.
-        per_pe_out = np.zeros((len(taps.start), nb, G * kc), np.int64)
-        per_pe_out[:, :, :Ko] = (gather @ per_link).reshape(len(taps.start), nb, Ko)
-        per_pe_out = per_pe_out.reshape(len(taps.start), nb, G, kc)
-        touched = np.count_nonzero(per_pe_out, axis=3)  # (groups, nb, G)
-        valid[images][:, :, pes] = np.add.reduceat(per_pe_out.sum(axis=3), pe_start, axis=0).transpose(1, 2, 0)
-        partial[images][:, :, pes] = np.add.reduceat(touched, pe_start, axis=0).transpose(1, 2, 0)
-        halo[images][:, :, pes] = np.add.reduceat(touched * not_own, pe_start, axis=0).transpose(1, 2, 0)
-        per_out = np.add.reduceat(per_pe_out[by_out], out_start, axis=0)  # (outputs, nb, G, kc)
-        out_values[images] = np.count_nonzero(per_out, axis=(0, 3))
+        positions = stationary_mask[images].transpose(0, 2, 3, 1).reshape(-1, Cs)  # rows (image, y, x)
+        counts = (positions.astype(np.float32) @ weights).reshape(-1, Ys * Xs * U * V, Ko)
+        if not taps_first:  # columns (ko, tap): rows (position, tap) of each image
+            counts = counts.reshape(-1, Ys * Xs, Ko, U * V).transpose(0, 1, 3, 2)
+        # Integer pair counts (≤ taps · Cs < 2^24, exact in float32) summed per (PE, output) group of links.
+        sums = np.stack([gather @ np.ascontiguousarray(image).reshape(-1, Ko) for image in counts])  # (nb, groups, Ko)
+        touched = np.add.reduceat((sums > 0).view(np.uint8), group_start, axis=2, dtype=np.int64)  # (nb, groups, G)
+        per_group = np.rint(np.add.reduceat(sums, group_start, axis=2, dtype=np.float64)).astype(np.int64)
+        valid[images][:, :, pes] = np.add.reduceat(per_group, pe_start, axis=1).transpose(0, 2, 1)
+        partial[images][:, :, pes] = np.add.reduceat(touched, pe_start, axis=1).transpose(0, 2, 1)
+        halo[images][:, :, pes] = np.add.reduceat(touched * not_own, pe_start, axis=1).transpose(0, 2, 1)
+        for local, image_sums in enumerate(sums):
+            written = np.add.reduce((per_output @ image_sums > 0).view(np.uint8), axis=0, dtype=np.int64)  # (Ko,)
+            out_values[n0 + local] = np.add.reduceat(written, group_start)
     return Footprint(valid.ravel(), partial.ravel(), halo.ravel(), out_values.ravel())
 
 

@@ -40,7 +40,8 @@ def test_blas_and_sparse_tap_products_give_the_same_footprint(layer, phase, dens
     assert blas.valid_products.sum() > 0
 
 
-@pytest.mark.parametrize("layer", [*LAYERS, Layer("1x1s2", N=3, C=6, K=9, H=8, W=8, R=1, S=1, stride=2, pad=0)],
+@pytest.mark.parametrize("layer", [*LAYERS, Layer("1x1s2", N=3, C=6, K=9, H=8, W=8, R=1, S=1, stride=2, pad=0),
+                                   Layer("deep", N=2, C=40, K=23, H=4, W=5, R=3, S=3, stride=1, pad=1)],
                          ids=lambda layer: layer.name)
 @pytest.mark.parametrize("phase", ["fprop", "dgrad"])
 @pytest.mark.parametrize("density", [0.05, 0.4, 1.0])
@@ -48,7 +49,8 @@ def test_blas_and_sparse_tap_products_give_the_same_footprint(layer, phase, dens
 def test_stacked_taps_equal_the_per_tap_paths(layer, phase, density, grid, monkeypatch):
     """Every tap in one BLAS product per batch of images (links summed per PE and output) gives the footprint of
     the per-tap sparse products and of the dense touched-output arrays (independent algorithms), also when
-    the images are taken one per product, on grids with more PEs than rows or columns."""
+    the images are taken one per product, on grids with more PEs than rows or columns, and with more channels
+    than positions ("deep": the counts, not the weights, are put in tap order)."""
     problem = phase_problem(layer, phase)
     tiling = make_tiling(problem, *grid)
     t = random_tensors(layer, density, seed=5)
