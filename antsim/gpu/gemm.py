@@ -276,7 +276,11 @@ def phase_gemms(layer: Layer, phase: Phase) -> list[Gemm]:
     dgrad: the zero-inserted implicit GEMM always; the stride-phase GEMM when strided, every phase
     is reached (a 1×1 filter at stride 2 reaches 1 pixel in 4: DeepBench's ResNet/Face 1×1 stride-2
     dgrad rows run at the zero-inserted GEMM's speed for small K, so cuDNN 7 is not modelled as
-    skipping those zeros) and C fills the phased kernel's tile (``PHASED_MIN_C``); col2im for narrow C.
+    skipping those zeros) and C fills the phased kernel's tile (``PHASED_MIN_C``); when the filter misses
+    a phase instead (R < stride), the row-phased GEMM over the reached rows (``dgrad_row_phased``: at 1×1
+    stride 2 it runs 2× the useful work, the zero-inserted GEMM 4×) [assumption, inferred from DeepBench:
+    its 1×1 stride-2 dgrads with K ≥ 512 run 1.5–2.7× faster than the zero-inserted GEMM, those with
+    K ≤ 256 at its speed — between the two, which the fastest-plan rule picks]; col2im for narrow C.
     """
     gemms = [implicit_gemm(layer, phase)]
     strided = layer.stride_h > 1 or layer.stride_w > 1
