@@ -143,11 +143,12 @@ def _map_sampled(arch: ArchSpec, options: MappingOptions, layer: Layer, phase: P
                                   select_images(tensors, sample.images))
     tiles = BatchTiles(inputs.tile_size(arch, per_image), layer.N)
     sample_tiles = BatchTiles(min(tiles.size, len(sample.images)), len(sample.images))
-    work = _map_images(arch, options, inputs, sample_tiles)
-    held = None
+    held = sampled = None
     if problem.needs_reduction:  # a tile's held dW entries are the union over all its images: count them
         held = _footprint(problem, tiling, nonzero_mask(stationary_tensor, False),
                           nonzero_mask(problem.streamed(tensors), False), tiles)
+        sampled = _sample_footprint(held, sample.images, tiling)
+    work = _map_images(arch, options, inputs, sample_tiles, sampled)
     work = expand_images(work, tiles, sample, per_image, held)
     if options.policy == "oracle" and held is not None:  # the oracle issues exactly the valid products
         counts = oracle_counts(work.candidate_pairs.ravel(), work.valid_products.ravel(), pe.F, pe.I)
@@ -155,6 +156,14 @@ def _map_sampled(arch: ArchSpec, options: MappingOptions, layer: Layer, phase: P
                        issued_products=_per_slot(tiling, counts.issued_products),
                        stationary_reads=_per_slot(tiling, counts.stationary_reads))
     return replace(work, layer_name=layer.name), tiles, per_image
+
+
+def _sample_footprint(held: Footprint, images: np.ndarray, tiling: Tiling) -> Footprint:
+    """The sample's wgrad footprint read off the batch's: valid products are per image (the same integers its
+    own footprint counts), and its held outputs are left 0 — ``expand_images`` replaces them by ``held``'s."""
+    valid = held.valid_products.reshape(tiling.n_images, -1)[images].ravel()
+    zeros = np.zeros(len(valid), np.int64)
+    return Footprint(valid, zeros, zeros, np.zeros(len(images) * tiling.n_groups, np.int64))
 
 
 def _footprint(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.ndarray, streamed_mask: np.ndarray,
@@ -216,11 +225,16 @@ class _Measured:
     output: np.ndarray | None
 
 
-def _map_images(arch: ArchSpec, options: MappingOptions, inputs: _MappingInputs, tiles: BatchTiles) -> PhaseWork:
+def _map_images(arch: ArchSpec, options: MappingOptions, inputs: _MappingInputs, tiles: BatchTiles,
+                footprint: Footprint | None = None) -> PhaseWork:
     """The image-major work (chunk ``n · groups + g``) of ``inputs``; wgrad's partial sums accumulate
-    over ``tiles`` (reported on each tile's last image)."""
+    over ``tiles`` (reported on each tile's last image). ``footprint``: ``fast`` only, the output footprint
+    when the caller already holds it (a batch sample's, ``_sample_footprint``)."""
     context = _context(arch, options, inputs)
-    footprint, output, exact_conflicts = _footprint_and_output(context, options, inputs, tiles)
+    if footprint is None:
+        footprint, output, exact_conflicts = _footprint_and_output(context, options, inputs, tiles)
+    else:
+        output = exact_conflicts = None
     counts = count_pairs(context, options.policy)
     if options.policy == "oracle" or options.ideal_dense:
         counts = oracle_counts(counts.candidate_pairs, footprint.valid_products, context.F, context.I)
