@@ -174,3 +174,25 @@ def test_ant_without_fetch_filter_and_edge_cases(phase: str) -> None:
     for fidelity in ("fast", "exact"):
         work = map_phase(small_arch("ant", 4, 4, 2), layer, phase, zeros, fidelity=fidelity)
         assert work.products.total == 0 and work.issued_pairs.sum() == 0
+
+
+@pytest.mark.parametrize("policy", ["none", "ant", "oracle"])
+@pytest.mark.parametrize("batch_tile", [0, 1, 2])
+def test_wgrad_batch_sample_reads_its_footprint_off_the_batch(policy, batch_tile, monkeypatch):
+    """A wgrad batch sample takes its valid products from the batch's footprint (``_sample_footprint``) instead of
+    counting its own: every field of the work equals the mapping that counts the sample's own footprint."""
+    from antsim.dataflow import mapper
+
+    layer = Layer("w", N=5, C=6, K=7, H=8, W=8, R=3, S=3, stride=1, pad=1)
+    arch = small_arch(policy, 2, 2, 3, mapping={"batch_tile": batch_tile})
+    t = random_tensors(layer, 0.3, seed=4)
+    got = map_phase(arch, layer, "wgrad", t, batch_sample=2)
+    monkeypatch.setattr(mapper, "_sample_footprint", lambda *args: None)  # the sample maps its own footprint
+    want = map_phase(arch, layer, "wgrad", t, batch_sample=2)
+    for name in (*PER_PE_FIELDS, *PER_CHUNK_FIELDS, "products", "tiling", "notes", "stationary_values"):
+        got_value, want_value = getattr(got, name), getattr(want, name)
+        if isinstance(got_value, np.ndarray):
+            np.testing.assert_array_equal(got_value, want_value, err_msg=name)
+        else:
+            assert got_value == want_value, name
+    assert got.valid_products.sum() > 0
