@@ -420,10 +420,8 @@ def _segments(base: _BaseFibers, reach: _Reach, wanted: np.ndarray, n_sets: int,
     used[run] = True
     whole_key = run_fiber[run] * n_sets + np.repeat(fetch_set[~cut], whole_runs)
     # Cut: the channel's elements at the positions the set keeps, copied (runs of equal keys are its fibers).
-    element, pair = _kept_elements(base, reach, image_channel[cut], fetch_set[cut], (element_bound, run_bound),
-                                   channel_inner)
-    element_key = base.fiber[element] * n_sets
-    element_key += fetch_set[cut][pair]
+    element, element_key = _kept_elements(base, reach, image_channel[cut], fetch_set[cut],
+                                          (element_bound, run_bound), channel_inner)
     seg_start, seg_length = _runs(element_key)
     used_runs = np.flatnonzero(used)
     used_length = base.run_length[used_runs]
@@ -439,11 +437,12 @@ def _segments(base: _BaseFibers, reach: _Reach, wanted: np.ndarray, n_sets: int,
 
 def _kept_elements(base: _BaseFibers, reach: _Reach, image_channel: np.ndarray, fetch_set: np.ndarray,
                    bounds: tuple[np.ndarray, np.ndarray], channel_inner: bool) -> tuple[np.ndarray, np.ndarray]:
-    """The base elements each (image-channel, fetch set) pair keeps and the pair of each, pair by pair in base
-    order. With fibers ordered (u, v, ko) and a row pattern that is an interval, a fiber's kept rows are one run
-    (``_row_starts``) whose columns are tested; otherwise every element of the channel is tested."""
+    """The base elements each (image-channel, fetch set) pair keeps and their fiber keys (``base fiber · n_sets +
+    set``), pair by pair in base order. With fibers ordered (u, v, ko) and a row pattern that is an interval, a
+    fiber's kept rows are one run (``_row_starts``) whose columns are tested; otherwise every element of the
+    channel is tested."""
     element_bound, run_bound = bounds
-    n_col_patterns = len(reach.col_pat)
+    n_sets, n_col_patterns, n_v = len(reach.member), len(reach.col_pat), reach.col_pat.shape[1]
     rows = reach.row_intervals()[fetch_set // n_col_patterns]
     by_rows = rows[:, 0] >= 0 if channel_inner else np.zeros(len(fetch_set), bool)
     parts = []
@@ -456,21 +455,27 @@ def _kept_elements(base: _BaseFibers, reach: _Reach, image_channel: np.ndarray, 
         first = starts[run, rows[pair_of_run, 0]]
         count = starts[run, rows[pair_of_run, 1]] - first
         element = _concatenated_ranges(first, count)
-        pair = np.repeat(pair_of_run, count)
-        keep = reach.col_pat[fetch_set[pair] % n_col_patterns, base.v[element]]
-        parts.append((element[keep], pair[keep]))
+        flat = np.repeat(fetch_set[pair_of_run] % n_col_patterns * n_v, count)
+        flat += base.v[element]
+        keep = reach.col_pat.ravel()[flat]
+        key = base.fiber[base.run_start[run]] * n_sets
+        key += fetch_set[pair_of_run]
+        parts.append((element[keep], np.repeat(key, count)[keep]))
     others = np.flatnonzero(~by_rows)
     if len(others):
         sizes = element_bound[image_channel[others] + 1] - element_bound[image_channel[others]]
         element = _concatenated_ranges(element_bound[image_channel[others]], sizes)
-        pair = np.repeat(others, sizes)
-        flat = fetch_set[pair] * reach.member.shape[1]
+        element_set = np.repeat(fetch_set[others], sizes)
+        flat = element_set * reach.member.shape[1]
         flat += reach.position[element]
         keep = reach.member.ravel()[flat]
-        parts.append((element[keep], pair[keep]))
+        element = element[keep]
+        key = base.fiber[element] * n_sets
+        key += element_set[keep]
+        parts.append((element, key))
     if not parts:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate([e for e, _ in parts]), np.concatenate([p for _, p in parts])
+    return np.concatenate([e for e, _ in parts]), np.concatenate([k for _, k in parts])
 
 
 def _row_starts(base: _BaseFibers, n_u: int) -> np.ndarray:
