@@ -207,7 +207,7 @@ def test_rows() -> list[FitRow]:
 
 # Refitted on tests/data (DeepBench whole, NeuSight every 12th row) at the shipped λ, the correction's
 # in-sample error per file and phase stays within this of the shipped table's on the same rows (measured:
-# at most 0.23 points, P4).
+# at most 0.23 points, P100 PCIe, on the physics of e82c71c).
 REFIT_TOLERANCE = 0.01
 
 
@@ -221,7 +221,7 @@ def test_refitting_on_tests_data_reproduces_the_shipped_correction(test_rows: li
 
 # Leave-one-GPU-out on tests/data (λ chosen without the held-out GPU, nested), as reached: the mean over the
 # 24 (file, phase) groups and the worst group, rounded up (docs/gpu_learned.md §3).
-LOO_REACHED_MEAN, LOO_REACHED_MAX = 0.26, 0.36
+LOO_REACHED_MEAN, LOO_REACHED_MAX = 0.26, 0.37
 
 
 @pytest.fixture(scope="module")
