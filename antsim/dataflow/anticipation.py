@@ -76,16 +76,19 @@ def count_pairs(context: MappingContext, policy: Policy) -> PairCounts:
     for part in _chunks(cells.n_f[rest], PAIR_BATCH):
         ids = rest[part]
         per_cell[ids], streamed_sum[ids] = _single_sums(context, table, ids)
-    multi_products, multi_reads = np.zeros(n_cells), np.zeros(n_cells)
-    for batch in _candidate_batches(cells, ~single):
-        issued = _issued(context.problem, stationary, streamed, batch) if table is None else table.issued(batch)
-        cell = batch.cell[issued]
-        size_i = stationary.vec_size[batch.i[issued]]
-        per_cell += np.bincount(cell, minlength=n_cells)
-        multi_products += np.bincount(cell, weights=size_i * streamed.vec_size[batch.f[issued]], minlength=n_cells)
-        multi_reads += np.bincount(cell, weights=size_i, minlength=n_cells)
-    products = np.where(single, nnz_s * streamed_sum, np.rint(multi_products))
-    reads = np.where(single, nnz_s * per_cell, np.rint(multi_reads))
+    products, reads = nnz_s * streamed_sum, nnz_s * per_cell
+    if not single.all():
+        multi_products, multi_reads = np.zeros(n_cells), np.zeros(n_cells)
+        for batch in _candidate_batches(cells, ~single):
+            issued = _issued(context.problem, stationary, streamed, batch) if table is None else table.issued(batch)
+            cell = batch.cell[issued]
+            size_i = stationary.vec_size[batch.i[issued]]
+            per_cell += np.bincount(cell, minlength=n_cells)
+            multi_products += np.bincount(cell, weights=size_i * streamed.vec_size[batch.f[issued]],
+                                          minlength=n_cells)
+            multi_reads += np.bincount(cell, weights=size_i, minlength=n_cells)
+        products = np.where(single, products, np.rint(multi_products))
+        reads = np.where(single, nnz_s * per_cell, np.rint(multi_reads))
     return PairCounts(candidate, _bincount(cells.slot, per_cell, n_slots), _bincount(cells.slot, products, n_slots),
                       _bincount(cells.slot, reads, n_slots), per_cell)
 
