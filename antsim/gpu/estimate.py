@@ -23,7 +23,7 @@ from antsim.gpu.menus import (
     check_library,
     check_selection,
     formulations,
-    heuristic_family,
+    heuristic_formulations,
 )
 from antsim.gpu.model import CALIBRATION, Calibration, Plan, best_plan, candidate_plans
 from antsim.gpu.spec import PRECISIONS, GpuSpec, load_gpu, precision_key
@@ -117,8 +117,7 @@ def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer | GemmLayer, phase: P
     check_library(spec, precision, library)
     gemms = _gemms(spec, layer, phase, precision, structured, library)
     if selection == "heuristic" and not isinstance(layer, GemmLayer):
-        family = heuristic_family(layer, phase, forward_algo, library)
-        gemms = [g for g in gemms if FAMILY[g.algorithm] == family] or gemms  # family not on the menu: any
+        gemms = heuristic_formulations(gemms, layer, phase, forward_algo, library)
     candidates = [(best_plan(spec, g, precision, calibration), g) for g in gemms]
     plan, gemm = min(candidates, key=lambda pg: pg[0].time_s)
     details = _details(plan, gemm, precision, selection, library)

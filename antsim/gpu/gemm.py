@@ -218,8 +218,8 @@ def dgrad_row_phased(layer: Layer) -> Gemm:
     y = layer.N * layer.K * layer.P * layer.Q
     reached = sum(n for n, _ in rows)
     taps = max(t for _, t in rows)
-    return Gemm(layer.N * reached * layer.W, layer.C, layer.K * taps * layer.S, y, w, x, layer.macs, "phased",
-                "dgrad", simt_only=True)
+    return Gemm(layer.N * reached * layer.W, layer.C, layer.K * taps * layer.S, y, w, x, layer.macs,
+                "row_phased", "dgrad", simt_only=True)
 
 
 def _rows_skippable(layer: Layer) -> bool:

@@ -38,11 +38,12 @@ DEFAULT_LIBRARY: Library = "cudnn8"
 DEFAULT_SELECTION: Selection = "timed"
 FAMILIES = ("gemm", "winograd", "fft")
 # Formulation (``Gemm.algorithm``) → algorithm family.
-FAMILY = {"implicit": "gemm", "phased": "gemm", "col2im": "gemm", "winograd_fused": "winograd",
+FAMILY = {"implicit": "gemm", "phased": "gemm", "row_phased": "gemm", "col2im": "gemm", "winograd_fused": "winograd",
           "winograd_nonfused": "winograd", "fft": "fft", "fft_tiling": "fft", "gemm": "gemm"}
 # cuDNN's names of the GEMM formulations, per phase.
 _GEMM_ALGO = {("fprop", "implicit"): "IMPLICIT_PRECOMP_GEMM", ("dgrad", "implicit"): "BWD_DATA_ALGO_1",
-              ("dgrad", "phased"): "BWD_DATA_ALGO_1", ("dgrad", "col2im"): "BWD_DATA_ALGO_0",
+              ("dgrad", "phased"): "BWD_DATA_ALGO_1", ("dgrad", "row_phased"): "BWD_DATA_ALGO_1",
+              ("dgrad", "col2im"): "BWD_DATA_ALGO_0",
               ("wgrad", "implicit"): "BWD_FILTER_ALGO_1"}
 # Channel multiple a tensor-core kernel needs on the GEMM's C and K: 8 fp16/bf16 elements (16 B, one
 # MMA row), 4 for TF32 (NVIDIA, "Programming Tensor Cores in CUDA 9" and the Deep Learning
@@ -203,6 +204,26 @@ WINOGRAD_WGRAD_GENERATION = 6
 # plan predicts, and the FFT plans predict 0.77–1.5× their time; on the cuDNN 5 and 6 sheets (TITAN X Maxwell,
 # M40, GTX 1080 Ti) the FFT plans predict 1.3–5.2× the measured time, the GEMM plan 0.9–2.4×].
 FFT_WGRAD_GENERATION = 7
+
+
+def heuristic_formulations(gemms: list[Gemm], layer: Layer, phase: Phase, forward_algo: str = "",
+                           library: Library = DEFAULT_LIBRARY) -> list[Gemm]:
+    """The formulations of ``gemms`` the library's heuristics choose among: those of ``heuristic_family``
+    (all of them when the family is not on the menu), without the row-phased dgrad unless K > C
+    (``row_phased_by_heuristic``)."""
+    family = heuristic_family(layer, phase, forward_algo, library)
+    kept = [g for g in gemms if FAMILY[g.algorithm] == family] or gemms
+    return [g for g in kept if g.algorithm != "row_phased" or row_phased_by_heuristic(layer)]
+
+
+def row_phased_by_heuristic(layer: Layer) -> bool:
+    """True when the heuristics run a strided dgrad whose filter misses stride phases (1×1 stride 2) with the
+    row-phased kernel (``gemm.dgrad_row_phased``): when the GEMM's reduction (K) is longer than its output
+    width (C) [assumption, read off DeepBench's cuDNN 5–7.6 fp32 sheets: the 1×1 stride-2 dgrads of K = 2C or
+    4C run 1.5–2.7× faster than the zero-inserted GEMM allows, at the row-phased GEMM's speed, while those of
+    K = C/2 run at the zero-inserted GEMM's speed (0.9–1.2× its prediction) although the row-phased one would
+    be faster; ``timed`` selection keeps the fastest of both]."""
+    return layer.K > layer.C
 
 
 def heuristic_family(layer: Layer, phase: Phase, forward_algo: str = "", library: Library = DEFAULT_LIBRARY) -> str:

@@ -333,8 +333,8 @@ def candidate_plans(gpu: GpuSpec, g: Gemm, precision: Precision, cal: Calibratio
     elif g.algorithm == "gemm" or (g.batch > 1 and not g.gathered):  # cuBLAS SGEMM (non-fused Winograd, GEMM layers)
         tiles = sgemm_tiles(gpu)
     else:
-        tiles = SIMT_WGRAD_TILES if g.phase == "wgrad" else SIMT_PHASED_TILES if g.algorithm == "phased" \
-            else SIMT_TILES
+        phased = g.algorithm in ("phased", "row_phased")
+        tiles = SIMT_WGRAD_TILES if g.phase == "wgrad" else SIMT_PHASED_TILES if phased else SIMT_TILES
     plans = [plan_gemm(gpu, g, precision, tile, split, cal)
              for tile in tiles for split in split_candidates(g, tile, gpu.sms, cal)]
     return [p for p in plans if p is not None]

@@ -89,9 +89,8 @@ def test_phased_dgrad_reduces_over_the_most_taps_any_stride_phase_has(layer: Lay
 def test_phased_dgrad_only_when_every_stride_phase_is_reached() -> None:
     one_by_one = Layer("1x1s2", N=1, C=64, K=64, H=8, W=8, R=1, S=1, stride=2, pad=0)
     assert min(_dgrad_taps_per_pixel(one_by_one).values()) == 0
-    # A filter that misses phases gets the row-phased GEMM, not the every-phase one (its M is not N·H·W).
-    [phased] = [g for g in phase_gemms(one_by_one, "dgrad") if g.algorithm == "phased"]
-    assert phased.M < one_by_one.N * one_by_one.H * one_by_one.W
+    # A filter that misses phases gets the row-phased GEMM instead of the every-phase one.
+    assert [g.algorithm for g in phase_gemms(one_by_one, "dgrad")] == ["implicit", "row_phased"]
     unit = Layer("s1", N=1, C=64, K=64, H=8, W=8, R=3, S=3, stride=1, pad=1)
     assert [g.algorithm for g in phase_gemms(unit, "dgrad")] == ["implicit"]
 
@@ -108,7 +107,7 @@ def _reached_rows(layer: Layer) -> int:
     Layer("2x1s3", N=1, C=64, K=32, H=12, W=10, R=2, S=1, stride=(3, 2), pad=0),
 ], ids=lambda l: l.name)
 def test_row_phased_dgrad_runs_the_reached_rows_over_every_column(layer: Layer) -> None:
-    [g] = [g for g in phase_gemms(layer, "dgrad") if g.algorithm == "phased"]
+    [g] = [g for g in phase_gemms(layer, "dgrad") if g.algorithm == "row_phased"]
     taps = max(sum((h + layer.pad_h - r) % layer.stride_h == 0 for r in range(layer.R)) for h in range(layer.H))
     assert (g.M, g.N, g.K) == (layer.N * _reached_rows(layer) * layer.W, layer.C, layer.K * taps * layer.S)
     assert g.c_unique == layer.N * layer.C * layer.H * layer.W  # the zero rows are still written
@@ -120,7 +119,7 @@ def test_row_phased_dgrad_runs_the_reached_rows_over_every_column(layer: Layer) 
 def test_row_phased_dgrad_at_1x1_stride_2_executes_twice_the_useful_work() -> None:
     # Closed form: even H, W — half the rows, every column: M·N·K = 2·N·P·Q·C·K (the zero-inserted GEMM: 4×).
     layer = Layer("ds", N=8, C=256, K=512, H=28, W=28, R=1, S=1, stride=2, pad=0)
-    [g] = [g for g in phase_gemms(layer, "dgrad") if g.algorithm == "phased"]
+    [g] = [g for g in phase_gemms(layer, "dgrad") if g.algorithm == "row_phased"]
     assert g.macs == 2 * layer.macs and implicit_gemm(layer, "dgrad").macs == 4 * layer.macs
 
 

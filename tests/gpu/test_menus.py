@@ -281,3 +281,17 @@ def test_heuristic_wgrad_follows_an_fft_forward_from_cudnn7_on() -> None:
     fft = estimate_layer(p100, layer, "wgrad", selection="heuristic", library="cudnn7", forward_algo="FFT")
     timed = estimate_layer(p100, layer, "wgrad", selection="timed", library="cudnn7")
     assert fft.details.family == "fft" and timed.time_s <= fft.time_s  # timed is never slower than heuristic
+
+
+def test_heuristic_runs_the_row_phased_dgrad_only_when_k_exceeds_c() -> None:
+    # 1×1 stride-2 dgrad: timed keeps the faster row-phased GEMM always; the heuristics only for K > C.
+    p100 = load_gpu("p100")
+    expand = Layer("expand", N=16, C=512, K=1024, H=28, W=28, R=1, S=1, stride=2, pad=0)
+    reduce = Layer("reduce", N=16, C=512, K=256, H=28, W=28, R=1, S=1, stride=2, pad=0)
+    for layer, heuristic_algorithm in ((expand, "row_phased"), (reduce, "implicit")):
+        timed = estimate_layer(p100, layer, "dgrad", selection="timed", library="cudnn7")
+        heuristic = estimate_layer(p100, layer, "dgrad", selection="heuristic", library="cudnn7")
+        assert timed.details["algorithm"] == "row_phased", layer.name
+        assert heuristic.details["algorithm"] == heuristic_algorithm, layer.name
+        assert timed.time_s <= heuristic.time_s
+        assert timed.details["algo"] == heuristic.details["algo"] == "BWD_DATA_ALGO_1"
