@@ -63,9 +63,11 @@ def count_pairs(context: MappingContext, policy: Policy) -> PairCounts:
         return PairCounts(candidate, candidate, _bincount(cells.slot, nnz_s * cells.nnz_t, n_slots),
                           _bincount(cells.slot, nnz_s * cells.n_f, n_slots), cells.n_pairs.astype(np.int64))
     stationary, streamed = context.stationary, context.streamed_vectors
-    table = _ScreenTable.of(context.problem, stationary, streamed)
     n_cells = len(cells.slot)
     single = cells.n_i == 1
+    # The table pays for itself on single-I cells (fprop, dgrad); wgrad's multi-I pairs meet large tables
+    # (up to 2^22 entries at 8×8 dY planes) at random, slower than screening them in place.
+    table = _ScreenTable.of(context.problem, stationary, streamed) if single.any() else None
     whole = np.zeros(n_cells, bool) if table is None else table.issued_whole(cells)
     # Per cell: issued pairs; single-I cells the streamed non-zeros of their issued pairs (each pair reads the one
     # I-vector of nnz_s elements), the others their issued products and stationary reads. A whole cell issues

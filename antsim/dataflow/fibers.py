@@ -369,7 +369,12 @@ class _Reach:
 
     def per_set(self, counts: np.ndarray, keep: np.ndarray) -> np.ndarray:
         """``counts`` (rows × positions) summed over the positions each set keeps (``keep``: (n_sets, U·V)),
-        (rows, n_sets): a float64 product, exact for integer sums below 2^53."""
+        (rows, n_sets): a float64 product, exact for integer sums below 2^53 (no product when every set keeps
+        every position, or none)."""
+        if not keep.any():
+            return np.zeros((len(counts), len(keep)), np.int64)
+        if keep.all():
+            return np.repeat(counts.sum(axis=1, dtype=np.int64)[:, None], len(keep), axis=1)
         return np.rint(counts.astype(np.float64) @ keep.T.astype(np.float64)).astype(np.int64)
 
 
@@ -520,16 +525,33 @@ def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClass
     reach = _Reach.of(base, row_pat, col_pat, n_blocks, n_classes)
     wanted = _wanted_pairs(problem, tiling, classes, stationary, set_of_pe, layout.n_sets)
     segments = _segments(base, reach, wanted, layout.n_sets, tiling.n_groups * n_classes, options.channel_inner)
-    vectors = _segment_vectors(base, segments, width, options.channel_inner)
+    vectors = _segment_vectors(base, segments, width, options.channel_inner,
+                               n_blocks * n_classes * layout.n_sets)
     return StreamedOperand(vectors, layout, unfiltered.reshape(n_blocks, n_classes), fetched.astype(np.int64),
                            reach.per_set(reach.counts, reach.member))
 
 
-def _segment_vectors(base: _BaseFibers, segments: _Segments, width: int, channel_inner: bool) -> Vectors:
+def _key_order(keys: np.ndarray, key_space: int) -> np.ndarray:
+    """``np.argsort(keys)`` for distinct keys in ``0..key_space − 1``: by a position table when the key space is
+    at most ``_KEY_TABLE_PER_KEY`` entries per key (no sort), else the sort."""
+    if key_space > _KEY_TABLE_PER_KEY * len(keys) + (1 << 16):
+        return np.argsort(keys)
+    position = np.full(key_space, -1, np.int64)
+    position[keys] = np.arange(len(keys))
+    return position[position >= 0]
+
+
+# Key-space entries per fiber key up to which ``_key_order`` orders keys through a position table (8 bytes an
+# entry) instead of a sort. Speed only: the same order. [choice]
+_KEY_TABLE_PER_KEY = 16
+
+
+def _segment_vectors(base: _BaseFibers, segments: _Segments, width: int, channel_inner: bool, key_space: int
+                     ) -> Vectors:
     """The vectors of every segment and the elements of the store; each fiber key points at its segment's
     vectors, keys ascending."""
     vec0, nvec, vec_start, vec_size = cut_segments(segments.length, width, segments.start)
-    order = np.argsort(segments.key)
+    order = _key_order(segments.key, key_space)
     segment = segments.segment[order]
     sp1, sp2, chan, image, value = base.u, base.v, base.out_channel, base.image, base.value
     if segments.store is not None:
