@@ -12,7 +12,7 @@ above ``--batch-sample`` the run maps that many images and estimates the others 
 GEMM layers are mapped whole, and the dense design maps one image and repeats it, exactly, whatever the flag).
 
 Usage: .venv/bin/python scripts/peak_rss.py [--networks a,b] [--archs scnn,ant,dense] [--batch 1,train]
-       [--batch-sample 2] [--timeout 1800] [--jobs 1] [--force] [--json out.json]
+       [--batch-sample 2] [--timeout 1800] [--jobs 1] [--force] [--skip NETWORK:DESIGN,...] [--json out.json]
 Writes a markdown table (network, design, batch, sample, status, peak RSS MB, wall s) and the largest peak.
 """
 
@@ -280,7 +280,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per run before it is killed")
     parser.add_argument("--jobs", type=int, default=1, help="runs at once (default 1: memory is the point)")
     parser.add_argument("--force", action="store_true", help="pass --force (run past the resource guard)")
-    parser.add_argument("--json", type=Path, default=None, help="also write every row as JSON")
+    parser.add_argument("--skip", default="", help="NETWORK:DESIGN pairs not to run, comma-separated")
+    parser.add_argument("--json", type=Path, default=None,
+                        help="also write every row as JSON (rewritten after each run: a stopped table keeps its rows)")
     parser.add_argument("--trace", action="store_true", help="with --where: also tracemalloc's count at the peak")
     parser.add_argument("--where", nargs=argparse.REMAINDER, default=None, metavar="SIMULATE_ARGS",
                         help="instead: run `antsim simulate SIMULATE_ARGS` here and list the arrays alive at its "
@@ -303,13 +305,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     missing = [d for d in designs if not (ROOT / "arch_configs" / f"{d}.yaml").is_file()]
     if unknown or missing or not designs:
         raise SystemExit(f"peak_rss.py: unknown networks {unknown} or designs {missing or designs}")
-    runs = plan_runs(names, designs, parse_batches(args.batch), args.batch_sample)
-    rows: list[Measured] = []
+    skip = {tuple(pair.split(":", 1)) for pair in args.skip.split(",") if pair}
+    runs = [run for run in plan_runs(names, designs, parse_batches(args.batch), args.batch_sample)
+            if (run.network, run.design) not in skip]
+    done: list[Measured] = []
+    lock = threading.Lock()
 
     def one(run: Run) -> Measured:
         measured = measure(run, args.timeout, args.force)
         print(f"{run.network} {run.design} batch {run.batch}: {measured.status}, {measured.peak_rss_mb:,.0f} MB, "
               f"{measured.wall_s:,.1f} s", file=sys.stderr, flush=True)
+        with lock:
+            done.append(measured)
+            if args.json:
+                write_json(args.json, done)
         return measured
 
     with ThreadPoolExecutor(max_workers=args.jobs) as pool:
@@ -317,9 +326,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(table(rows))
     print(largest(rows))
     if args.json:
-        args.json.write_text(json.dumps([{**asdict(m.run), **{k: v for k, v in asdict(m).items() if k != "run"}}
-                                         for m in rows], indent=1) + "\n")
+        write_json(args.json, rows)
     return 0
+
+
+def write_json(path: Path, rows: Sequence[Measured]) -> None:
+    path.write_text(json.dumps([{**asdict(m.run), **{k: v for k, v in asdict(m).items() if k != "run"}}
+                                for m in rows], indent=1) + "\n")
 
 
 if __name__ == "__main__":
