@@ -1,11 +1,12 @@
-"""The streamed operand without per-fetch-set copies gives every PE the same vectors as the replicated one.
+"""The shared streamed operand gives every PE the same vectors as the replicated one.
 
 ``streamed_reference.py`` keeps the representation of commit 0ab16c6 (every streamed non-zero copied into
 each fetch set that reaches it, sorted, cut into vectors). For each PE, each streamed fiber it pairs with
 (block, class, the PE's fetch set) must hold the same vectors in the same order — elements (u, v, ko,
 image, value), sizes and boxes — on random layers over strides, pads, kernels, PE grids, Kc, widths,
 stride phases, the fetch filter, the streamed order and dense designs; the fiber tables, layout and
-per-block counts must be equal too.
+per-block counts (deliveries included) must be equal too. Given the stationary vectors, the operand holds
+only the fibers the pairing cells look up, with the same vectors and the same cells.
 """
 
 from __future__ import annotations
@@ -198,8 +199,9 @@ def test_a_fiber_every_set_keeps_whole_is_stored_once():
     taps, so there are 9 fetch sets. Weights only at the centre tap reach every tile: each of the 9 sets keeps
     every fiber whole and the shared representation holds each weight once, where the replicated one held
     9 copies. With every tap filled, the replicated one holds 1 + 4·(2/3) + 4·(4/9) = 49/9 copies (the
-    interior set, four sets missing a third of the taps, four corners missing five ninths); the shared one
-    the base (which the interior set keeps whole) plus what each of the 8 cutting sets keeps: also 49/9."""
+    interior set, four sets missing a third of the taps, four corners missing five ninths); the shared one,
+    with every fiber built (no stationary vectors given), the base (which the interior set keeps whole) plus
+    what each of the 8 cutting sets keeps: also 49/9."""
     layer = Layer("s", N=1, C=4, K=8, H=4, W=4, R=3, S=3, stride=1, pad=1)
     problem = phase_problem(layer, "fprop")
     tiling, classes, options = make_tiling(problem, 4, 4, 4), stride_classes(problem, False), \
