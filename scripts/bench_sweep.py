@@ -13,24 +13,31 @@ Measures, each in a fresh SQLite study in a temporary folder, through the real `
      N random designs of resnet18_cifar_pareto.yaml's space, in this process: per anticipation policy and
      objective, Spearman's rank correlation, the full/screen ratio's range and the calibrated |error|
      (each design scaled by the median ratio of the other designs of its policy), and CPU seconds of both;
-  5. ``--screened-sweep N``: resnet18_cifar_pareto.yaml, random sampler (seed 7), ``--workers 2``, every trial
-     full (``--unscreened-trials``) and with the analytic screen (N trials): designs per minute, wall and
-     steady; then every design the screen pruned is evaluated in full here, and the Pareto front of all N
-     designs is compared with the front the screened run found.
+  5. ``--screened-sweep N``: resnet18_cifar_pareto.yaml, random sampler (seed 7; ``--sampler spec``: its
+     NSGA-II), ``--workers 2``, every trial full (``--unscreened-trials``, one run per ``--unscreened-timings``
+     tier) and with the analytic screen (N trials, one run per ``--screened-variants AHEAD:TIMING``, i.e.
+     ``multi_fidelity.screen_ahead`` and ``timing``): designs per minute, wall, steady and by evaluation CPU;
+     then every design the screen pruned is evaluated in full here, the Pareto front of all N designs is
+     compared with the front the screened run found and, with ``closed_form``, the found front is re-run
+     through the discrete-event model.
 
 Usage: .venv/bin/python scripts/bench_sweep.py [--resnet-trials 3] [--mf-trials 24] [--json out.json]
        .venv/bin/python scripts/bench_sweep.py --only-screen --screen-error 40 --screened-sweep 96
+       .venv/bin/python scripts/bench_sweep.py --only-screen --screened-sweep 64 --unscreened-trials 24 \
+           --unscreened-timings events closed_form --screened-variants 1:events 16:closed_form
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import optuna
@@ -173,11 +180,11 @@ def _screen_error(n: int, seed: int) -> dict:
             full = simulator(arch, workload, spec.fidelity, spec.seed)
         except MappingError:
             continue
-        rows.append({"policy": params["anticipation.policy"], "screen": est, "full": full, "screen_cpu_s": screen_s,
-                     "full_cpu_s": time.process_time() - cpu})
+        rows.append({"policy": params["anticipation.policy"], "params": params, "screen": est, "full": full,
+                     "screen_cpu_s": screen_s, "full_cpu_s": time.process_time() - cpu})
         print(json.dumps({"design": len(rows), **{k: rows[-1][k] for k in ("policy", "screen_cpu_s", "full_cpu_s")}}),
               flush=True)
-    out: dict = {"designs": len(rows), "seed": seed,
+    out: dict = {"designs": len(rows), "seed": seed, "replay_screen_ahead": _replay(spec, rows),
                  "screen_cpu_s_median": round(statistics.median(r["screen_cpu_s"] for r in rows), 3),
                  "full_cpu_s_median": round(statistics.median(r["full_cpu_s"] for r in rows), 3)}
     for policy in sorted({r["policy"] for r in rows}):
@@ -198,34 +205,102 @@ def _screen_error(n: int, seed: int) -> dict:
     return out
 
 
-def _screened_sweep(folder: Path, n_trials: int, unscreened_trials: int) -> dict:
-    """Throughput with and without the analytic screen, and the front it finds (module docstring, item 5)."""
+def _variant(text: str) -> tuple[int, str]:
+    """``AHEAD:TIMING`` (``16:closed_form``) → (screen_ahead, timing)."""
+    ahead, _, timing = text.partition(":")
+    if not ahead.isdigit() or int(ahead) < 1 or timing not in ("events", "closed_form"):
+        raise argparse.ArgumentTypeError(f"{text!r}: want AHEAD:TIMING, AHEAD >= 1, TIMING events or closed_form")
+    return int(ahead), timing
+
+
+@dataclass
+class _Replayed:
+    """What the screening rules read of a trial (``antsim.dse.objective``), for the offline replay."""
+
+    number: int
+    params: dict
+    user_attrs: dict
+    values: tuple | None
+
+
+def _replay(spec: object, rows: list[dict], sizes: tuple[int, ...] = (1, 8, 16, 32, 64)) -> dict:
+    """Full evaluations each screen-ahead batch size needs on recorded designs (in their recorded order), and
+    whether the front found is the front of all of them: the objective's own calibration and pruning rule,
+    batches ordered by ``antsim.dse.ahead.promise`` (one worker; no timing)."""
+    from antsim.dse.ahead import promise
+    from antsim.dse.objective import Objective, constraint_values, screen_reason
+    from antsim.dse.screen import EXACT_METRICS, analytic_screen
+
+    objective = Objective(spec, None, None, screener=analytic_screen)  # type: ignore[arg-type]
+    mf, names = spec.multi_fidelity, list(spec.objectives)  # type: ignore[attr-defined]
+
+    def done(i: int) -> _Replayed:
+        full = rows[i]["full"]
+        return _Replayed(i, rows[i]["params"], {"metrics": full, "proxy_metrics": rows[i]["screen"],
+                                                 "feasible": not constraint_values(spec, full)[1]},
+                         tuple(full[m] for m in names))
+
+    def front(trials: list[_Replayed]) -> set:
+        feasible = [t for t in trials if t.user_attrs["feasible"]]
+        mask = pareto_mask([list(t.values) for t in feasible], list(spec.objectives.values()))  # type: ignore[attr-defined]
+        return {t.number for t, on in zip(feasible, mask, strict=True) if on}
+
+    out = {}
+    for size in sizes:
+        calibrated: list[_Replayed] = []
+        for start in range(0, len(rows), size):
+            waiting = list(range(start, min(start + size, len(rows))))
+            while waiting:
+                estimates = {i: objective.estimate(rows[i]["params"], rows[i]["screen"], calibrated) for i in waiting}
+                waiting = [i for i in waiting if estimates[i] is None or not screen_reason(
+                    spec, estimates[i], calibrated, mf.margin, EXACT_METRICS, mf.margins)]
+                if waiting:
+                    best = min(waiting, key=lambda i: (promise(spec, estimates[i] or rows[i]["screen"]), i))
+                    waiting.remove(best)
+                    calibrated.append(done(best))
+        out[str(size)] = {"full_evaluations": len(calibrated),
+                          "front_equal": front(calibrated) == front([done(i) for i in range(len(rows))])}
+    return out
+
+
+def _screened_sweep(folder: Path, n_trials: int, unscreened_trials: int, unscreened_timings: list[str],
+                    variants: list[tuple[int, str]], sampler: str) -> dict:
+    """Throughput with and without the analytic screen, and the front it finds (module docstring, item 5):
+    one unscreened run per timing tier, one screened run per (screen_ahead, timing) variant, in this order."""
     src = REPO / "sweeps" / "resnet18_cifar_pareto.yaml"
     mf = yaml.safe_load(src.read_text()).get("multi_fidelity") or {}
     analytic = {"screen": "analytic", "warmup_trials": mf.get("warmup_trials", 8), "margin": mf.get("margin", 0.1),
                 "margins": mf.get("margins", {})}
-    base = {"sampler": {"name": "random"}, "seed": 7}
-    out: dict = {"multi_fidelity": analytic}
-    if unscreened_trials:
-        full_spec = _spec_variant(src, folder, "rn18_unscreened", multi_fidelity=None, n_trials=unscreened_trials,
-                                  **base)
-        out["unscreened"] = _run(full_spec, folder / "rn18_unscreened.db", unscreened_trials, 2)
-        print(json.dumps(out["unscreened"]), flush=True)
-    spec = _spec_variant(src, folder, "rn18_screened", multi_fidelity=analytic, n_trials=n_trials, **base)
-    db = folder / "rn18_screened.db"
-    out["screened"] = _run(spec, db, n_trials, 2)
-    trials = optuna.load_study(study_name=spec.stem, storage=make_storage(f"sqlite:///{db}", 60)).get_trials()
-    out["screened"].update(full_evaluations=sum(attrs.stage(t) == "full" for t in trials),
-                           screened=sum(attrs.stage(t) == "proxy" for t in trials),
-                           screen_cpu_s=round(sum(attrs.seconds(t, attrs.PROXY_EVAL_CPU_S) or 0.0 for t in trials), 2),
-                           full_cpu_s=round(sum(attrs.seconds(t, attrs.EVAL_CPU_S) or 0.0 for t in trials), 2))
-    print(json.dumps(out["screened"]), flush=True)
-    out["front"] = _front_check(spec, trials)
+    base = {"sampler": {"name": "random"}, "seed": 7} if sampler == "random" else {}
+    out: dict = {"multi_fidelity": analytic, "sampler": sampler, "unscreened": {}, "screened": {}}
+    for timing in unscreened_timings if unscreened_trials else []:
+        full_spec = _spec_variant(src, folder, f"rn18_unscreened_{timing}", multi_fidelity=None,
+                                  n_trials=unscreened_trials, timing=timing, **base)
+        row = out["unscreened"][timing] = _run(full_spec, folder / f"rn18_unscreened_{timing}.db", unscreened_trials, 2)
+        row["load_after"] = round(os.getloadavg()[0], 2)
+        print(json.dumps(row), flush=True)
+    for ahead, timing in variants:
+        label = f"{ahead}:{timing}"
+        spec = _spec_variant(src, folder, f"rn18_screened_{ahead}_{timing}", n_trials=n_trials, timing=timing,
+                             multi_fidelity={**analytic, "screen_ahead": ahead}, **base)
+        db = folder / f"rn18_screened_{ahead}_{timing}.db"
+        row = out["screened"][label] = _run(spec, db, n_trials, 2)
+        trials = optuna.load_study(study_name=spec.stem, storage=make_storage(f"sqlite:///{db}", 60)).get_trials()
+        row.update(full_evaluations=sum(attrs.stage(t) == "full" for t in trials),
+                   screened=sum(attrs.stage(t) == "proxy" for t in trials),
+                   screen_cpu_s=round(sum(attrs.seconds(t, attrs.PROXY_EVAL_CPU_S) or 0.0 for t in trials), 2),
+                   full_cpu_s=round(sum(attrs.seconds(t, attrs.EVAL_CPU_S) or 0.0 for t in trials), 2),
+                   load_after=round(os.getloadavg()[0], 2))
+        print(json.dumps(row), flush=True)
+        row["front"] = _front_check(spec, trials)
+        print(json.dumps(row["front"]), flush=True)
     return out
 
 
 def _front_check(spec_path: Path, trials: list) -> dict:
-    """Evaluate the screened designs in full; compare the front of every design with the screened run's."""
+    """Evaluate the screened designs in full (the sweep's timing tier); compare the front of every design with
+    the screened run's. With ``timing: closed_form`` the found front is also re-run through the discrete-event
+    model (``des_confirms_front``: every metric of every front design equal)."""
     from antsim.dse.evaluators import simulator
     from antsim.dse.objective import build_arch, complete_metrics, constraint_values
     from antsim.dse.spec import load_sweep
@@ -241,7 +316,7 @@ def _front_check(spec_path: Path, trials: list) -> dict:
         elif attrs.stage(t) == "proxy":
             try:
                 metrics = complete_metrics(simulator(build_arch(spec, t.params, f"check{t.number}"), workload,
-                                                     spec.fidelity, spec.seed))
+                                                     spec.fidelity, spec.seed, timing=spec.timing))
             except (MappingError, SpecError):
                 continue
             if not constraint_values(spec, metrics)[1]:
@@ -254,9 +329,15 @@ def _front_check(spec_path: Path, trials: list) -> dict:
         return {n for n, on in zip(numbers, mask, strict=True) if on}
 
     true_front, found_front = front(everything), front(found)
-    return {"true_front_size": len(true_front), "found_front_size": len(found_front),
-            "true_front_designs_screened_out": sorted(true_front - found_front),
-            "found_front_not_on_true_front": sorted(found_front - true_front)}
+    out = {"true_front_size": len(true_front), "found_front_size": len(found_front),
+           "true_front_designs_screened_out": sorted(true_front - found_front),
+           "found_front_not_on_true_front": sorted(found_front - true_front)}
+    if spec.timing != "events":
+        by_number = {t.number: t for t in trials}
+        out["des_confirms_front"] = all(
+            complete_metrics(simulator(build_arch(spec, by_number[n].params, f"des{n}"), workload, spec.fidelity,
+                                       spec.seed)) == attrs.metrics(by_number[n]) for n in sorted(found_front))
+    return out
 
 
 def main() -> int:
@@ -272,6 +353,12 @@ def main() -> int:
     parser.add_argument("--screened-sweep", type=int, default=0, metavar="N",
                         help="2-worker resnet18 sweep of N trials with the analytic screen (0: skip)")
     parser.add_argument("--unscreened-trials", type=int, default=32, help="0: skip the unscreened run")
+    parser.add_argument("--unscreened-timings", nargs="+", default=["events"], choices=["events", "closed_form"],
+                        help="one unscreened run per timing tier")
+    parser.add_argument("--screened-variants", nargs="+", type=_variant, default=[(1, "events")],
+                        metavar="AHEAD:TIMING", help="one screened run per multi_fidelity.screen_ahead:timing")
+    parser.add_argument("--sampler", choices=["random", "spec"], default="random",
+                        help="random (seed 7, the default) or the spec's own sampler (NSGA-II) for the sweep runs")
     parser.add_argument("--only-screen", action="store_true", help="skip sections 1-3")
     parser.add_argument("--json", type=Path, default=None, help="write all numbers here")
     args = parser.parse_args()
@@ -289,7 +376,8 @@ def main() -> int:
         if args.screen_error:
             results["screen_error"] = _screen_error(args.screen_error, args.screen_seed)
         if args.screened_sweep:
-            results["screened_sweep"] = _screened_sweep(folder, args.screened_sweep, args.unscreened_trials)
+            results["screened_sweep"] = _screened_sweep(folder, args.screened_sweep, args.unscreened_trials,
+                                                        args.unscreened_timings, args.screened_variants, args.sampler)
     print(json.dumps(results, indent=1))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")

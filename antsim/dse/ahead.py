@@ -55,10 +55,11 @@ _TINY = 1e-300
 def promise(spec: SweepSpec, metrics: dict[str, float]) -> float:
     """Σ over the objectives of ``log(value)`` (``−log`` for a maximised one): smaller is more promising.
 
-    [choice] The product of the objectives, which does not depend on their units. On 64 random designs of
-    resnet18_cifar_pareto.yaml's space (screen and full model recorded, batches replayed offline), ordering
-    a batch of 16 / 32 / 64 by it needed 20 / 16 / 15 full evaluations for the same front; by the number of
-    batch designs an estimate dominates, 21 / 18 / 18; one trial at a time, 28.
+    [choice] The product of the objectives, which does not depend on their units. Replayed offline on 64
+    random designs of resnet18_cifar_pareto.yaml's space (screen and full model recorded; sampler seed 7,
+    the set it was chosen on / held-out seed 23), batches of 16, 32, 64 ordered by it needed 20, 16, 15 /
+    20, 18, 13 full evaluations for the same front; ordered by how many batch designs an estimate dominates,
+    21, 18, 18 / 20, 19, 14; one trial at a time, 28 / 27 (docs/sweep_screening.md).
     """
     total = 0.0
     for name, direction in spec.objectives.items():
