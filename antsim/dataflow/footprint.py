@@ -459,7 +459,8 @@ def _wgrad_valid(layout: _WgradLayout, tiling: Tiling, stationary: np.ndarray, s
 
 # A wgrad batch tile's held entries are counted in blocks of at most 2^16 per-PE pair counts (256 KB of float32:
 # a block stays in a core's L2 cache through its product, threshold, sums and union). Memory and speed only:
-# blocks partition the same sums. [choice] Measured here (1 MB L2): 2^16 against 2^18, see docs/dataflow_speed.md.
+# blocks partition the same sums. [choice] Measured here (1 MB L2, ResNet-18 CIFAR wgrad at batch 16): 2^14, 2^16
+# and 2^18 within 15 % of each other (docs/footprint_speed.md).
 _HELD_BLOCK = 1 << 16
 
 # A PE's held entries come from subset sums over its channels' non-zero patterns (``_held_by_patterns``) instead
@@ -467,8 +468,8 @@ _HELD_BLOCK = 1 << 16
 # ``_PATTERN_COST`` · 2^m · m ≤ Cs · taps · Ko (the subset sums' additions against the per-PE pair counts), m ≤ 24
 # (exact float32 patterns) and the pattern tables (P · 2^m int32) fit 2^22 entries (16 MB). Speed only: both give
 # the same integers (tests/dataflow/test_footprint_taps.py). [choice] Measured here (one core, uniform 0.1,
-# ResNet-18 CIFAR wgrad layers): at m = 1–8 the subset sums took 0.03–0.4× the products' time, at m = 16 1.2–2.2×
-# (P = 16 and 64 PEs); a factor 4 keeps m = 16 on the products.
+# ResNet-18 CIFAR wgrad layers, loaded machine): at m = 1–8 the subset sums took 0.03–0.4× the products' time; at
+# m = 16 about 1× on 16 PEs and 1.5–5× on 64 (runs differ); a factor 4 keeps m = 16 on the products.
 _PATTERN_COST = 4
 _PATTERN_TABLE = 1 << 22
 
