@@ -459,8 +459,8 @@ def _wgrad_valid(layout: _WgradLayout, tiling: Tiling, stationary: np.ndarray, s
 
 # A wgrad batch tile's held entries are counted in blocks of at most 2^16 per-PE pair counts (256 KB of float32:
 # a block stays in a core's L2 cache through its product, threshold, sums and union). Memory and speed only:
-# blocks partition the same sums. [choice] Measured here (1 MB L2, ResNet-18 CIFAR wgrad at batch 16): 2^14, 2^16
-# and 2^18 within 15 % of each other (docs/footprint_speed.md).
+# blocks partition the same sums. [choice] Measured here (1 MB L2, ResNet-18 CIFAR wgrad at batch 16, loaded
+# machine): 2^14, 2^16 and 2^18 within 20 % of each other, 2^16 never the slowest (docs/footprint_speed.md).
 _HELD_BLOCK = 1 << 16
 
 # A PE's held entries come from subset sums over its channels' non-zero patterns (``_held_by_patterns``) instead
