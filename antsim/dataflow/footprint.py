@@ -442,12 +442,13 @@ def _per_group(per_out_channel: np.ndarray, kc: int) -> np.ndarray:
 def _wgrad_valid(layout: _WgradLayout, tiling: Tiling, stationary: np.ndarray, streamed: np.ndarray) -> np.ndarray:
     """Valid products (N, G, n_pes) of ``stationary`` (N, Cs, plane) and ``streamed`` (N, Ko, U·V) masks: per
     image, group and position, the stationary channels non-zero there times the group's dY non-zeros linked to
-    it summed over taps, summed over each PE's positions (int64 throughout: exact)."""
+    it summed over taps, summed over each PE's positions. The linked dY counts are int32 (≤ taps · Kc < 2^31),
+    their products with the channel counts int64: exact."""
     N = stationary.shape[0]
     channels_at = np.zeros((N, stationary.shape[2] + 1), np.int64)  # + the empty position
     channels_at[:, :-1] = np.count_nonzero(stationary, axis=1)
-    dy_per_group = np.zeros((N, tiling.n_groups, streamed.shape[2] + 1), np.int64)  # + the empty dY position
-    dy_per_group[:, :, :-1] = _per_group(streamed.astype(np.int64).transpose(0, 2, 1), tiling.kc).transpose(0, 2, 1)
+    dy_per_group = np.zeros((N, tiling.n_groups, streamed.shape[2] + 1), np.int32)  # + the empty dY position
+    dy_per_group[:, :, :-1] = _per_group(streamed.astype(np.int32).transpose(0, 2, 1), tiling.kc).transpose(0, 2, 1)
     linked_dy = dy_per_group[:, :, layout.linked[0]]
     for tap in range(1, len(layout.linked)):
         linked_dy += dy_per_group[:, :, layout.linked[tap]]
