@@ -16,6 +16,7 @@ cycles and leaves B_b ← max(0, B_b + l_b − d_t); a slot's sequence ends by d
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 import numpy as np
 
@@ -92,6 +93,59 @@ def max_load_extra(group: np.ndarray, bank: np.ndarray, banks: int, n_groups: in
     worst = np.zeros(n_groups, np.int64)
     np.maximum.at(worst, keys[starts] // banks, counts)
     return np.maximum(worst - 1, 0)
+
+
+@cache
+def _comparators(rows: int) -> tuple[tuple[int, int], ...]:
+    """Batcher's odd-even merge sorting network on ``rows`` inputs (Knuth, TAOCP vol. 3, §5.3.4): the
+    network of the next power of two, less its comparators that touch an input ≥ ``rows`` — inputs
+    padded with +∞ at the top never move, so those comparators are no-ops."""
+    size = 1 << max(0, rows - 1).bit_length()
+    pairs: list[tuple[int, int]] = []
+
+    def merge(lo: int, n: int, r: int) -> None:
+        step = 2 * r
+        if step < n:
+            merge(lo, n, step)
+            merge(lo + r, n, step)
+            pairs.extend((i, i + r) for i in range(lo + r, lo + n - r, step))
+        else:
+            pairs.append((lo, lo + r))
+
+    def sort(lo: int, n: int) -> None:
+        if n > 1:
+            sort(lo, n // 2)
+            sort(lo + n // 2, n // 2)
+            merge(lo, n, 1)
+
+    sort(0, size)
+    return tuple((i, j) for i, j in pairs if j < rows)
+
+
+def column_max_load_extra(bank: np.ndarray, valid: np.ndarray, banks: int) -> np.ndarray:
+    """Per column of ``bank`` (rows, n): max(1, largest number of its ``valid`` entries in one bank) − 1,
+    int64 — ``max_load_extra`` for groups laid out as columns of a small fixed height (a sampled pair's
+    F×I product slots). Each column is sorted by a sorting network on narrow ints (one numpy call per
+    comparator on an n-long row, with invalid entries as −1), then its longest run of one bank is read."""
+    rows, n = bank.shape
+    if rows == 0 or n == 0:
+        return np.zeros(n, np.int64)
+    narrow = np.int8 if banks <= np.iinfo(np.int8).max else np.int16 if banks <= np.iinfo(np.int16).max else np.int32
+    key: np.ndarray = bank.astype(narrow)
+    np.bitwise_or(key, np.negative((~valid).view(np.int8), dtype=narrow), out=key)  # −1 (all bits): invalid
+    x = list(key)
+    for i, j in _comparators(rows):
+        low = np.minimum(x[i], x[j])
+        np.maximum(x[i], x[j], out=x[j])
+        x[i] = low
+    # Sorted, the invalid entries (−1) lead; a run's length counts from its first valid entry.
+    run = (x[0] >= 0).astype(narrow)
+    best = run.copy()
+    for j in range(1, rows):
+        run *= x[j] == x[j - 1]
+        run += x[j] >= 0
+        np.maximum(best, run, out=best)
+    return np.maximum(best.astype(np.int64) - 1, 0)
 
 
 # Items of one slot in one ``feed`` above which its sequence is run by the stall-to-stall scan rather

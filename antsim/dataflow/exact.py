@@ -12,20 +12,20 @@ backlog recurrence of ``antsim.dataflow.banks.BankQueues`` instead, its final dr
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
 import numpy as np
 
 from antsim.dataflow.anticipation import screen
-from antsim.dataflow.banks import BankMap, BankQueues, bank_loads, max_load_extra
+from antsim.dataflow.banks import BankMap, BankQueues, bank_loads, column_max_load_extra, max_load_extra
 from antsim.dataflow.context import MappingContext
 from antsim.dataflow.fibers import Vectors
 from antsim.dataflow.footprint import Footprint
 from antsim.dataflow.pairing import Cells, PairBatch, iter_pairs
 from antsim.dataflow.tiling import Tiling, output_window
-from antsim.phases import PhaseProblem
+from antsim.phases import DimMap, PhaseProblem
 from antsim.vocabulary import Policy
 
 # Pairs per expansion batch of the exact path. It bounds memory, not results (batches only cut the
@@ -135,6 +135,204 @@ class _Enumerator:
         return self.context.banks.bank(k_local, entry, per_channel)
 
 
+# Offset added to the streamed row term of a padded F-slot (an F-vector narrower than the widest sampled
+# one): its output row lands ≥ 2^29 − |α·y + γ| > every extent, so the slot is never a valid product.
+# [choice] Any value above twice the largest coordinate term whose sum with one stays below 2^31 (int32).
+_PADDED_SLOT = 1 << 29
+
+# Pairs per product grid of the conflict sample. [choice] Speed only: 2^13 pairs × 16 slots of int32 keep a
+# grid's temporaries near the L2 cache (−10 % against 2^15 on a ResNet-18 step's samples); results do not
+# depend on it.
+_GRID_PAIRS = 1 << 13
+
+
+@dataclass(frozen=True)
+class _SlotGrid:
+    """The product slots of sampled pairs whose I-vectors hold ``w`` elements, as (F', w, pairs) arrays —
+    F' the widest F-vector, the pairs along the last axis so every numpy call runs over whole rows: whether
+    each slot is a valid product, and its bank."""
+
+    valid: np.ndarray
+    bank: np.ndarray
+
+
+class _OperandSlots(NamedTuple):
+    """Per (element slot, vector) of one operand's vectors, int32: its term of the output row and column
+    (streamed: β·u, β·v, a padded slot's row ``_PADDED_SLOT`` beyond; stationary: α·y + γ, α·x + γ), its
+    part of the accumulator entry when the entry splits into one part per operand (no dimension divides,
+    δ = 1; else None), and its own term besides (streamed: the local output channel; stationary: wgrad's
+    channel block ``ch · R · S``, None for plane outputs)."""
+
+    row: np.ndarray
+    col: np.ndarray
+    entry: np.ndarray | None
+    other: np.ndarray | None
+
+    def take(self, vectors: np.ndarray, width: int) -> _OperandSlots:
+        """The first ``width`` slots of the vectors at positions ``vectors`` of this table."""
+        def pick(table: np.ndarray) -> np.ndarray:
+            return np.take(table[:width], vectors, axis=1)
+
+        return _OperandSlots(pick(self.row), pick(self.col), None if self.entry is None else pick(self.entry),
+                             None if self.other is None else pick(self.other))
+
+
+def _entry_layout(context: MappingContext, slot: np.ndarray) -> tuple[int, int, np.ndarray | None]:
+    """Entries per output row and per channel of a PE's accumulator region, and per pair of ``slot``
+    minus the linear index of its PE's window origin (plane outputs; None for wgrad)."""
+    problem, tiling = context.problem, context.tiling
+    if problem.output_is_plane:
+        origin_y, origin_x, win_h, win_w = output_window(problem, tiling)
+        pe = slot % tiling.n_pes
+        return win_w, win_h * win_w, -(origin_y[pe] * win_w + origin_x[pe]).astype(np.int32)
+    out_rows, out_cols = problem.output_shape[2:]
+    return out_cols, problem.output_shape[1] * out_rows * out_cols, None
+
+
+def _element_slots(vectors: Vectors, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Element index of every slot of the vectors ``ids`` (widest-vector × len(ids); a padded slot points
+    at a real element, clipped to the last) and whether the slot is padding."""
+    size = vectors.vec_size[ids]
+    lanes = np.arange(int(size.max(initial=1)))[:, None]
+    element = vectors.vec_start[ids] + lanes
+    if len(ids) and int(element[-1].max()) >= len(vectors.sp1):
+        np.minimum(element, max(0, len(vectors.sp1) - 1), out=element)
+    return element, lanes >= size
+
+
+def _streamed_slots(context: MappingContext, ids: np.ndarray, row_width: int) -> _OperandSlots:
+    """The streamed terms of the F-vectors ``ids`` (F', len(ids))."""
+    streamed, (row_dim, col_dim), kc = context.streamed_vectors, context.problem.dims, context.tiling.kc
+    element, padded = _element_slots(streamed, ids)
+    row = streamed.sp1[element].astype(np.int32)
+    row *= np.int32(row_dim.beta)
+    col = streamed.sp2[element].astype(np.int32)
+    col *= np.int32(col_dim.beta)
+    k_local = streamed.chan[element].astype(np.int32)
+    if kc & (kc - 1):
+        k_local %= np.int32(kc)
+    else:  # channels are non-negative: the mask is the remainder
+        k_local &= np.int32(kc - 1)
+    entry = None
+    if row_dim.delta == 1 and col_dim.delta == 1:
+        entry = row * np.int32(row_width)
+        entry += col
+    np.add(row, np.int32(_PADDED_SLOT), out=row, where=padded)
+    return _OperandSlots(row, col, entry, k_local)
+
+
+def _stationary_slots(context: MappingContext, ids: np.ndarray, row_width: int) -> _OperandSlots:
+    """The stationary terms of the I-vectors ``ids`` (I', len(ids)); padded slots are never read."""
+    problem, stationary = context.problem, context.stationary
+    row_dim, col_dim = problem.dims
+    element, _ = _element_slots(stationary, ids)
+    row = stationary.sp1[element].astype(np.int32)
+    row *= np.int32(row_dim.alpha)
+    row += np.int32(row_dim.gamma)
+    col = stationary.sp2[element].astype(np.int32)
+    col *= np.int32(col_dim.alpha)
+    col += np.int32(col_dim.gamma)
+    block = None
+    if not problem.output_is_plane:  # wgrad: the stationary channel's block of R·S entries
+        block = stationary.chan[element].astype(np.int32) * np.int32(problem.output_shape[2] * row_width)
+    entry = None
+    if row_dim.delta == 1 and col_dim.delta == 1:
+        entry = row * np.int32(row_width)
+        entry += col
+        if block is not None:
+            entry += block
+    return _OperandSlots(row, col, entry, block)
+
+
+def _dim_output(dim: DimMap, numerator: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``DimMap.output`` on an int32 numerator α·y + β·u + γ: output coordinate and validity."""
+    if dim.delta == 1:
+        return numerator, numerator.view(np.uint32) < dim.extent
+    o, rest = np.divmod(numerator, np.int32(dim.delta))
+    return o, (rest == 0) & (o.view(np.uint32) < dim.extent)
+
+
+def _width_grid(context: MappingContext, streamed: _OperandSlots, stationary: _OperandSlots,
+                window_term: np.ndarray | None, row_width: int, per_channel: int) -> tuple[np.ndarray, np.ndarray]:
+    """Validity and bank of every product slot (F', w, pairs) of pairs with these streamed (F', pairs)
+    and stationary (w, pairs) slots; ``window_term``: per pair, minus its PE window's origin index."""
+    row_dim, col_dim = context.problem.dims
+    out_row, valid = _dim_output(row_dim, stationary.row[None] + streamed.row[:, None])
+    out_col, col_ok = _dim_output(col_dim, stationary.col[None] + streamed.col[:, None])
+    valid &= col_ok
+    if streamed.entry is not None and stationary.entry is not None:
+        stationary_entry = stationary.entry if window_term is None else stationary.entry + window_term
+        entry = stationary_entry[None] + streamed.entry[:, None]
+    else:
+        entry = out_row * np.int32(row_width)
+        entry += out_col
+        if window_term is not None:
+            entry += window_term
+        if stationary.other is not None:
+            entry += stationary.other[None]
+    if context.banks.hash == "xor":  # an invalid slot's entry may be negative, which the XOR fold never ends on
+        entry *= valid
+    k_local = streamed.other
+    assert k_local is not None  # streamed slots always carry their local output channel
+    return valid, context.banks.bank(k_local[:, None], entry, per_channel)
+
+
+def _operand_table(vectors: Vectors, ids: np.ndarray, build: Callable[[np.ndarray, int], _OperandSlots],
+                   row_width: int) -> tuple[_OperandSlots, np.ndarray]:
+    """An operand's slot terms for the vector ids ``ids`` and each id's position in them: built once per
+    vector of the operand when it has fewer vectors than ids are asked for (the sampled pairs share them),
+    else per id."""
+    if len(vectors.vec_start) < len(ids):
+        return build(np.arange(len(vectors.vec_start)), row_width), ids
+    return build(ids, row_width), np.arange(len(ids))
+
+
+def _product_grids(context: MappingContext, pairs: PairBatch) -> Iterator[tuple[np.ndarray, _SlotGrid]]:
+    """The pairs' product slots as ``_SlotGrid``s of ≤ ``_GRID_PAIRS`` pairs whose I-vectors have one
+    width, each with the positions in ``pairs`` of its pairs. Which products are valid and the bank of
+    each are those of ``_Enumerator.batch`` (same maps and hash), laid out as dense (F', w, pairs) grids
+    without a per-product gather; padded F-slots are never valid."""
+    size_i = context.stationary.vec_size[pairs.i]
+    order = np.argsort(size_i, kind="stable")
+    size_i = size_i[order]
+    row_width, per_channel, window_term = _entry_layout(context, context.cells.slot[pairs.cell[order]])
+    streamed_table, f_at = _operand_table(context.streamed_vectors, pairs.f[order],
+                                          lambda ids, w: _streamed_slots(context, ids, w), row_width)
+    stationary_table, i_at = _operand_table(context.stationary, pairs.i[order],
+                                            lambda ids, w: _stationary_slots(context, ids, w), row_width)
+    bounds = np.searchsorted(size_i, np.arange(1, int(size_i.max(initial=0)) + 2))
+    for width in range(1, len(bounds)):
+        for lo in range(int(bounds[width - 1]), int(bounds[width]), _GRID_PAIRS):
+            hi = min(lo + _GRID_PAIRS, int(bounds[width]))
+            valid, bank = _width_grid(context, streamed_table.take(f_at[lo:hi], len(streamed_table.row)),
+                                      stationary_table.take(i_at[lo:hi], width),
+                                      None if window_term is None else window_term[lo:hi], row_width, per_channel)
+            yield order[lo:hi], _SlotGrid(valid, bank)
+
+
+def _pair_extra(context: MappingContext, pairs: PairBatch) -> np.ndarray:
+    """Per pair: max(1, largest bank load of its valid products) − 1, int64 (``max_load_extra`` of the
+    pairs' enumerated products, counted on their product grids)."""
+    extra = np.zeros(len(pairs.f), np.int64)
+    for at, grid in _product_grids(context, pairs):
+        slots, width, n = grid.bank.shape
+        extra[at] = column_max_load_extra(grid.bank.reshape(slots * width, n), grid.valid.reshape(slots * width, n),
+                                          context.banks.banks)
+    return extra
+
+
+def _pair_loads(context: MappingContext, pairs: PairBatch) -> np.ndarray:
+    """Valid products per (pair, bank), (pairs, banks) int32 (``bank_loads`` of the pairs' products)."""
+    banks, n = context.banks.banks, len(pairs.f)
+    keys = []
+    for at, grid in _product_grids(context, pairs):  # key 1 + pair · banks + bank of a valid product, else 0
+        key = grid.bank.astype(np.int64) + (at * banks + 1)
+        key *= grid.valid
+        keys.append(key.ravel())
+    counts = np.bincount(np.concatenate(keys), minlength=n * banks + 1) if keys else np.zeros(n * banks + 1)
+    return counts[1:].reshape(n, banks).astype(np.int32)
+
+
 def run_exact(context: MappingContext, policy: Policy) -> ExactResult:
     """Enumerate the products of the issued pairs (all candidate pairs for ``oracle``, which then packs
     each slot's valid products into groups of F·I)."""
@@ -234,13 +432,12 @@ def sampled_conflicts(context: MappingContext, policy: Policy, budget: int = _CO
     # A pair the screen proves holds no valid product writes no bank, so it conflicts nowhere: only the others
     # are enumerated (most of SCNN's wgrad sample), and the rest count as sampled pairs with no conflict.
     enumerated = np.flatnonzero(reachable)
-    products = _Enumerator(context, scatter=False).batch(
-        PairBatch(pairs.cell[enumerated], pairs.f[enumerated], pairs.i[enumerated]), 0)
+    enumerated_pairs = PairBatch(pairs.cell[enumerated], pairs.f[enumerated], pairs.i[enumerated])
     slot = cells.slot[pairs.cell]
     drain = np.zeros(n_slots, np.int64)
     if depth:  # every (run, slot) its own sequence; a slot's last backlog drains only when every pair is taken
         loads = np.zeros((len(pairs.f), banks), np.int32)
-        loads[enumerated] = bank_loads(products.pair, products.bank, banks, len(enumerated))
+        loads[enumerated] = _pair_loads(context, enumerated_pairs)
         sequence_key, sequence = np.unique(run * n_slots + slot, return_inverse=True)
         queues = BankQueues(len(sequence_key), banks, depth)
         queues.feed(sequence.ravel(), loads)
@@ -249,7 +446,7 @@ def sampled_conflicts(context: MappingContext, policy: Policy, budget: int = _CO
             drain[sequence_key] = queues.drain()
     else:
         extra = np.zeros(len(pairs.f), np.int64)
-        extra[enumerated] = max_load_extra(products.pair, products.bank, banks, len(enumerated))
+        extra[enumerated] = _pair_extra(context, enumerated_pairs)
         extra_sum = np.bincount(slot, weights=extra, minlength=n_slots).astype(np.float64)
     if sample_step == 1 or issued_pairs is None:
         return ConflictEstimate(np.rint(extra_sum * sample_step).astype(np.int64) + drain, sample_step)
