@@ -62,7 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="library generation whose kernel menu the GPUs run (default cudnn8)")
     parser.add_argument("--gpu-correction", default=DEFAULT_CORRECTION, choices=CORRECTIONS,
                         help="none = the physical GPU model (default) | learned = its fitted correction "
-                             "(docs/gpu_learned.md)")
+                             "(experimental: no better than the physical model on a GPU held out of its fit; "
+                             "docs/gpu_learned.md)")
     parser.add_argument("--baseline", default=None,
                         help="design the ratios are over (default: scnn if present, else the first design)")
     parser.add_argument("--out", type=Path, default=None, help="comparison file: .json (antsim.compare/1) or .csv")

@@ -64,7 +64,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu-correction", default=DEFAULT_CORRECTION, choices=CORRECTIONS,
                         help="none = the physical model (default) | learned = times the fitted correction "
                              "exp(w . features) of antsim/gpu/learned_table.py (docs/gpu_learned.md); refused when "
-                             "the table was fitted on another version of the physical model")
+                             "the table was fitted on another version of the physical model. Experimental: it "
+                             "lowers the error on the GPUs it was fitted on, not on a GPU held out")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
 
 
