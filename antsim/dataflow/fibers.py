@@ -494,8 +494,18 @@ def _row_starts(base: _BaseFibers, n_u: int) -> np.ndarray:
     return table
 
 
-def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, streamed_tensor: np.ndarray,
-                     options: MappingOptions, width: int, stationary: Vectors | None = None) -> StreamedOperand:
+@dataclass(frozen=True)
+class StreamedInput:
+    """What ``streamed_vectors`` cuts into F-vectors: the canonical streamed tensor (Nt, Ct, Ko, U, V), the vector
+    width F, and the stationary vectors the streamed ones will pair with (None: every fiber is built)."""
+
+    tensor: np.ndarray
+    width: int
+    stationary: Vectors | None = None
+
+
+def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, streamed: StreamedInput,
+                     options: MappingOptions) -> StreamedOperand:
     """F-vectors of the canonical streamed operand (Nt, Ct, Ko, U, V) under ``options`` (``dense``: every
     element a non-zero; ``fetch_filter``; ``channel_inner``: fibers ordered (u, v, ko)).
 
@@ -508,6 +518,7 @@ def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClass
     held its own sorted copy (``tests/dataflow/test_fibers.py`` compares them with that representation); the
     per-(block, set) deliveries, which count every fiber, are closed forms over the position counts.
     """
+    streamed_tensor, width, stationary = streamed.tensor, streamed.width, streamed.stationary
     Nt, Ct = streamed_tensor.shape[:2]
     n_blocks, n_classes = Nt * Ct * tiling.n_groups, classes.n_streamed
     base = _base_fibers(tiling, classes, streamed_tensor, options)

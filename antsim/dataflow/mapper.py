@@ -40,6 +40,7 @@ from antsim.dataflow.context import MappingContext
 from antsim.dataflow.drift import lockstep_pairs
 from antsim.dataflow.exact import ConflictEstimate, run_exact, sampled_conflicts, sampled_oracle_conflicts
 from antsim.dataflow.fibers import (
+    StreamedInput,
     StreamedOperand,
     Vectors,
     dense_streamed_fibers,
@@ -262,8 +263,8 @@ def _context(arch: ArchSpec, options: MappingOptions, inputs: _MappingInputs) ->
     if options.dense and options.fidelity == "fast":  # every element counts: the fibers' sizes are closed forms
         streamed = dense_streamed_fibers(problem, tiling, classes, pe.F, options.fetch_filter)
     else:
-        streamed = streamed_vectors(problem, tiling, classes, inputs.streamed_tensor, options, pe.F,
-                                    inputs.stationary_vectors)  # only the fibers the cells pair with
+        wanted = StreamedInput(inputs.streamed_tensor, pe.F, inputs.stationary_vectors)  # only fibers cells pair with
+        streamed = streamed_vectors(problem, tiling, classes, wanted, options)
     cells = make_cells(problem, tiling, classes, inputs.stationary_vectors, streamed)
     acc = arch.accumulators
     banks = BankMap(acc.banks, acc.bank_hash, pe.F, acc.queue_depth)

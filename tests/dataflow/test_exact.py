@@ -58,7 +58,7 @@ def test_fast_conflict_estimates_stay_close_to_exact() -> None:
 
 def _context(arch, layer, phase, t, fetch_filter: bool = False):
     from antsim.dataflow.context import MappingContext
-    from antsim.dataflow.fibers import stationary_vectors, streamed_vectors
+    from antsim.dataflow.fibers import StreamedInput, stationary_vectors, streamed_vectors
     from antsim.dataflow.options import MappingOptions
     from antsim.dataflow.pairing import make_cells
     from antsim.dataflow.tiling import make_tiling, stride_classes
@@ -68,8 +68,8 @@ def _context(arch, layer, phase, t, fetch_filter: bool = False):
     tiling = make_tiling(problem, arch.pe_array.rows, arch.pe_array.cols, arch.mapping.output_channel_group)
     classes = stride_classes(problem, False)
     stat = stationary_vectors(problem, tiling, classes, problem.stationary(t), False, arch.pe_array.I)
-    streamed = streamed_vectors(problem, tiling, classes, problem.streamed(t),
-                                MappingOptions(fetch_filter=fetch_filter), arch.pe_array.F)
+    streamed = streamed_vectors(problem, tiling, classes, StreamedInput(problem.streamed(t), arch.pe_array.F),
+                                MappingOptions(fetch_filter=fetch_filter))
     cells = make_cells(problem, tiling, classes, stat, streamed)
     return MappingContext(problem, tiling, classes, stat, streamed, cells, _banks(arch), arch.pe_array.F,
                           arch.pe_array.I)

@@ -19,7 +19,7 @@ from antsim.dataflow import exact as exact_mod
 from antsim.dataflow.anticipation import screen
 from antsim.dataflow.banks import BankMap, BankQueues, bank_loads, column_max_load_extra, max_load_extra
 from antsim.dataflow.context import MappingContext
-from antsim.dataflow.fibers import stationary_vectors, streamed_vectors
+from antsim.dataflow.fibers import StreamedInput, stationary_vectors, streamed_vectors
 from antsim.dataflow.options import MappingOptions
 from antsim.dataflow.pairing import Cells, PairBatch, make_cells
 from antsim.dataflow.tiling import make_tiling, output_window, stride_classes
@@ -127,7 +127,7 @@ def _context(layer: Layer, phase: str, density: float, seed: int, rows: int, col
     classes = stride_classes(problem, stride_phases)
     stationary = stationary_vectors(problem, tiling, classes, problem.stationary(t), False, I)
     options = MappingOptions(fetch_filter=fetch_filter)
-    streamed = streamed_vectors(problem, tiling, classes, problem.streamed(t), options, F)
+    streamed = streamed_vectors(problem, tiling, classes, StreamedInput(problem.streamed(t), F), options)
     cells = make_cells(problem, tiling, classes, stationary, streamed)
     return MappingContext(problem, tiling, classes, stationary, streamed, cells, bank_map, F, I)
 

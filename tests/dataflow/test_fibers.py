@@ -16,6 +16,7 @@ import pytest
 
 from antsim.dataflow.fibers import (
     Elements,
+    StreamedInput,
     StreamedOperand,
     Vectors,
     _reach_patterns,
@@ -93,7 +94,7 @@ def test_every_pe_receives_the_vectors_of_the_replicated_representation(seed, ph
     classes = stride_classes(problem, stride_phases)
     tensor = problem.streamed(random_tensors(layer, density, seed))
     for options in OPTIONS:
-        shared = streamed_vectors(problem, tiling, classes, tensor, options, width)
+        shared = streamed_vectors(problem, tiling, classes, StreamedInput(tensor, width), options)
         reference = reference_streamed_vectors(problem, tiling, classes, tensor, options, width)
         _assert_same_operand(shared, reference)
         _assert_each_pe_sees_the_same_vectors(shared, reference, tiling.n_pes)
@@ -120,7 +121,7 @@ def test_the_fibers_built_for_the_stationary_vectors_are_those_the_cells_pair_wi
     stationary = stationary_vectors(problem, tiling, classes, problem.stationary(tensors), False, 4)
     tensor = problem.streamed(tensors)
     for options in OPTIONS:
-        kept = streamed_vectors(problem, tiling, classes, tensor, options, width, stationary)
+        kept = streamed_vectors(problem, tiling, classes, StreamedInput(tensor, width, stationary), options)
         reference = reference_streamed_vectors(problem, tiling, classes, tensor, options, width)
         np.testing.assert_array_equal(kept.delivered_nnz, reference.delivered_nnz)
         np.testing.assert_array_equal(kept.unfiltered_nnz, reference.unfiltered_nnz)
@@ -146,8 +147,8 @@ def test_only_the_fibers_of_paired_channels_and_sets_are_built():
     tensors = random_tensors(layer, 0.1, 3)
     stationary = stationary_vectors(problem, tiling, classes, problem.stationary(tensors), False, 4)
     options = MappingOptions(fetch_filter=True)
-    everything = streamed_vectors(problem, tiling, classes, problem.streamed(tensors), options, 4)
-    kept = streamed_vectors(problem, tiling, classes, problem.streamed(tensors), options, 4, stationary)
+    everything = streamed_vectors(problem, tiling, classes, StreamedInput(problem.streamed(tensors), 4), options)
+    kept = streamed_vectors(problem, tiling, classes, StreamedInput(problem.streamed(tensors), 4, stationary), options)
     assert everything.layout.n_sets == 9
     assert len(kept.vectors.fiber_keys) < len(everything.vectors.fiber_keys) / 3
     np.testing.assert_array_equal(kept.delivered_nnz, everything.delivered_nnz)
@@ -165,7 +166,7 @@ def test_a_row_pattern_with_a_hole(stride_phases):
     classes = stride_classes(problem, stride_phases)
     tensor = problem.streamed(random_tensors(layer, 0.6, 4))
     for options in OPTIONS:
-        shared = streamed_vectors(problem, tiling, classes, tensor, options, 3)
+        shared = streamed_vectors(problem, tiling, classes, StreamedInput(tensor, 3), options)
         reference = reference_streamed_vectors(problem, tiling, classes, tensor, options, 3)
         _assert_same_operand(shared, reference)
         _assert_each_pe_sees_the_same_vectors(shared, reference, tiling.n_pes)
@@ -181,7 +182,7 @@ def test_pairing_cells_reach_the_same_vector_contents(seed):
         tensors = random_tensors(layer, density, seed)
         stationary = stationary_vectors(problem, tiling, classes, problem.stationary(tensors), False, 4)
         options = MappingOptions(fetch_filter=True)
-        shared = streamed_vectors(problem, tiling, classes, problem.streamed(tensors), options, width)
+        shared = streamed_vectors(problem, tiling, classes, StreamedInput(problem.streamed(tensors), width), options)
         reference = reference_streamed_vectors(problem, tiling, classes, problem.streamed(tensors), options, width)
         cells, ref_cells = (make_cells(problem, tiling, classes, stationary, s) for s in (shared, reference))
         for name in ("slot", "i0", "n_i", "n_f", "nnz_s", "nnz_t", "nnz_t_all", "stream_key"):
@@ -209,14 +210,14 @@ def test_a_fiber_every_set_keeps_whole_is_stored_once():
     streamed = problem.streamed(random_tensors(layer, 0.5, 1))
     centre = np.zeros_like(streamed)
     centre[..., 1, 1] = streamed[..., 1, 1]
-    shared = streamed_vectors(problem, tiling, classes, centre, options, 4)
+    shared = streamed_vectors(problem, tiling, classes, StreamedInput(centre, 4), options)
     reference = reference_streamed_vectors(problem, tiling, classes, centre, options, 4)
     assert reference.layout.n_sets == 9
     assert len(shared.vectors.value) == np.count_nonzero(centre)
     assert len(reference.vectors.value) == 9 * np.count_nonzero(centre)
     _assert_each_pe_sees_the_same_vectors(shared, reference, tiling.n_pes)
     full = np.ones_like(streamed)
-    shared = streamed_vectors(problem, tiling, classes, full, options, 4)
+    shared = streamed_vectors(problem, tiling, classes, StreamedInput(full, 4), options)
     reference = reference_streamed_vectors(problem, tiling, classes, full, options, 4)
     assert len(reference.vectors.value) == full.size * 49 // 9
     assert len(shared.vectors.value) == full.size * 49 // 9

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from antsim.dataflow.fibers import dense_streamed_fibers, streamed_vectors
+from antsim.dataflow.fibers import StreamedInput, dense_streamed_fibers, streamed_vectors
 from antsim.dataflow.footprint import dense_footprint, fast_footprint
 from antsim.dataflow.options import MappingOptions
 from antsim.dataflow.tiling import make_tiling, stride_classes
@@ -31,7 +31,7 @@ def test_fiber_sizes_match_the_element_level_vectors(layer, phase, fetch_filter,
     classes = stride_classes(problem, stride_phases)
     tensors = make_tensors(layer, 0.3, 0.3, 0.3, seed=0)  # values are ignored by a dense design
     options = MappingOptions(dense=True, fetch_filter=fetch_filter)
-    reference = streamed_vectors(problem, tiling, classes, problem.streamed(tensors), options, width)
+    reference = streamed_vectors(problem, tiling, classes, StreamedInput(problem.streamed(tensors), width), options)
     closed = dense_streamed_fibers(problem, tiling, classes, width, fetch_filter)
     # fiber_vec0 is where a fiber's vectors sit: the element-level operand shares them between fetch sets
     # (tests/dataflow/test_fibers.py checks their contents); the closed form lays them end to end.

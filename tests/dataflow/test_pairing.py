@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from antsim.dataflow import pairing
-from antsim.dataflow.fibers import stationary_vectors, streamed_vectors
+from antsim.dataflow.fibers import StreamedInput, stationary_vectors, streamed_vectors
 from antsim.dataflow.options import MappingOptions
 from antsim.dataflow.pairing import Cells, _walk_order, cell_dtypes, make_cells
 from antsim.dataflow.tiling import StrideClasses, make_tiling, stride_classes
@@ -57,8 +57,8 @@ def test_cells_equal_the_sorted_construction(layer, phase, stride_phases, monkey
     classes = stride_classes(problem, stride_phases)
     tensors = random_tensors(layer, 0.4, 7)
     stationary = stationary_vectors(problem, tiling, classes, problem.stationary(tensors), False, 4)
-    streamed = streamed_vectors(problem, tiling, classes, problem.streamed(tensors), MappingOptions(fetch_filter=True),
-                                4)
+    streamed = streamed_vectors(problem, tiling, classes, StreamedInput(problem.streamed(tensors), 4),
+                                MappingOptions(fetch_filter=True))
     cells = make_cells(problem, tiling, classes, stationary, streamed)
     monkeypatch.setattr("antsim.dataflow.pairing._walk_order", _reference_walk_counts)
     monkeypatch.setattr("antsim.dataflow.pairing._KEY_TABLE_PER_FIBER", -(1 << 20))  # binary search of keys
@@ -107,8 +107,8 @@ def _phase_operands(layer, phase, density, seed, rows=3, cols=2, kc=2):
     classes = stride_classes(problem, True)
     tensors = random_tensors(layer, density, seed)
     stationary = stationary_vectors(problem, tiling, classes, problem.stationary(tensors), False, 4)
-    streamed = streamed_vectors(problem, tiling, classes, problem.streamed(tensors), MappingOptions(fetch_filter=True),
-                                4)
+    streamed = streamed_vectors(problem, tiling, classes, StreamedInput(problem.streamed(tensors), 4),
+                                MappingOptions(fetch_filter=True))
     return problem, tiling, classes, stationary, streamed
 
 
