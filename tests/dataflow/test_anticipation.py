@@ -116,11 +116,7 @@ def test_ant_counts_equal_the_per_pair_reach_screen(case, phase, tabulated, monk
         table = anticipation._ScreenTable.of(context.problem, context.stationary, context.streamed_vectors)
         assert table is None or tabulated  # tabulated: wgrad on the 13×11 plane is too large a table even so
         got = anticipation.count_pairs(context, "ant")
-        pairs, products, reads, per_cell = _reference_ant_counts(context)
-        np.testing.assert_array_equal(got.issued_pairs, pairs)
-        np.testing.assert_array_equal(got.issued_products, products)
-        np.testing.assert_array_equal(got.stationary_reads, reads)
-        np.testing.assert_array_equal(got.cell_issued_pairs, per_cell)
+        pairs = _assert_counts_equal_reference(got, context)
         assert 0 < pairs.sum() <= got.candidate_pairs.sum()
         if phase == "wgrad" and layer.R > 1:  # most wgrad pairs are RCPs: the screen skips some
             assert pairs.sum() < got.candidate_pairs.sum()
@@ -143,6 +139,16 @@ def test_candidate_batches_hold_every_pair_once(monkeypatch):
 
     np.testing.assert_array_equal(keyed(_candidate_batches(context.cells, max_pairs=5)),
                                   keyed(iter_pairs(context.cells)))
+
+
+def _assert_counts_equal_reference(got, context) -> np.ndarray:
+    """``count_pairs``' counts equal the per-pair ``screen`` over every pair; returns the issued pairs."""
+    pairs, products, reads, per_cell = _reference_ant_counts(context)
+    np.testing.assert_array_equal(got.issued_pairs, pairs)
+    np.testing.assert_array_equal(got.issued_products, products)
+    np.testing.assert_array_equal(got.stationary_reads, reads)
+    np.testing.assert_array_equal(got.cell_issued_pairs, per_cell)
+    return pairs
 
 
 def _random_layer(seed: int) -> tuple[Layer, float, int, int, int]:
@@ -170,11 +176,7 @@ def test_ant_counts_on_random_layers_equal_the_per_pair_reach_screen(seed, monke
     for phase in ("fprop", "dgrad", "wgrad"):
         for context in _contexts(layer, density, rows, cols, kc, phase, monkeypatch, pe_array=pe_array):
             got = anticipation.count_pairs(context, "ant")
-            pairs, products, reads, per_cell = _reference_ant_counts(context)
-            np.testing.assert_array_equal(got.issued_pairs, pairs)
-            np.testing.assert_array_equal(got.issued_products, products)
-            np.testing.assert_array_equal(got.stationary_reads, reads)
-            np.testing.assert_array_equal(got.cell_issued_pairs, per_cell)
+            _assert_counts_equal_reference(got, context)
             for name in ("issued_pairs", "issued_products", "stationary_reads", "cell_issued_pairs"):
                 assert getattr(got, name).dtype == np.int64, name
 
