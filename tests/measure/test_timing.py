@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -82,14 +84,54 @@ def test_three_phases_timed_separately_and_csv_round_trips(tmp_path: Path) -> No
     assert speedups == pytest.approx([1e-3 / t for t in times])
 
 
+class _ScriptedClock:
+    """A stand-in for ``time.perf_counter``: each wrapped call advances it by the next scripted duration."""
+
+    def __init__(self, durations: list[float]) -> None:
+        self.now, self.durations, self.calls = 0.0, list(durations), 0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+    def wrap(self, call: Callable[[], Any]) -> Callable[[], Any]:
+        def timed() -> Any:
+            self.now += self.durations[self.calls % len(self.durations)]
+            self.calls += 1
+            return call()
+        return timed
+
+
 @pytest.mark.torch
-def test_repeated_measurement_agrees_within_reported_spread(tmp_path: Path) -> None:
+def test_time_call_drops_warmup_and_times_each_call(monkeypatch: pytest.MonkeyPatch) -> None:
     pytest.importorskip("torch")
-    # The tiny layer's calls take ~0.2 ms: 101 timed calls after 10 warm-up ones give a median a short
-    # burst of machine noise cannot move (21 after 2 once moved it 1.6x in CI).
-    first = _measure(tmp_path, "a", repeats=101, warmup=10)
-    second = _measure(tmp_path, "b", repeats=101, warmup=10)
-    for one, two in zip(first, second, strict=True):
-        lo1, med1, hi1 = (float(one[k]) for k in ("time_min_s", "time_s", "time_max_s"))
-        lo2, med2, hi2 = (float(two[k]) for k in ("time_min_s", "time_s", "time_max_s"))
-        assert lo1 <= med2 <= hi1 or lo2 <= med1 <= hi2, (one["phase"], (lo1, med1, hi1), (lo2, med2, hi2))
+    import antsim.measure.timing as timing
+
+    clock = _ScriptedClock([9.0, 8.0, 0.5, 0.25, 2.0])
+    monkeypatch.setattr(timing, "time", clock)
+    times = timing.time_call(clock.wrap(lambda: None), "cpu", repeats=3, warmup=2)
+    assert clock.calls == 5  # the 2 warm-up calls ran, untimed
+    assert times == [0.5, 0.25, 2.0]
+
+
+@pytest.mark.torch
+def test_reported_median_and_spread_are_those_of_the_timed_calls(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # Whether two runs on a shared machine agree is a benchmark's question (a timed test of it failed CI
+    # when the machine slowed 1.8x between runs); what the tool owes is reporting exactly what it timed.
+    pytest.importorskip("torch")
+    import antsim.measure.timing as timing
+
+    durations = [1e-3, 4e-3, 2e-3, 8e-3, 3e-3]  # warm-up 1 ms, then 4, 2, 8, 3 ms
+    real_phase_call = timing.phase_call
+    runs = []
+    for name in ("a", "b"):
+        clock = _ScriptedClock(durations)
+        monkeypatch.setattr(timing, "time", clock)
+        monkeypatch.setattr(timing, "phase_call", lambda *args, c=clock: c.wrap(real_phase_call(*args)))
+        runs.append(_measure(tmp_path, name, repeats=4, warmup=1))
+    for row in runs[0]:
+        assert float(row["time_s"]) == pytest.approx(3.5e-3)  # median of 4, 2, 8, 3 ms
+        assert float(row["time_min_s"]) == pytest.approx(2e-3) and float(row["time_max_s"]) == pytest.approx(8e-3)
+        assert row["repeats"] == "4" and row["warmup"] == "1"
+        assert float(row["gflop_s"]) == pytest.approx(2 * TINY.macs / 3.5e-3 * 1e-9, rel=1e-6)  # TINY.N is 2
+    assert runs[0] == runs[1]  # same timings, same rows
