@@ -21,7 +21,7 @@ import numpy as np
 
 from antsim.dataflow.context import MappingContext
 from antsim.dataflow.fibers import Vectors
-from antsim.dataflow.pairing import PAIR_BATCH, Cells, PairBatch, expand_cells
+from antsim.dataflow.pairing import PAIR_BATCH, Cells, PairBatch
 from antsim.phases import PhaseProblem
 from antsim.vocabulary import POLICIES as POLICIES  # re-exported: the policies this module implements
 from antsim.vocabulary import Policy
@@ -62,37 +62,47 @@ def count_pairs(context: MappingContext, policy: Policy) -> PairCounts:
     if policy != "ant":
         return PairCounts(candidate, candidate, _bincount(cells.slot, nnz_s * cells.nnz_t, n_slots),
                           _bincount(cells.slot, nnz_s * cells.n_f, n_slots), cells.n_pairs.astype(np.int64))
-    stationary, streamed = context.stationary, context.streamed_vectors
-    n_cells = len(cells.slot)
     single = cells.n_i == 1
     # The table pays for itself on single-I cells (fprop, dgrad); wgrad's multi-I pairs meet large tables
     # (up to 2^22 entries at 8×8 dY planes) at random, slower than screening them in place.
-    table = _ScreenTable.of(context.problem, stationary, streamed) if single.any() else None
-    whole = np.zeros(n_cells, bool) if table is None else table.issued_whole(cells)
-    # Per cell: issued pairs; single-I cells the streamed non-zeros of their issued pairs (each pair reads the one
-    # I-vector of nnz_s elements), the others their issued products and stationary reads. A whole cell issues
-    # its n_f pairs, nnz_t streamed non-zeros. Sums: the order pairs are counted in does not matter.
+    table = _ScreenTable.of(context.problem, context.stationary, context.streamed_vectors) if single.any() else None
+    verdict = _Verdict(context, table)
+    whole = np.zeros(len(single), bool) if table is None else table.issued_whole(cells)
+    # Per cell: issued pairs, and the products and stationary reads they cost. A single-I cell's pairs read its one
+    # I-vector of nnz_s elements; a whole cell issues its n_f pairs, nnz_t streamed non-zeros. The order pairs are
+    # counted in does not matter: the counts are sums.
     per_cell = np.where(whole, cells.n_f, 0).astype(np.int64)
     streamed_sum = np.where(whole, cells.nnz_t, 0).astype(np.int64)
     rest = np.flatnonzero(single & ~whole & (cells.n_f > 0))
-    for part in _chunks(cells.n_f[rest], PAIR_BATCH):
-        ids = rest[part]
-        per_cell[ids], streamed_sum[ids] = _single_sums(context, table, ids)
+    per_cell[rest], streamed_sum[rest] = verdict.run_sums(cells.i0[rest], cells.f0[rest], cells.n_f[rest])
     products, reads = nnz_s * streamed_sum, nnz_s * per_cell
-    if not single.all():
-        multi_products, multi_reads = np.zeros(n_cells), np.zeros(n_cells)
-        for batch in _candidate_batches(cells, ~single):
-            issued = _issued(context.problem, stationary, streamed, batch) if table is None else table.issued(batch)
-            cell = batch.cell[issued]
-            size_i = stationary.vec_size[batch.i[issued]]
-            per_cell += np.bincount(cell, minlength=n_cells)
-            multi_products += np.bincount(cell, weights=size_i * streamed.vec_size[batch.f[issued]],
-                                          minlength=n_cells)
-            multi_reads += np.bincount(cell, weights=size_i, minlength=n_cells)
-        products = np.where(single, products, np.rint(multi_products))
-        reads = np.where(single, nnz_s * per_cell, np.rint(multi_reads))
+    multi = np.flatnonzero(~single & (cells.n_f > 0))
+    if len(multi):
+        per_cell[multi], products[multi], reads[multi] = _multi_sums(context, verdict, multi)
     return PairCounts(candidate, _bincount(cells.slot, per_cell, n_slots), _bincount(cells.slot, products, n_slots),
                       _bincount(cells.slot, reads, n_slots), per_cell)
+
+
+def _multi_sums(context: MappingContext, verdict: _Verdict, multi: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Issued pairs, products and stationary reads of the multi-I cells ``multi``: each cell is ``n_i`` runs (one
+    I-vector with the cell's F-vectors), screened run by run; a run's products are its I-vector's size times the
+    streamed non-zeros of its issued pairs, its reads that size per issued pair."""
+    cells, sizes = context.cells, context.stationary.vec_size
+    pairs, products, reads = (np.zeros(len(multi), np.int64) for _ in range(3))
+    for part in _chunks(cells.n_i[multi], PAIR_BATCH):
+        ids = multi[part]
+        n_i = cells.n_i[ids].astype(np.int64)
+        ends = np.cumsum(n_i)
+        run_cell = np.repeat(np.arange(len(ids)), n_i)  # index into ids
+        i = np.arange(int(ends[-1]), dtype=np.int64)
+        i += np.repeat(cells.i0[ids] - (ends - n_i), n_i)
+        issued, streamed = verdict.run_sums(i, cells.f0[ids][run_cell], cells.n_f[ids][run_cell])
+        size_i = sizes[i].astype(np.int64)
+        pairs[part] = _run_sums(issued, ends)
+        products[part] = _run_sums(size_i * streamed, ends)
+        reads[part] = _run_sums(size_i * issued, ends)
+    return pairs, products, reads
 
 
 def _dense_unique(codes: np.ndarray, n_codes: int) -> tuple[np.ndarray, np.ndarray]:
@@ -112,23 +122,62 @@ def _chunks(counts: np.ndarray, max_pairs: int) -> Iterator[slice]:
         start = stop
 
 
-def _single_sums(context: MappingContext, table: _ScreenTable | None, ids: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray]:
-    """Issued pairs and the streamed non-zeros they hold, per cell of ``ids`` (one I-vector, ≥ 1 F-vector each):
-    a cell's pairs are the run of its F-vectors, so per-cell sums are differences of running sums."""
-    cells, streamed = context.cells, context.streamed_vectors
-    n = cells.n_f[ids].astype(np.int64)
-    ends = np.cumsum(n)
-    f = np.arange(int(ends[-1]) if len(ends) else 0, dtype=np.int64)
-    f += np.repeat(cells.f0[ids] - (ends - n), n)
-    if table is None:
-        pairs = PairBatch(np.repeat(ids, n), f, np.repeat(cells.i0[ids].astype(np.int64), n))
-        issued = _issued(context.problem, context.stationary, streamed, pairs)
-    else:
-        flat = np.repeat(table.row[cells.i0[ids]] * table.issued_table.shape[1], n)
-        flat += table.code[f]
-        issued = table.issued_table.ravel()[flat]
-    return _run_sums(issued, ends), _run_sums(np.where(issued, streamed.vec_size[f], 0), ends)
+class _Verdict:
+    """The screen's verdict on (I-vector, F-vector) pairs: looked up in the table when there is one, else computed
+    in place (``_issued``)."""
+
+    def __init__(self, context: MappingContext, table: _ScreenTable | None) -> None:
+        self.context, self.table = context, table
+
+    def run_sums(self, i: np.ndarray, f0: np.ndarray, n_f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Issued pairs and the streamed non-zeros they hold, per run (I-vector ``i`` with the ``n_f`` ≥ 1 F-vectors
+        from ``f0``), int64. Column by column: the k-th F-vector of every run longer than k at once — runs are short
+        (one or two F-vectors on ResNet-18), so each pair is gathered once, with no per-pair index arithmetic; the
+        F-vectors past ``_COLUMN_PASSES`` of longer runs are expanded pair by pair (a bound on the passes)."""
+        sizes = self.context.streamed_vectors.vec_size
+        f = f0.astype(np.int64)
+        row = self._rows(i)
+        ok = self.issued(row, f)  # the first column: every run
+        issued, streamed = ok.astype(np.int64), np.where(ok, sizes[f], 0).astype(np.int64)
+        active = np.flatnonzero(n_f > 1)
+        f, row = f[active] + 1, row[active]
+        for k in range(2, _COLUMN_PASSES + 1):
+            if not len(active):
+                return issued, streamed
+            ok = self.issued(row, f)
+            issued[active] += ok
+            streamed[active] += np.where(ok, sizes[f], 0)
+            longer = n_f[active] > k
+            active, f, row = active[longer], f[longer] + 1, row[longer]
+        tail = n_f[active].astype(np.int64) - _COLUMN_PASSES
+        for part in _chunks(tail, PAIR_BATCH):
+            ends = np.cumsum(tail[part])
+            pair_f = np.arange(int(ends[-1]), dtype=np.int64)
+            pair_f += np.repeat(f[part] - (ends - tail[part]), tail[part])
+            ok = self.issued(np.repeat(row[part], tail[part]), pair_f)
+            issued[active[part]] += _run_sums(ok, ends)
+            streamed[active[part]] += _run_sums(np.where(ok, sizes[pair_f], 0), ends)
+        return issued, streamed
+
+    def _rows(self, i: np.ndarray) -> np.ndarray:
+        """Each I-vector's offset into the flat table (its row times the row length), or the I-vector without one."""
+        if self.table is None:
+            return i.astype(np.int64)
+        return self.table.row[i] * self.table.issued_table.shape[1]
+
+    def issued(self, row: np.ndarray, f: np.ndarray) -> np.ndarray:
+        """The verdict on the pairs (``_rows`` of the I-vector, F-vector ``f``)."""
+        if self.table is None:
+            context = self.context
+            return _issued(context.problem, context.stationary, context.streamed_vectors, row, f)
+        flat = row + self.table.code[f]
+        return self.table.issued_table.ravel()[flat]
+
+
+# F-vectors of a run screened column by column (``_Verdict.run_sums``) before the rest of longer runs are expanded pair
+# by pair: it bounds the Python-level passes when a few runs are long (wgrad's dY fibers at high density). Speed only.
+# [choice] ResNet-18 CIFAR's single-I runs hold ≤ 5 F-vectors, its wgrad runs ≤ 12.
+_COLUMN_PASSES = 16
 
 
 def _run_sums(values: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -200,15 +249,15 @@ class _ScreenTable:
         return whole
 
 
-def _issued(problem: PhaseProblem, stationary: Vectors, streamed: Vectors, pairs: PairBatch) -> np.ndarray:
+def _issued(problem: PhaseProblem, stationary: Vectors, streamed: Vectors, i: np.ndarray, f: np.ndarray) -> np.ndarray:
     """``screen`` computed in place on one temporary per bound: ``DimMap.reach``'s numerators ``α·y + β·u + γ``
     (``u_min`` / ``u_max`` as ``reach`` orders them), with no multiply for unit coefficients and no division for
     δ = 1 — the same integers as ``screen``."""
-    ok = np.ones(len(pairs.f), bool)
+    ok = np.ones(len(f), bool)
     for d, dim in enumerate(problem.dims):
         u_lo, u_hi = streamed.box[2 * d], streamed.box[2 * d + 1]
-        lo = dim.numerator_into(stationary.box[2 * d][pairs.i], (u_lo if dim.beta >= 0 else u_hi)[pairs.f])
-        hi = dim.numerator_into(stationary.box[2 * d + 1][pairs.i], (u_hi if dim.beta >= 0 else u_lo)[pairs.f])
+        lo = dim.numerator_into(stationary.box[2 * d][i], (u_lo if dim.beta >= 0 else u_hi)[f])
+        hi = dim.numerator_into(stationary.box[2 * d + 1][i], (u_hi if dim.beta >= 0 else u_lo)[f])
         if dim.delta != 1:  # o_lo = ceil(lo / δ), o_hi = floor(hi / δ)
             np.negative(lo, out=lo)
             np.floor_divide(lo, dim.delta, out=lo)
@@ -218,29 +267,6 @@ def _issued(problem: PhaseProblem, stationary: Vectors, streamed: Vectors, pairs
         np.minimum(hi, dim.extent - 1, out=hi)
         ok &= lo <= hi
     return ok
-
-
-def _candidate_batches(cells: Cells, taken: np.ndarray | None = None, max_pairs: int = PAIR_BATCH
-                       ) -> Iterator[PairBatch]:
-    """Every candidate pair of ``cells`` (of the ``taken`` ones, default all) in batches of ≤ ~``max_pairs``: first
-    the cells with one I-vector (most of them: their pairs are a run of F-vectors, no division), then the others
-    (``expand_cells``)."""
-    single = cells.n_i == 1
-    taken = np.ones(len(single), bool) if taken is None else taken
-    for group in (np.flatnonzero(single & taken), np.flatnonzero(~single & taken)):
-        counts = cells.n_pairs[group]
-        ends = np.cumsum(counts)
-        start = 0
-        while start < len(group):
-            stop = max(start + 1, int(np.searchsorted(ends, (ends[start - 1] if start else 0) + max_pairs, "right")))
-            ids, n = group[start:stop], counts[start:stop]
-            if single[ids[0]]:
-                rank = np.cumsum(n) - n
-                yield PairBatch(np.repeat(ids, n), np.arange(int(n.sum()), dtype=np.int64) +
-                                np.repeat(cells.f0[ids] - rank, n), np.repeat(cells.i0[ids], n))
-            else:
-                yield expand_cells(cells, ids, n)
-            start = stop
 
 
 def oracle_counts(candidate: np.ndarray, valid: np.ndarray, F: int, I: int) -> PairCounts:

@@ -190,22 +190,28 @@ def _cells_of(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, sta
     cells, group, b_class_of = _walk_order(batch.stationary_class, classes, G)
     fibers = slice(batch.first, batch.first + len(batch.image))
 
-    def per_cell(values: np.ndarray) -> np.ndarray:
-        return np.repeat(values, cells)
-
     block_of_fiber = ((batch.image if Nt > 1 else 0) * Ct + (batch.channel if Ct > 1 else 0)) * G
-    stream_key = per_cell(np.broadcast_to(block_of_fiber, batch.image.shape).astype(np.int64))
+    stream_key = np.repeat(np.broadcast_to(block_of_fiber, batch.image.shape).astype(np.int64), cells)
     stream_key += group
     stream_key *= classes.n_streamed
     stream_key += b_class_of  # (block · n_classes + class): also the flat index of ``unfiltered_nnz``
+    nnz_t_all = streamed.unfiltered_nnz.ravel()[stream_key]
+    live = nnz_t_all > 0
+    if live.all():  # each fiber's terms repeated over its cells
+        def per_cell(values: np.ndarray) -> np.ndarray:
+            return np.repeat(values, cells)
+    else:  # gathered for the live cells only (one repeat of the fiber index instead of one per field, then a filter)
+        keep = np.flatnonzero(live)
+        fiber_of_cell = np.repeat(np.arange(len(cells), dtype=np.int64), cells)[keep]
+        stream_key, nnz_t_all, group = stream_key[keep], nnz_t_all[keep], group[keep]
+
+        def per_cell(values: np.ndarray) -> np.ndarray:
+            return values[fiber_of_cell]
     slot = per_cell((batch.image * G) * n_pes + batch.pe).astype(np.int64)
     slot += group * n_pes
-    arrays = {"slot": slot, "stream_key": stream_key, "nnz_t_all": streamed.unfiltered_nnz.ravel()[stream_key],
+    arrays = {"slot": slot, "stream_key": stream_key, "nnz_t_all": nnz_t_all,
               "set": per_cell(streamed.layout.set_of_pe[batch.pe]), "i0": per_cell(stationary.fiber_vec0[fibers]),
               "n_i": per_cell(stationary.fiber_nvec[fibers]), "nnz_s": per_cell(stationary.fiber_nnz[fibers])}
-    live = arrays["nnz_t_all"] > 0
-    if not live.all():
-        arrays = {name: values[live] for name, values in arrays.items()}
     key = arrays["stream_key"] * streamed.layout.n_sets
     key += arrays.pop("set")  # the streamed fiber key: ((block · n_classes + class) · n_sets + fetch set)
     f0, n_f, nnz_t = index.fibers(key)

@@ -122,25 +122,6 @@ def test_ant_counts_equal_the_per_pair_reach_screen(case, phase, tabulated, monk
             assert pairs.sum() < got.candidate_pairs.sum()
 
 
-def test_candidate_batches_hold_every_pair_once(monkeypatch):
-    """Small batches of ``_candidate_batches`` hold the pairs of ``iter_pairs``, each once (as a multiset)."""
-    from dataflow_helpers import MAPPING_CASES
-
-    from antsim.dataflow.anticipation import _candidate_batches
-    from antsim.dataflow.pairing import iter_pairs
-
-    layer, density, rows, cols, kc = MAPPING_CASES[0]
-    context = _contexts(layer, density, rows, cols, kc, "fprop", monkeypatch,
-                        pe_array={"rows": rows, "cols": cols, "F": 2, "I": 2})[0]
-    assert (context.cells.n_i > 1).any() and (context.cells.n_i == 1).any()
-
-    def keyed(batches):
-        return np.sort(np.concatenate([(b.cell * 10**6 + b.f) * 10**6 + b.i for b in batches]))
-
-    np.testing.assert_array_equal(keyed(_candidate_batches(context.cells, max_pairs=5)),
-                                  keyed(iter_pairs(context.cells)))
-
-
 def _assert_counts_equal_reference(got, context) -> np.ndarray:
     """``count_pairs``' counts equal the per-pair ``screen`` over every pair; returns the issued pairs."""
     pairs, products, reads, per_cell = _reference_ant_counts(context)

@@ -163,3 +163,56 @@ def test_count_bound_keeps_pairwise_products_in_int32():
     big = np.array([50_000, 46_340], np.int32)
     cells = Cells(*(big.copy() for _ in Cells.__dataclass_fields__))
     assert cells.n_pairs.dtype == np.int64 and cells.n_pairs.tolist() == [2_500_000_000, 46_340 ** 2]
+
+
+def _brute_force_cells(problem, tiling, classes, stationary, streamed) -> dict[str, list[int]]:
+    """The cells by Python loops over the definition: for each stationary fiber (key ``((n·Cs + c)·n_pes + pe)·
+    n_classes + class``), each group g, each streamed class its class pairs with, the cell of the streamed block
+    ``(n·Ct + c)·G + g`` (n and c only where the streamed operand has them) unless that block's class holds no
+    non-zero before the fetch filter; its streamed fiber is the one keyed ``(block·n_classes + class)·n_sets + set``."""
+    Nt, Ct = problem.streamed_shape[:2]
+    Cs = problem.stationary_shape[1] if problem.channel_matched else 1
+    G, n_pes, layout = tiling.n_groups, tiling.n_pes, streamed.layout
+    vectors = streamed.vectors
+    fiber_of_key = {int(key): j for j, key in enumerate(vectors.fiber_keys)}
+    unfiltered = streamed.unfiltered_nnz.ravel()
+    out: dict[str, list[int]] = {name: [] for name in Cells.__dataclass_fields__}
+    for s, key in enumerate(stationary.fiber_keys.tolist()):
+        rest, a_class = divmod(key, classes.n_stationary)
+        rest, pe = divmod(rest, n_pes)
+        n, c = divmod(rest, Cs)
+        for g in range(G):
+            for a, b in classes.groups:
+                block = ((n if Nt > 1 else 0) * Ct + (c if Ct > 1 else 0)) * G + g
+                stream_key = block * classes.n_streamed + b
+                if a != a_class or unfiltered[stream_key] == 0:
+                    continue
+                j = fiber_of_key.get(stream_key * layout.n_sets + int(layout.set_of_pe[pe]))
+                row = {"slot": (n * G + g) * n_pes + pe, "stream_key": stream_key,
+                       "nnz_t_all": int(unfiltered[stream_key]), "i0": int(stationary.fiber_vec0[s]),
+                       "n_i": int(stationary.fiber_nvec[s]), "nnz_s": int(stationary.fiber_nnz[s]),
+                       "f0": 0 if j is None else int(vectors.fiber_vec0[j]),
+                       "n_f": 0 if j is None else int(vectors.fiber_nvec[j]),
+                       "nnz_t": 0 if j is None else int(vectors.fiber_nnz[j])}
+                for name, value in row.items():
+                    out[name].append(value)
+    return out
+
+
+@pytest.mark.parametrize("layer", LAYERS, ids=lambda layer: layer.name)
+@pytest.mark.parametrize("phase", PHASES)
+@pytest.mark.parametrize("density", [0.05, 0.4, 1.0])
+def test_cells_equal_the_brute_force(layer, phase, density, monkeypatch):
+    """Every field of every cell equals the loops over the definition: sparse operands (many inert cells dropped,
+    the live ones gathered), dense ones (every cell live, repeated per fiber), in batches of 1-5 fibers' cells."""
+    operands = _phase_operands(layer, phase, density, 5)
+    want = _brute_force_cells(*operands)
+    for batch in (1, 5, 1 << 20):
+        monkeypatch.setattr(pairing, "_CELL_BATCH", batch)
+        cells = make_cells(*operands)
+        for name, values in want.items():
+            np.testing.assert_array_equal(getattr(cells, name), np.array(values, np.int64).reshape(-1), err_msg=name)
+    if density == 0.05 and phase == "fprop":
+        problem, tiling, classes, stationary, _ = operands
+        _, _, _, cls = pairing._decode_stationary(problem, tiling, classes, stationary.fiber_keys)
+        assert len(want["slot"]) < int(_walk_order(cls, classes, tiling.n_groups)[0].sum())  # inert cells dropped

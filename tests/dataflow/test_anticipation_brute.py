@@ -1,0 +1,137 @@
+"""ANT pair counts against a brute force written from the RCP definition, pair by pair in Python.
+
+The reference knows nothing of ``DimMap.reach``'s closed form, the screen table, whole cells or column passes: for
+every candidate (I-vector, F-vector) pair of every cell it takes the smallest and largest numerator ``α·y + β·u + γ``
+over every coordinate of the two bounding boxes, and issues the pair when, in every spatial dimension, some integer
+output ``0 ≤ o < extent`` has ``o·δ`` between them (the interval of outputs the boxes can reach meets the valid
+window). Issued pairs, products (``|I-vector| · |F-vector|``) and stationary reads (``|I-vector|``) are summed per
+slot and per cell.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from dataflow_helpers import MAPPING_CASES, small_arch
+
+from antsim.dataflow import anticipation, map_phase
+from antsim.dataflow.context import MappingContext
+from antsim.phases import DimMap
+from antsim.workloads.layers import Layer
+from tests.dataflow.dataflow_helpers import random_tensors
+
+
+def _reaches(dim: DimMap, y_lo: int, y_hi: int, u_lo: int, u_hi: int) -> bool:
+    numerators = [dim.alpha * y + dim.beta * u + dim.gamma
+                  for y in range(y_lo, y_hi + 1) for u in range(u_lo, u_hi + 1)]
+    low, high = min(numerators), max(numerators)
+    return any(low <= o * dim.delta <= high for o in range(dim.extent))
+
+
+def _brute_force_counts(context: MappingContext) -> tuple[np.ndarray, ...]:
+    """(issued pairs, issued products, stationary reads) per slot and issued pairs per cell, by Python loops."""
+    cells, stationary, streamed = context.cells, context.stationary, context.streamed_vectors
+    dims = context.problem.dims
+    verdicts: dict[tuple, bool] = {}  # memo on the two boxes (the verdict depends on nothing else)
+    per_slot = np.zeros((3, context.n_slots), np.int64)
+    per_cell = np.zeros(len(cells.slot), np.int64)
+    for c in range(len(cells.slot)):
+        for i in range(int(cells.i0[c]), int(cells.i0[c] + cells.n_i[c])):
+            for f in range(int(cells.f0[c]), int(cells.f0[c] + cells.n_f[c])):
+                boxes = tuple(int(stationary.box[k, i]) for k in range(4)) + tuple(int(streamed.box[k, f])
+                                                                                   for k in range(4))
+                if boxes not in verdicts:
+                    verdicts[boxes] = all(_reaches(dim, boxes[2 * d], boxes[2 * d + 1], boxes[4 + 2 * d],
+                                                   boxes[5 + 2 * d]) for d, dim in enumerate(dims))
+                if verdicts[boxes]:
+                    size_i = int(stationary.vec_size[i])
+                    per_slot[:, cells.slot[c]] += (1, size_i * int(streamed.vec_size[f]), size_i)
+                    per_cell[c] += 1
+    return per_slot[0], per_slot[1], per_slot[2], per_cell
+
+
+def _ant_contexts(layer: Layer, density: float, rows: int, cols: int, kc: int, phase: str, monkeypatch,
+                  seed: int = 7, **sections) -> list[MappingContext]:
+    from antsim.dataflow import mapper
+
+    seen: list[MappingContext] = []
+    real = mapper.count_pairs
+    monkeypatch.setattr(mapper, "count_pairs", lambda context, policy: seen.append(context) or real(context, policy))
+    arch = small_arch("ant", rows=rows, cols=cols, kc=kc, stride_phases=True, **sections)
+    map_phase(arch, layer, phase, random_tensors(layer, density, seed=seed))
+    return seen
+
+
+def _assert_equal_to_brute_force(context: MappingContext) -> np.ndarray:
+    got = anticipation.count_pairs(context, "ant")
+    pairs, products, reads, per_cell = _brute_force_counts(context)
+    for name, want in (("issued_pairs", pairs), ("issued_products", products), ("stationary_reads", reads),
+                       ("cell_issued_pairs", per_cell)):
+        value = getattr(got, name)
+        assert value.dtype == np.int64, name
+        np.testing.assert_array_equal(value, want, err_msg=name)
+    np.testing.assert_array_equal(got.candidate_pairs,
+                                  np.bincount(context.cells.slot, context.cells.n_pairs, context.n_slots))
+    return pairs
+
+
+def _random_case(seed: int) -> tuple[Layer, float, int, int, int, dict]:
+    """A random small layer (kernel 1/2/3/5, stride 1–3, pad, batch), density, grid, Kc and F × I."""
+    rng = np.random.default_rng(500 + seed)
+    R, S = (int(k) for k in rng.choice([1, 2, 3, 5], 2))
+    H, W = int(rng.integers(R, R + 10)), int(rng.integers(S, S + 10))
+    layer = Layer(f"brute{seed}", N=int(rng.integers(1, 3)), C=int(rng.integers(1, 4)), K=int(rng.integers(1, 7)),
+                  H=H, W=W, R=R, S=S, stride=(int(rng.integers(1, 4)), int(rng.integers(1, 4))),
+                  pad=(int(rng.integers(0, R)), int(rng.integers(0, S))))
+    rows, cols = int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    pe_array = {"rows": rows, "cols": cols, "F": int(rng.choice([1, 2, 4])), "I": int(rng.integers(1, 5))}
+    return layer, float(rng.choice([0.1, 0.3, 0.8])), rows, cols, int(rng.integers(1, 5)), pe_array
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_counts_on_random_layers_equal_the_brute_force(seed, monkeypatch):
+    """Random kernels, strides, pads, grids, Kc and widths, all three phases; the column passes cut to 1 and 2 on
+    odd seeds (every run longer than that goes through the pair-by-pair tail, in batches of a few pairs)."""
+    layer, density, rows, cols, kc, pe_array = _random_case(seed)
+    if seed % 2:
+        monkeypatch.setattr(anticipation, "_COLUMN_PASSES", 1 + seed % 4 // 2)
+        monkeypatch.setattr(anticipation, "PAIR_BATCH", 5)
+    for phase in ("fprop", "dgrad", "wgrad"):
+        for context in _ant_contexts(layer, density, rows, cols, kc, phase, monkeypatch, seed=seed,
+                                     pe_array=pe_array):
+            _assert_equal_to_brute_force(context)
+
+
+@pytest.mark.parametrize("tabulated", [True, False])
+@pytest.mark.parametrize("case", range(len(MAPPING_CASES)))
+def test_counts_on_the_mapping_cases_equal_the_brute_force(case, tabulated, monkeypatch):
+    """Strided, asymmetric, 1×1 and 5×5 layers, with the screen table and with it refused (every verdict computed in
+    place), I = 2 so that fprop and dgrad hold multi-I cells beside single-I ones."""
+    if not tabulated:
+        monkeypatch.setattr(anticipation, "_SCREEN_TABLE_ENTRIES", 0)
+    layer, density, rows, cols, kc = MAPPING_CASES[case]
+    skipped = 0
+    for phase in ("fprop", "dgrad", "wgrad"):
+        for context in _ant_contexts(layer, density, rows, cols, kc, phase, monkeypatch,
+                                     pe_array={"rows": rows, "cols": cols, "F": 2, "I": 2}):
+            issued = int(_assert_equal_to_brute_force(context).sum())
+            candidates = int(context.cells.n_pairs.sum())
+            assert 0 <= issued <= candidates
+            skipped += candidates - issued if phase == "wgrad" else 0
+            if phase == "fprop":
+                assert (context.cells.n_i > 1).any() and (context.cells.n_i == 1).any()
+    assert skipped > 0  # the screen skips some wgrad pairs on every case
+
+
+def test_edge_cases_equal_the_brute_force(monkeypatch):
+    """Operands so sparse that cells are few and fetch-filtered fibers empty (n_f = 0), and dense ones whose runs are
+    long (n_f up to tens on a single-PE grid)."""
+    layer = Layer("edge", N=1, C=2, K=3, H=6, W=5, R=3, S=3, stride=1, pad=1)
+    long_runs = 0
+    for density in (0.02, 1.0):
+        for phase in ("fprop", "dgrad", "wgrad"):
+            for context in _ant_contexts(layer, density, 1, 1, 3, phase, monkeypatch, seed=3,
+                                         pe_array={"rows": 1, "cols": 1, "F": 1, "I": 1}):
+                _assert_equal_to_brute_force(context)
+                long_runs += int((context.cells.n_f > anticipation._COLUMN_PASSES).sum())
+    assert long_runs > 0  # the dense wgrad's dY fibers exceed the column passes: the tail was taken
