@@ -198,7 +198,8 @@ def _sm_macs_per_s(gpu: GpuSpec, g: Gemm, precision: Precision, tile: Tile, toge
                    cal: Calibration) -> float:
     """Dense-equivalent MACs/s one SM sustains on this tile with ``together`` CTAs resident."""
     tensor = gpu.uses_tensor_cores(precision)
-    rate = gpu.peak(precision) / 2 / gpu.sms * (cal.tensor_efficiency if tensor else cal.simt_efficiency)
+    efficiency = cal.tensor_efficiency if tensor else cal.simt_efficiency
+    rate = gpu.peak(precision) * gpu.clock_scale / 2 / gpu.sms * efficiency
     if _structured(gpu, g, precision):
         rate *= STRUCTURED_MATH_SPEEDUP
     # Latency hiding scales with the FP32 lanes to keep busy: ``warps_per_scheduler`` warps per 32 lanes
@@ -214,7 +215,7 @@ def _sm_macs_per_s(gpu: GpuSpec, g: Gemm, precision: Precision, tile: Tile, toge
     # the INT32 lanes bound the main loop when a tile gathers more operand addresses than they issue
     # (per element on cuDNN 7's NCHW kernels: DeepBench's T4 fp16 wgrads run 1.3–3× slower than the
     # fprop of the same GEMM; per 16-byte vector on cuDNN 8's NHWC kernels, ``Gemm.gather_width``).
-    int_ops_per_s = INT32_LANES_PER_SM * gpu.clock_mhz * 1e6 * g.gather_width
+    int_ops_per_s = INT32_LANES_PER_SM * gpu.sm_clock_hz * g.gather_width
     return min(rate, int_ops_per_s / gather) if gather > 0 else rate
 
 
@@ -257,8 +258,8 @@ def run_precision(gpu: GpuSpec, g: Gemm, precision: Precision) -> Precision:
 
 def side_kernel_s(gpu: GpuSpec, k: SideKernel, operand_bytes: int, cal: Calibration = CALIBRATION) -> float:
     """One transform kernel: DRAM-bound or SIMT-bound, whichever is slower, plus its launch."""
-    return max(k.elements * operand_bytes / gpu.dram_bytes_per_s, k.flops / (gpu.peak("fp32") * cal.simt_efficiency)) \
-        + cal.launch_overhead_s
+    simt_flops_per_s = gpu.peak("fp32") * gpu.clock_scale * cal.simt_efficiency
+    return max(k.elements * operand_bytes / gpu.dram_bytes_per_s, k.flops / simt_flops_per_s) + cal.launch_overhead_s
 
 
 def plan_gemm(gpu: GpuSpec, g: Gemm, precision: Precision, tile: Tile, split: int,
@@ -276,7 +277,7 @@ def plan_gemm(gpu: GpuSpec, g: Gemm, precision: Precision, tile: Tile, split: in
     ctas = math.ceil(g.M / tile.m) * g.n_tiles(tile.n) * split * g.batch
     per_sm = math.ceil(ctas / gpu.sms)
     rate = _sm_macs_per_s(gpu, g, precision, tile, min(resident, per_sm), cal)
-    smem_rate = SMEM_BYTES_PER_CLOCK * gpu.clock_mhz * 1e6 / max(1e-30, tile.smem_bytes_per_mac(ob))
+    smem_rate = SMEM_BYTES_PER_CLOCK * gpu.sm_clock_hz / max(1e-30, tile.smem_bytes_per_mac(ob))
     compute = per_sm * tile.m * tile.n * k_slice / min(rate, smem_rate)
     structured = _structured(gpu, g, precision)
     t = _traffic(gpu, g, tile, split, k_slice, ob, gpu.sms * resident, cal, structured)

@@ -89,6 +89,12 @@ class GpuSpec(_Section):
     description: str = ""
     sms: int = Field(ge=1, le=1024, description="streaming multiprocessors")
     clock_mhz: float = Field(gt=0, le=5000, description="boost clock (MHz)")
+    sustained_clock_mhz: float | None = Field(
+        None, gt=0, le=5000,
+        description="SM clock the GPU runs a kernel at under the measured conditions (MHz), when a source reports"
+                    " it: a GeForce card below its power and temperature limits runs at the top of its V/F curve"
+                    " (nvidia-smi 'Max Clocks'), above the rated boost clock; a power-capped card runs below it."
+                    " Default: clock_mhz")
     tensor_cores: bool = Field(description="true: fp16/bf16/tf32 GEMMs run on tensor-core MMA tiles")
     sparse_tensor_cores: bool = Field(False, description="true: tensor cores run 2:4 structured-sparse MMA at"
                                                          " twice the dense rate (Ampere and later)")
@@ -131,6 +137,17 @@ class GpuSpec(_Section):
     def fp32_lanes_per_sm(self) -> float:
         """FP32 FMA lanes per SM, from FP32 peak = 2 × lanes × SMs × clock (docs/gpu_specs.md [I])."""
         return self.peak_tflops.fp32 * 1e12 / (2 * self.sms * self.clock_mhz * 1e6)
+
+    @property
+    def sm_clock_hz(self) -> float:
+        """The clock the SMs run kernels at (Hz): ``sustained_clock_mhz`` if given, else the boost clock."""
+        return (self.sustained_clock_mhz or self.clock_mhz) * 1e6
+
+    @property
+    def clock_scale(self) -> float:
+        """SM clock over the boost clock the datasheet peaks are quoted at: scales every SM pipe's rate
+        (FMA, INT32, shared memory); DRAM runs on its own clock and is not scaled."""
+        return self.sm_clock_hz / (self.clock_mhz * 1e6)
 
     @property
     def dram_bytes_per_s(self) -> float:

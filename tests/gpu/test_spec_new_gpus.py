@@ -32,7 +32,7 @@ FP32_LANES = {"gtx1080ti": 128, "titanx-maxwell": 128, "m40": 128, "p4": 128, "p
               "a100-80gb-pcie": 64}
 TENSOR_FMA_PER_SM = {"t4": 8 * 64, "a100-80gb-pcie": 4 * 256}
 # Source tags a number may carry (docs/gpu_specs.md marks and §4.5 tags).
-TAG = re.compile(r"\[(C\d*|V|Hb|S|HH|Q|N|I|U|assumption)\b")
+TAG = re.compile(r"\[(C\d*|V|Hb|S|HH|Q|N|G|I|U|assumption)\b")
 
 
 def test_every_new_gpu_is_a_builtin() -> None:
