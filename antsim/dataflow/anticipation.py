@@ -71,8 +71,9 @@ def count_pairs(context: MappingContext, policy: Policy) -> PairCounts:
     # Per cell: issued pairs, and the products and stationary reads they cost. A single-I cell's pairs read its one
     # I-vector of nnz_s elements; a whole cell issues its n_f pairs, nnz_t streamed non-zeros. The order pairs are
     # counted in does not matter: the counts are sums.
-    per_cell = np.where(whole, cells.n_f, 0).astype(np.int64)
-    streamed_sum = np.where(whole, cells.nnz_t, 0).astype(np.int64)
+    per_cell, streamed_sum = np.zeros(len(single), np.int64), np.zeros(len(single), np.int64)
+    np.copyto(per_cell, cells.n_f, where=whole)
+    np.copyto(streamed_sum, cells.nnz_t, where=whole)
     rest = np.flatnonzero(single & ~whole & (cells.n_f > 0))
     per_cell[rest], streamed_sum[rest] = verdict.run_sums(cells.i0[rest], cells.f0[rest], cells.n_f[rest])
     products, reads = nnz_s * streamed_sum, nnz_s * per_cell
@@ -138,7 +139,7 @@ class _Verdict:
         f = f0.astype(np.int64)
         row = self._rows(i)
         ok = self.issued(row, f)  # the first column: every run
-        issued, streamed = ok.astype(np.int64), np.where(ok, sizes[f], 0).astype(np.int64)
+        issued, streamed = ok.astype(np.int64), np.where(ok, sizes[f], 0).astype(np.int64, copy=False)
         active = np.flatnonzero(n_f > 1)
         f, row = f[active] + 1, row[active]
         for k in range(2, _COLUMN_PASSES + 1):
@@ -244,8 +245,8 @@ class _ScreenTable:
         (Per fetch set it would find a few more, at a cost above what they save on ResNet-18.)"""
         present = np.bincount(self.code, minlength=self.issued_table.shape[1]) > 0
         passes_all = np.asarray((self.issued_table | ~present).all(axis=1))
-        whole = np.equal(cells.n_i, 1)
-        whole[whole] = passes_all[self.row[cells.i0[whole]]]
+        whole = passes_all[self.row][cells.i0]  # per I-vector, then per cell: one gather per cell
+        whole &= cells.n_i == 1
         return whole
 
 
