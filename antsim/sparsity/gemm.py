@@ -45,7 +45,7 @@ import numpy as np
 
 from antsim.errors import AntsimError, WorkloadError
 from antsim.sparsity.densities import Densities, DensityError
-from antsim.sparsity.generators import sparsity_models, top_k
+from antsim.sparsity.generators import bernoulli_normals, sparsity_models, top_k, top_k_mask_of_gain
 from antsim.sparsity.tensors import check_operand
 from antsim.workloads.gemm import Gemm
 
@@ -124,31 +124,29 @@ def gemm_regime(name: str) -> Densities:
 
 def _nonzero_normal(shape: tuple[int, ...], rng: np.random.Generator) -> np.ndarray:
     values = rng.standard_normal(shape)
-    return np.where(values == 0, 1.0, values)
-
-
-def _bernoulli(shape: tuple[int, ...], density: float, rng: np.random.Generator) -> np.ndarray:
-    return np.where(rng.random(shape) < density, _nonzero_normal(shape, rng), 0.0).astype(np.float32)
+    values[values == 0] = 1.0  # in place: the values of np.where(values == 0, 1.0, values) without a second copy
+    return values
 
 
 def weight_operand(shape: tuple[int, ...], density: float, model: str, rng: np.random.Generator) -> np.ndarray:
     """A weight matrix at ``density``: top-k of i.i.d. normals (Bernoulli for ``uniform``)."""
     if model == "uniform":
-        return _bernoulli(shape, density, rng)
-    return top_k(_nonzero_normal(shape, rng), density).astype(np.float32)
+        return bernoulli_normals(shape, density, rng)
+    return top_k(_nonzero_normal(shape, rng), density, np.float32)
 
 
 def activation_operand(shape: tuple[int, int, int], density: float, model: str, rng: np.random.Generator
                        ) -> np.ndarray:
     """An activation ``(count, rows, cols)`` at ``density``: top-k of |normal| × per-row log-normal gain."""
     if model == "uniform":
-        return _bernoulli(shape, density, rng)
+        return bernoulli_normals(shape, density, rng)
     values = _nonzero_normal(shape, rng)
     if density >= 1.0:
         return values.astype(np.float32)
     gain = np.exp(ROW_GAIN_SIGMA * rng.standard_normal((1, shape[1], 1)))
-    keep = top_k(np.abs(values) * gain, density) != 0
-    return np.where(keep, values, 0.0).astype(np.float32)
+    out = np.zeros(shape, np.float32)  # the float32 values of np.where(keep, values, 0.0)
+    np.copyto(out, values, casting="same_kind", where=top_k_mask_of_gain(values, gain, density))
+    return out
 
 
 def attention_operand(shape: tuple[int, int, int], density: float, model: str, rng: np.random.Generator

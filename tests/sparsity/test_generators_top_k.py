@@ -8,9 +8,8 @@ import tracemalloc
 import numpy as np
 import pytest
 
-from antsim import Layer
 from antsim.sparsity import generators
-from antsim.sparsity.generators import envelope, make_tensors, top_k, top_k_mask
+from antsim.sparsity.generators import envelope, top_k, top_k_mask
 
 
 def _reference_top_k(values: np.ndarray, density: float) -> np.ndarray:
@@ -112,7 +111,7 @@ def test_top_k_mask_of_gain_equals_the_product_selection() -> None:
         gain = envelope(shape, rng, params)
         for density in (0.0, 0.02, 0.1, 0.5, 1.0):
             expected = _reference_top_k(np.abs(field) * gain, density) != 0
-            assert _same(generators._top_k_mask_of_gain(field, gain, density), expected), (seed, density)
+            assert _same(generators.top_k_mask_of_gain(field, gain, density), expected), (seed, density)
 
 
 def test_non_contiguous_input_is_selected_like_its_contiguous_copy() -> None:
@@ -121,23 +120,7 @@ def test_non_contiguous_input_is_selected_like_its_contiguous_copy() -> None:
         assert _same(top_k(view, 0.2), top_k(np.ascontiguousarray(view), 0.2))
 
 
-def test_make_tensors_equal_the_argpartition_original(monkeypatch: pytest.MonkeyPatch) -> None:
-    layer = Layer(name="l", N=2, C=8, K=16, H=12, W=12, R=3, S=3, stride=1, pad=1)
-    cases = [dict(model="swat"), dict(model="swat", density_a=0.5, density_a_saved=0.1),
-             dict(model="topk_field", density_a=0.5, density_a_saved=0.1), dict(model="uniform"),
-             dict(model="channel", density_a=0.5, density_a_saved=0.2), dict(model="swat", density_g=1.0)]
-    new = [make_tensors(layer, seed=7, **case) for case in cases]  # type: ignore[arg-type]
-
-    def original_mask_of_gain(field: np.ndarray, gain: np.ndarray, density: float) -> np.ndarray:
-        return _reference_top_k(np.abs(field) * gain, density) != 0
-
-    monkeypatch.setattr(generators, "top_k", _reference_top_k)
-    monkeypatch.setattr(generators, "_top_k_mask_of_gain", original_mask_of_gain)
-    old = [make_tensors(layer, seed=7, **case) for case in cases]  # type: ignore[arg-type]
-    for case, a, b in zip(cases, new, old, strict=True):
-        for name in ("weights", "activations", "grad_output", "saved_activations"):
-            x, y = getattr(a, name), getattr(b, name)
-            assert (x is None and y is None) or _same(x, y), (case, name)
+# make_tensors against the whole original generators: tests/sparsity/test_generators_reference.py.
 
 
 def _peak_bytes(call) -> int:  # type: ignore[no-untyped-def]
