@@ -9,7 +9,7 @@ the fetch filter emptied forms no pairs but still counts toward ``total`` throug
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -101,7 +101,13 @@ def make_cells(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, st
     if not len(per_fiber):
         return _cells_of(problem, tiling, classes, stationary, _FiberBatch(0, image, channel, pe, stationary_class),
                          index)
-    columns = _Columns(int(ends[-1]), cell_dtypes(stationary, streamed))
+    dtypes = cell_dtypes(stationary, streamed)
+    columns = _Columns(int(ends[-1]), dtypes)
+    # The per-fiber terms in the cells' widths before they are repeated over the cells (half the bytes moved when
+    # int32; the same values: ``cell_dtypes`` bounds them).
+    stationary = replace(stationary, fiber_vec0=stationary.fiber_vec0.astype(dtypes["i0"]),
+                         fiber_nvec=stationary.fiber_nvec.astype(dtypes["n_i"]),
+                         fiber_nnz=stationary.fiber_nnz.astype(dtypes["nnz_s"]))
     first = 0
     while first < len(per_fiber):
         last = max(first + 1, int(np.searchsorted(ends, (ends[first] - per_fiber[first]) + _CELL_BATCH, "right")))
