@@ -227,20 +227,25 @@ def _cells_of(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, sta
 @dataclass(frozen=True)
 class _StreamedIndex:
     """Where each streamed fiber key lies in ``streamed.vectors.fiber_keys``: a lookup table over the key space when
-    it is at most ``_KEY_TABLE_PER_FIBER`` entries per fiber (one gather per cell), else a binary search."""
+    it is at most ``_KEY_TABLE_PER_FIBER`` entries per fiber (one gather per cell), else a binary search. The table
+    sends a key without a fiber to a zero fiber appended past the last (``padded``: first F-vector, F-vector count,
+    non-zeros), so its lookups are plain gathers."""
 
     streamed: StreamedOperand
     position: np.ndarray | None
+    padded: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def of(cls, streamed: StreamedOperand) -> _StreamedIndex:
-        layout, keys = streamed.layout, streamed.vectors.fiber_keys
+        layout, vectors = streamed.layout, streamed.vectors
+        keys = vectors.fiber_keys
         key_space = layout.n_blocks * layout.n_classes * layout.n_sets
         if key_space > _KEY_TABLE_PER_FIBER * len(keys) + (1 << 16):
             return cls(streamed, None)
-        position = np.full(key_space, -1, np.int64)
+        position = np.full(key_space, len(keys), np.int64)
         position[keys] = np.arange(len(keys))
-        return cls(streamed, position)
+        padded = (np.append(vectors.fiber_vec0, 0), np.append(vectors.fiber_nvec, 0), np.append(vectors.fiber_nnz, 0))
+        return cls(streamed, position, padded)
 
     def fibers(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """First F-vector, F-vector count and non-zeros of each key's fiber (0 where the fetch filter emptied it)."""
@@ -248,12 +253,11 @@ class _StreamedIndex:
         if not len(vectors.fiber_keys):
             zeros = np.zeros(len(keys), np.int64)
             return zeros, zeros.copy(), zeros.copy()
-        if self.position is None:
-            idx, found = vectors.fiber_index(keys)
-        else:
+        if self.position is not None and self.padded is not None:
             idx = self.position[keys]
-            found = idx >= 0
-            idx[~found] = 0
+            vec0, nvec, nnz = self.padded
+            return vec0[idx], nvec[idx], nnz[idx]
+        idx, found = vectors.fiber_index(keys)
         return (np.where(found, vectors.fiber_vec0[idx], 0), np.where(found, vectors.fiber_nvec[idx], 0),
                 np.where(found, vectors.fiber_nnz[idx], 0))
 

@@ -202,11 +202,17 @@ def _brute_force_cells(problem, tiling, classes, stationary, streamed) -> dict[s
 @pytest.mark.parametrize("layer", LAYERS, ids=lambda layer: layer.name)
 @pytest.mark.parametrize("phase", PHASES)
 @pytest.mark.parametrize("density", [0.05, 0.4, 1.0])
-def test_cells_equal_the_brute_force(layer, phase, density, monkeypatch):
+@pytest.mark.parametrize("searched", [False, True])
+def test_cells_equal_the_brute_force(layer, phase, density, searched, monkeypatch):
     """Every field of every cell equals the loops over the definition: sparse operands (many inert cells dropped,
-    the live ones gathered), dense ones (every cell live, repeated per fiber), in batches of 1-5 fibers' cells."""
+    the live ones gathered), dense ones (every cell live, repeated per fiber), in batches of 1-5 fibers' cells;
+    streamed fibers found through the key table (missing keys sent to the appended zero fiber) or, ``searched``, by
+    binary search."""
+    if searched:
+        monkeypatch.setattr(pairing, "_KEY_TABLE_PER_FIBER", -(1 << 20))
     operands = _phase_operands(layer, phase, density, 5)
     want = _brute_force_cells(*operands)
+    assert searched == (pairing._StreamedIndex.of(operands[4]).position is None)
     for batch in (1, 5, 1 << 20):
         monkeypatch.setattr(pairing, "_CELL_BATCH", batch)
         cells = make_cells(*operands)
