@@ -22,9 +22,37 @@ import numpy as np
 
 from antsim.dataflow.pairing import Cells
 
+# Block keys (chunk · stream keys + stream key) are ranked through a table over their key space when it holds at
+# most 16 entries per key (one pass over the space), else by a stable sort (cells arrive in long ascending runs,
+# which a stable sort merges fast). Speed only: both give ``np.unique``'s distinct keys and inverse
+# (tests/dataflow/test_drift.py). [choice] Measured here (one core, every lock-step call of a ResNet-18 CIFAR
+# step, best of 5): the table took 0.1–0.5× the stable sort's time up to 5 entries per key, about 1× at 36 and
+# 5–9× at 40; the stable sort 0.4–1× ``np.unique``'s (docs/footprint_speed.md).
+_TABLE_PER_KEY = 16
+
+
+def rank_keys(keys: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, return_inverse=True)`` of non-negative int ``keys`` < ``space``: the sorted distinct keys
+    and the index (int64) of each key among them."""
+    if space <= _TABLE_PER_KEY * len(keys):
+        seen = np.zeros(space, bool)
+        seen[keys] = True
+        rank = np.cumsum(seen, dtype=np.int32) - 1
+        return np.flatnonzero(seen), rank[keys].astype(np.int64)
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    first = np.ones(len(keys), bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    index = np.empty(len(keys), np.int64)
+    index[order] = np.cumsum(first) - 1
+    return ordered[first], index
+
 
 def lockstep_pairs(cells: Cells, cell_pairs: np.ndarray, n_chunks: int, n_pes: int, fifo_values: int) -> np.ndarray:
     """Per chunk, the fewest multiplier cycles its pairs take when PEs drift at most ``fifo_values``.
+
+    Blocks (chunk, stream key) are numbered in stream order by ``rank_keys``; a block's start is the running sum
+    of the values of the chunk's earlier blocks, and the chunk's windows are numbered along its blocks (no sort).
 
     Args:
         cells: the pairing cells (slot, stream_key, nnz_t_all).
@@ -38,21 +66,26 @@ def lockstep_pairs(cells: Cells, cell_pairs: np.ndarray, n_chunks: int, n_pes: i
     working = cell_pairs > 0
     if not working.any():
         return out
-    slot, key, values, pairs = (a[working] for a in (cells.slot, cells.stream_key, cells.nnz_t_all, cell_pairs))
+    fields = (cells.slot, cells.stream_key, cells.nnz_t_all, cell_pairs)
+    slot, key, values, pairs = fields if working.all() else (a[working] for a in fields)
     chunk, pe = np.divmod(slot, n_pes)
-    blocks, block_of_cell = np.unique(chunk * (key.max() + 1) + key, return_inverse=True)
-    block_chunk = blocks // (key.max() + 1)
+    n_keys = int(key.max()) + 1
+    blocks, block_of_cell = rank_keys(chunk * n_keys + key, n_chunks * n_keys)
+    block_chunk = blocks // n_keys
     block_values = np.zeros(len(blocks), np.int64)
     block_values[block_of_cell] = values  # every cell of a block carries the block's broadcast size
-    ends = np.cumsum(block_values)
-    chunk_start = np.zeros(n_chunks + 1, np.int64)
-    np.maximum.at(chunk_start, block_chunk + 1, ends)
-    chunk_start = np.maximum.accumulate(chunk_start)
-    start = ends - block_values - chunk_start[block_chunk]
-    window = start // max(1, fifo_values)
-    windows, window_of_cell = np.unique(block_chunk[block_of_cell] * (window.max() + 1) + window[block_of_cell],
-                                        return_inverse=True)
-    per_pe = np.bincount(window_of_cell * n_pes + pe, weights=pairs, minlength=len(windows) * n_pes)
-    worst = per_pe.reshape(len(windows), n_pes).max(axis=1)
-    np.add.at(out, windows // (window.max() + 1), np.rint(worst).astype(np.int64))
+    sent_before = np.cumsum(block_values) - block_values  # over all chunks' blocks in stream order
+    first_of_chunk = np.ones(len(blocks), bool)
+    first_of_chunk[1:] = block_chunk[1:] != block_chunk[:-1]
+    chunk_base = np.maximum.accumulate(np.where(first_of_chunk, sent_before, 0))  # sent_before never decreases
+    window = (sent_before - chunk_base) // max(1, fifo_values)
+    # Blocks are in stream order and a chunk's windows never decrease along it: a new window starts at each
+    # chunk's first block and wherever the window changes.
+    first_of_window = first_of_chunk.copy()
+    first_of_window[1:] |= window[1:] != window[:-1]
+    window_of_block = np.cumsum(first_of_window) - 1
+    n_windows = int(window_of_block[-1]) + 1
+    per_pe = np.bincount(window_of_block[block_of_cell] * n_pes + pe, weights=pairs, minlength=n_windows * n_pes)
+    worst = per_pe.reshape(n_windows, n_pes).max(axis=1)
+    np.add.at(out, block_chunk[first_of_window], np.rint(worst).astype(np.int64))
     return out

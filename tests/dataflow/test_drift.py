@@ -7,7 +7,7 @@ import pytest
 from dataflow_helpers import random_tensors, small_arch
 
 from antsim.dataflow import map_phase
-from antsim.dataflow.drift import lockstep_pairs
+from antsim.dataflow.drift import lockstep_pairs, rank_keys
 from antsim.dataflow.pairing import Cells
 from antsim.simulate import simulate_layer
 from antsim.workloads.layers import Layer
@@ -61,3 +61,58 @@ def test_a_shallow_fifo_costs_barrier_cycles_never_busy_ones() -> None:
     assert shallow.stalls["busy"] == free.stalls["busy"]
     assert shallow.stalls["barrier_wait"] >= free.stalls["barrier_wait"]
     assert sum(shallow.stalls.values()) == pytest.approx(shallow.cycles, abs=1)
+
+
+def _reference_lockstep(cells: Cells, pairs: np.ndarray, n_chunks: int, n_pes: int, fifo_values: int) -> list[int]:
+    """The module docstring's model in plain loops: per chunk, its working cells' blocks in ascending stream key,
+    each in window ⌊values sent before it / D⌋; Σ over windows of the busiest PE's pairs."""
+    out = []
+    for chunk in range(n_chunks):
+        mine = [i for i in range(len(pairs)) if pairs[i] > 0 and cells.slot[i] // n_pes == chunk]
+        block_values = {int(cells.stream_key[i]): int(cells.nnz_t_all[i]) for i in mine}
+        window_of, sent = {}, 0
+        for key in sorted(block_values):
+            window_of[key] = sent // max(1, fifo_values)
+            sent += block_values[key]
+        per_pe: dict[tuple[int, int], int] = {}
+        for i in mine:
+            at = (window_of[int(cells.stream_key[i])], int(cells.slot[i]) % n_pes)
+            per_pe[at] = per_pe.get(at, 0) + int(pairs[i])
+        busiest: dict[int, int] = {}
+        for (window, _), total in per_pe.items():
+            busiest[window] = max(busiest.get(window, 0), total)
+        out.append(sum(busiest.values()))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_lockstep_equals_plain_loops_over_the_definition(seed: int) -> None:
+    """Random chunks, PEs, stream keys (dense and sparse key spaces: both ``rank_keys`` paths), block sizes,
+    idle cells and FIFO depths from one value to the whole stream."""
+    rng = np.random.default_rng(seed)
+    n_chunks, n_pes = int(rng.integers(1, 6)), int(rng.integers(1, 9))
+    n_keys = int(rng.choice([3, 40, 5000]))
+    block_values = rng.integers(0, 30, size=(n_chunks, n_keys))
+    n_cells = int(rng.integers(1, 300))
+    slot = rng.integers(0, n_chunks * n_pes, n_cells)
+    key = rng.integers(0, n_keys, n_cells)
+    cells = _cells(slot.tolist(), key.tolist(), block_values[slot // n_pes, key].tolist())
+    pairs = rng.integers(0, 50, n_cells) * (rng.random(n_cells) < 0.8)
+    for fifo_values in (0, 1, 7, 60, 10 ** 6):
+        expected = _reference_lockstep(cells, pairs, n_chunks, n_pes, fifo_values)
+        assert lockstep_pairs(cells, pairs, n_chunks, n_pes, fifo_values).tolist() == expected
+    assert lockstep_pairs(cells, np.zeros(n_cells, np.int64), n_chunks, n_pes, 7).tolist() == [0] * n_chunks
+
+
+@pytest.mark.parametrize("space_per_key", [1, 16, 17, 1000])
+def test_rank_keys_is_unique_with_inverse(space_per_key: int) -> None:
+    """The table (≤ 16 entries per key) and the stable sort both give ``np.unique``'s keys and inverse."""
+    rng = np.random.default_rng(space_per_key)
+    for n in (1, 2, 50, 3000):
+        space = n * space_per_key
+        runs = np.sort(rng.integers(0, space, n))  # ascending runs, then shuffled blocks, as cells arrive
+        keys = np.concatenate([runs[i::3] for i in range(3)])
+        distinct, index = rank_keys(keys, space)
+        expected, inverse = np.unique(keys, return_inverse=True)
+        assert np.array_equal(distinct, expected) and np.array_equal(index, inverse.ravel())
+        assert index.dtype == np.int64
