@@ -29,7 +29,8 @@ full/screen ratio per metric and anticipation policy) before it prunes anything.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -39,7 +40,7 @@ from antsim.dataflow.options import MappingOptions
 from antsim.dataflow.tiling import StrideClasses, Tiling, make_tiling, stride_classes
 from antsim.dse.evaluators import Evaluator, workload_tensors
 from antsim.dse.workload import Workload
-from antsim.energy import price
+from antsim.energy import energy_per_action, leakage_power, load_table
 from antsim.errors import SpecError
 from antsim.phases import PhaseProblem, conv_dgrad, conv_fprop, conv_wgrad, phase_problem
 from antsim.simulate import design_area_mm2, output_density
@@ -75,6 +76,8 @@ class PhaseOperands:
             (``antsim.dataflow.tiling.stride_classes``; the classes depend on the layer and phase only).
         streamed_key: ``(nt · Ct + ct, u · V + v)`` of each streamed non-zero, the design-independent parts
             of its fiber key.
+        shared: What the screen derives from these operands and a few design parameters, kept for the next
+            design: keyed by exactly those parameters (``_shared``), filled lazily, never a field of equality.
     """
 
     problem: PhaseProblem
@@ -87,6 +90,7 @@ class PhaseOperands:
     stationary_class: np.ndarray
     streamed_class: np.ndarray
     streamed_key: np.ndarray
+    shared: dict[tuple[Any, ...], Any] = field(default_factory=dict, compare=False, repr=False)
 
 
 def _valid_products(layer: Layer, phase: Phase, tensors: Tensors) -> int:
@@ -203,6 +207,49 @@ def fetch_sets(problem: PhaseProblem, tiling: Tiling, fetch_filter: bool
 
 
 @dataclass(frozen=True)
+class FetchSets:
+    """The fetch sets of one (layer, phase) on one PE grid: ``fetch_sets``' three arrays, plus the ``(u, v)``
+    membership table of ``streamed_fiber_counts`` — ``(U·V, n_sets + 2)``: every set, all of the plane,
+    reached by some set — or None without a fetch filter (every set is the whole plane)."""
+
+    row_pat: np.ndarray
+    col_pat: np.ndarray
+    set_of_pe: np.ndarray
+    table: np.ndarray | None
+
+
+def make_fetch_sets(problem: PhaseProblem, tiling: Tiling, fetch_filter: bool) -> FetchSets:
+    """``fetch_sets`` and its membership table (see ``FetchSets``)."""
+    row_pat, col_pat, set_of_pe = fetch_sets(problem, tiling, fetch_filter)
+    if len(row_pat) == 1 and len(col_pat) == 1 and row_pat.all() and col_pat.all():  # no fetch filter
+        return FetchSets(row_pat, col_pat, set_of_pe, None)
+    n_uv = row_pat.shape[1] * col_pat.shape[1]
+    member = (row_pat[:, None, :, None] & col_pat[None, :, None, :]).reshape(len(row_pat) * len(col_pat), n_uv)
+    table = np.vstack([member, np.ones(n_uv, bool), member.any(axis=0)]).T.astype(np.float64)
+    return FetchSets(row_pat, col_pat, set_of_pe, table)
+
+
+def _shared(ops: PhaseOperands, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
+    """``make()``, kept in ``ops.shared`` under ``key``: the caller's key must hold every design parameter
+    that ``make`` reads (the operands themselves are ``ops``)."""
+    if key not in ops.shared:
+        ops.shared[key] = make()
+    return ops.shared[key]
+
+
+def shared_fetch_sets(ops: PhaseOperands, tiling: Tiling, fetch_filter: bool) -> FetchSets:
+    """``make_fetch_sets``, kept per PE grid: the reach tables read the grid and the stationary tile extents
+    only (``Tiling.row_extents`` / ``col_extents``; not the output-channel group)."""
+    key = ("fetch_sets", tiling.rows, tiling.cols, tiling.tile_h, tiling.tile_w, fetch_filter)
+    return _shared(ops, key, lambda: make_fetch_sets(ops.problem, tiling, fetch_filter))
+
+
+def shared_classes(ops: PhaseOperands, enabled: bool) -> StrideClasses:
+    """``stride_classes(ops.problem, enabled)``, kept per ``mapping.stride_phases``."""
+    return _shared(ops, ("stride_classes", enabled), lambda: stride_classes(ops.problem, enabled))
+
+
+@dataclass(frozen=True)
 class StreamedCounts:
     """Streamed non-zeros: ``per_set`` of every fiber ``(Nt, Ct, G, n_classes, n_sets)``; ``fetched`` per block
     ``(Nt, Ct, G)`` (those at least one fetch set receives: DRAM reads); ``unfiltered`` per (block, class)
@@ -214,7 +261,7 @@ class StreamedCounts:
 
 
 def streamed_fiber_counts(ops: PhaseOperands, tiling: Tiling, classes: StrideClasses, cls: np.ndarray,
-                          row_pat: np.ndarray, col_pat: np.ndarray) -> StreamedCounts:
+                          sets: FetchSets) -> StreamedCounts:
     """The ``StreamedCounts`` of the phase on this tiling and these fetch sets (``cls``: each streamed
     non-zero's stride class)."""
     nt_n, ct_n, _, n_u, n_v = ops.problem.streamed_shape
@@ -225,21 +272,18 @@ def streamed_fiber_counts(ops: PhaseOperands, tiling: Tiling, classes: StrideCla
     fiber += cls
     n_fibers = n_blocks * classes.n_streamed
     shape = (nt_n, ct_n, tiling.n_groups, classes.n_streamed)
-    if len(row_pat) == 1 and len(col_pat) == 1 and row_pat.all() and col_pat.all():  # no fetch filter
+    if sets.table is None:  # no fetch filter
         counts = np.bincount(fiber, minlength=n_fibers).astype(np.float64).reshape(shape)
         return StreamedCounts(counts[..., None], counts.sum(axis=3), counts)
     fiber *= n_u * n_v
     fiber += ops.streamed_key[1]
     grid = np.bincount(fiber, minlength=n_fibers * n_u * n_v).astype(np.float64).reshape(n_fibers, n_u * n_v)
-    n_rows, n_cols = len(row_pat), len(col_pat)
-    # One product with a (u, v) → [every fetch set, all, reached by some set] membership table: the sets'
+    # One product with the (u, v) → [every fetch set, all, reached by some set] membership table: the sets'
     # counts, the unfiltered count and the DRAM reads of every fiber in one BLAS call.
-    member = (row_pat[:, None, :, None] & col_pat[None, :, None, :]).reshape(n_rows * n_cols, n_u * n_v)
-    table = np.vstack([member, np.ones(n_u * n_v, bool), member.any(axis=0)]).T.astype(np.float64)
-    counts = grid @ table  # (fibers, sets + 2)
+    counts = grid @ sets.table  # (fibers, sets + 2)
     per_set, unfiltered, reached = counts[:, :-2], counts[:, -2], counts[:, -1]
     fetched = reached.reshape(n_blocks, classes.n_streamed).sum(axis=1)
-    return StreamedCounts(per_set.reshape(*shape, n_rows * n_cols), fetched.reshape(shape[:3]),
+    return StreamedCounts(per_set.reshape(*shape, sets.table.shape[1] - 2), fetched.reshape(shape[:3]),
                           unfiltered.reshape(shape))
 
 
@@ -289,19 +333,22 @@ def lockstep_pairs(s_vec: np.ndarray, t_vec: np.ndarray, unfiltered: np.ndarray,
     out = np.zeros((n_images, len(which)))
     for n in range(n_images):
         nt = n if nt_n > 1 else 0
+        picked = t_vec[nt][:, which].transpose(1, 0, 2, 3)  # (groups, Ct, classes, sets)
         block = np.zeros((len(which), ct_n, n_cls, n_pes), np.float32)  # whole counts < 2^24: exact
         for a, b in groups:  # s_vec's channel axis is C (channel matched) or 1 (wgrad): broadcast either way
-            pairs = t_vec[nt][:, which, b, :][..., set_of_pe] * s_vec[n, :, None, :, a]  # (Ct, groups, PEs)
-            block[:, :, b, :] += pairs.transpose(1, 0, 2)
-        rows = block.reshape(len(which), ct_n * n_cls, n_pes)
-        working = rows.max(axis=2) > 0
-        values = np.where(working, unfiltered[nt][:, which, :].transpose(1, 0, 2).reshape(working.shape), 0.0)
+            block[:, :, b, :] += picked[:, :, b, :][..., set_of_pe] * s_vec[n, :, :, a]  # (groups, Ct, PEs)
+        rows = block.reshape(len(which) * ct_n * n_cls, n_pes)
+        working = rows.max(axis=1) > 0
+        sent = unfiltered[nt][:, which, :].transpose(1, 0, 2).reshape(len(which), ct_n * n_cls)
+        values = np.where(working.reshape(sent.shape), sent, 0.0)
         window = ((np.cumsum(values, axis=1) - values) // max(1, fifo_values)).astype(np.int64)
         span = int(window.max(initial=0)) + 1
-        key = (np.arange(len(which))[:, None] * span + window)[working]
-        if len(key):
+        # A block that forms no pair sends nothing counted and adds zeros: it may join its neighbours' window
+        # (its own key is the next working block's), so the segments are taken over every block.
+        key = (np.arange(len(which))[:, None] * span + window).ravel()
+        if working.any():
             first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-            np.add.at(out[n], key[first] // span, np.add.reduceat(rows[working], first, axis=0).max(axis=1))
+            np.add.at(out[n], key[first] // span, np.add.reduceat(rows, first, axis=0).max(axis=1))
     return out
 
 
@@ -327,13 +374,14 @@ def count_phase(arch: ArchSpec, ops: PhaseOperands) -> PhaseCounts:
     """The per (chunk, PE) counts of ``PhaseCounts`` for ``arch`` (chunks ordered image, then group)."""
     problem, pe = ops.problem, arch.pe_array
     tiling = _tiling(arch, problem)
-    classes = stride_classes(problem, arch.mapping.stride_phases)
+    classes = shared_classes(ops, arch.mapping.stride_phases)
     s_cls, t_cls = _classes_of(ops, classes)
     s_cnt = stationary_fiber_counts(problem, tiling, classes, ops.stationary, s_cls)
     # The mapping's own rule for when the fetch filter applies (anticipating designs, wgrad's tiled dY, …).
     fetch_filter = MappingOptions.from_arch(arch, "fast", problem.phase).fetch_filter
-    row_pat, col_pat, set_of_pe = fetch_sets(problem, tiling, fetch_filter)
-    streamed = streamed_fiber_counts(ops, tiling, classes, t_cls, row_pat, col_pat)
+    sets = shared_fetch_sets(ops, tiling, fetch_filter)
+    set_of_pe = sets.set_of_pe
+    streamed = streamed_fiber_counts(ops, tiling, classes, t_cls, sets)
     t_cnt = streamed.per_set
     s_vec, t_vec = np.ceil(s_cnt / pe.I), np.ceil(t_cnt / pe.F)
     pairs = np.zeros((tiling.n_images, tiling.n_groups, tiling.n_pes))
@@ -522,18 +570,43 @@ def workload_operands(workload: Workload, seed: int, dense: bool) -> list[PhaseO
     return out
 
 
+@dataclass(frozen=True)
+class DesignPrices:
+    """``antsim.energy.price``'s two design-dependent parts, made once per design instead of once per phase:
+    joules per action (component → action → J) and the chip's static power (W)."""
+
+    per_action: dict[str, dict[str, float]]
+    leakage_w: float
+
+
+def design_prices(arch: ArchSpec) -> DesignPrices:
+    """The ``DesignPrices`` of ``arch`` (its energy table loaded once)."""
+    table = load_table(arch.technology.energy_table)
+    return DesignPrices(energy_per_action(arch, table), sum(leakage_power(arch, table).values()))
+
+
+def priced(actions: dict[str, dict[str, float]], prices: DesignPrices, time_s: float) -> dict[str, float]:
+    """``antsim.energy.price(actions, arch, time_s)`` with the design's prices made beforehand: the same sums
+    in the same order (equal to the last bit, tests/dse/test_screen.py)."""
+    joules = {component: float(sum(count * prices.per_action[component][action] for action, count in counts.items()))
+              for component, counts in actions.items()}
+    joules["leakage"] = prices.leakage_w * time_s
+    return joules
+
+
 def analytic_screen(arch: ArchSpec, workload: Workload, fidelity: Fidelity = "fast", seed: int = 0
                     ) -> dict[str, float]:
     """The screen's metrics of ``arch`` on the whole ``workload`` (an evaluator's signature and keys):
     ``time_s``, ``energy_j``, ``area_mm2`` (exact), ``cycles``, ``stationary_passes``."""
     del fidelity  # the screen has one fidelity
     time_s, cycles, energy, passes = 0.0, 0.0, 0.0, 1
+    prices = design_prices(arch)
     for ops in workload_operands(workload, seed, not arch.sparsity_support):
         est = estimate_phase(arch, ops)
         time_s += est.time_s
         cycles += est.cycles
         passes = max(passes, est.passes)
-        energy += math.fsum(price(est.actions, arch, est.time_s).values())
+        energy += math.fsum(priced(est.actions, prices, est.time_s).values())
     return {"time_s": time_s, "energy_j": energy, "area_mm2": design_area_mm2(arch), "cycles": cycles,
             "stationary_passes": float(passes)}
 
