@@ -144,8 +144,9 @@ def activation_operand(shape: tuple[int, int, int], density: float, model: str, 
     if density >= 1.0:
         return values.astype(np.float32)
     gain = np.exp(ROW_GAIN_SIGMA * rng.standard_normal((1, shape[1], 1)))
+    keep = top_k_mask_of_gain(values, gain, density)  # before the output: the selection's temporaries are gone
     out = np.zeros(shape, np.float32)  # the float32 values of np.where(keep, values, 0.0)
-    np.copyto(out, values, casting="same_kind", where=top_k_mask_of_gain(values, gain, density))
+    np.copyto(out, values, casting="same_kind", where=keep)
     return out
 
 

@@ -121,7 +121,9 @@ def _smooth_field(shape: tuple[int, ...], rng: np.random.Generator, params: Fiel
     field = rng.standard_normal(shape)
     if params.spatial_sigma > 0:
         sigma = (0, 0, params.spatial_sigma, params.spatial_sigma)
-        field = gaussian_filter(field, sigma=sigma, mode="wrap")
+        # In place: scipy filters the second axis in place already (its output is that pass's input); each line
+        # is read into a buffer before it is written, so the first axis gives the same values too.
+        gaussian_filter(field, sigma=sigma, mode="wrap", output=field)
         field /= field.std() or 1.0
     channel_scale = np.exp(params.channel_sigma * rng.standard_normal((1, shape[1], 1, 1)))
     if params.channel_sigma != 0:  # sigma 0 (swat's W): every scale is exp(±0) = 1.0 and x·1.0 is x, bit for bit
