@@ -63,8 +63,8 @@ def count_pairs(context: MappingContext, policy: Policy) -> PairCounts:
         return PairCounts(candidate, candidate, _bincount(cells.slot, nnz_s * cells.nnz_t, n_slots),
                           _bincount(cells.slot, nnz_s * cells.n_f, n_slots), cells.n_pairs.astype(np.int64))
     single = cells.n_i == 1
-    # The table pays for itself on single-I cells (fprop, dgrad); wgrad's multi-I pairs meet large tables
-    # (up to 2^22 entries at 8×8 dY planes) at random, slower than screening them in place.
+    # The joint table pays for itself on single-I cells (fprop, dgrad); wgrad's multi-I pairs would meet large joint
+    # tables (up to 2^22 entries at 8×8 dY planes) at random: they look up one small table per dimension instead.
     table = _ScreenTable.of(context.problem, context.stationary, context.streamed_vectors) if single.any() else None
     verdict = _Verdict(context, table)
     whole = np.zeros(len(single), bool) if table is None else table.issued_whole(cells)
@@ -129,6 +129,8 @@ class _Verdict:
 
     def __init__(self, context: MappingContext, table: _ScreenTable | None) -> None:
         self.context, self.table = context, table
+        self.per_dim = None if table is not None else _DimTables.of(context.problem, context.stationary,
+                                                                      context.streamed_vectors)
 
     def run_sums(self, i: np.ndarray, f0: np.ndarray, n_f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Issued pairs and the streamed non-zeros they hold, per run (I-vector ``i`` with the ``n_f`` ≥ 1 F-vectors
@@ -161,18 +163,20 @@ class _Verdict:
         return issued, streamed
 
     def _rows(self, i: np.ndarray) -> np.ndarray:
-        """Each I-vector's offset into the flat table (its row times the row length), or the I-vector without one."""
+        """Each I-vector's offset into the joint table (its row times the row length), or the I-vector without one."""
         if self.table is None:
             return i.astype(np.int64)
         return self.table.row[i] * self.table.issued_table.shape[1]
 
     def issued(self, row: np.ndarray, f: np.ndarray) -> np.ndarray:
         """The verdict on the pairs (``_rows`` of the I-vector, F-vector ``f``)."""
-        if self.table is None:
-            context = self.context
-            return _issued(context.problem, context.stationary, context.streamed_vectors, row, f)
-        flat = row + self.table.code[f]
-        return self.table.issued_table.ravel()[flat]
+        if self.table is not None:
+            flat = row + self.table.code[f]
+            return self.table.issued_table.ravel()[flat]
+        if self.per_dim is not None:
+            return self.per_dim.issued(row, f)
+        context = self.context
+        return _issued(context.problem, context.stationary, context.streamed_vectors, row, f)
 
 
 # F-vectors of a run screened column by column (``_Verdict.run_sums``) before the rest of longer runs are expanded pair
@@ -190,8 +194,8 @@ def _run_sums(values: np.ndarray, ends: np.ndarray) -> np.ndarray:
 
 
 # Entries up to which ``_ScreenTable`` tabulates the screen over every (stationary box, streamed box) class pair
-# (one byte each); larger tables (wgrad on planes above ~8×8: 16^4 streamed boxes) screen pair by pair
-# (``_issued``). Speed and memory only: the same integers either way. [choice] 2^22 bytes = 4 MB.
+# (one byte each), and ``_DimTables`` over the intervals present, all dimensions together; beyond it the bounds are
+# computed pair by pair (``_issued``). Speed and memory only: the same integers either way. [choice] 2^22 bytes = 4 MB.
 _SCREEN_TABLE_ENTRIES = 1 << 22
 
 
@@ -248,6 +252,46 @@ class _ScreenTable:
         whole = passes_all[self.row][cells.i0]  # per I-vector, then per cell: one gather per cell
         whole &= cells.n_i == 1
         return whole
+
+
+@dataclass(frozen=True)
+class _DimTables:
+    """The screen factored by dimension, for phases without a joint table (wgrad): a pair issues iff in every
+    dimension d its stationary interval reaches its streamed interval, ``verdict[d][row[d][i] + col[d][f]]`` over the
+    distinct intervals present (``row[d]``: each I-vector's row offset, ``col[d]``: each F-vector's column), computed
+    by ``DimMap.reach`` as ``screen`` computes it — two lookups per pair instead of the bounds recomputed in place."""
+
+    row: tuple[np.ndarray, ...]
+    col: tuple[np.ndarray, ...]
+    verdict: tuple[np.ndarray, ...]
+
+    @classmethod
+    def of(cls, problem: PhaseProblem, stationary: Vectors, streamed: Vectors) -> _DimTables | None:
+        """The tables, or None when they would exceed ``_SCREEN_TABLE_ENTRIES`` together."""
+        parts = []
+        for d in range(len(problem.dims)):
+            n_y, n_u = problem.stationary_shape[2 + d], problem.streamed_shape[3 + d]
+            rows = _dense_unique(stationary.box[2 * d] * n_y + stationary.box[2 * d + 1], n_y * n_y)
+            cols = _dense_unique(streamed.box[2 * d] * n_u + streamed.box[2 * d + 1], n_u * n_u)
+            parts.append((rows, cols, n_y, n_u))
+        if sum(len(rows[0]) * len(cols[0]) for rows, cols, _, _ in parts) > _SCREEN_TABLE_ENTRIES:
+            return None
+        row, col, verdict = [], [], []
+        for dim, ((y_codes, row_of), (u_codes, col_of), n_y, n_u) in zip(problem.dims, parts, strict=True):
+            y_lo, y_hi = np.divmod(y_codes, n_y)
+            u_lo, u_hi = np.divmod(u_codes, n_u)
+            o_lo, o_hi = dim.reach(y_lo[:, None], y_hi[:, None], u_lo[None, :], u_hi[None, :])
+            verdict.append((o_lo <= o_hi).ravel())
+            row.append(row_of * len(u_codes))
+            col.append(col_of)
+        return cls(tuple(row), tuple(col), tuple(verdict))
+
+    def issued(self, i: np.ndarray, f: np.ndarray) -> np.ndarray:
+        """The verdict on the pairs (I-vector ``i``, F-vector ``f``)."""
+        ok = self.verdict[0][self.row[0][i] + self.col[0][f]]
+        for row, col, verdict in zip(self.row[1:], self.col[1:], self.verdict[1:], strict=True):
+            ok &= verdict[row[i] + col[f]]
+        return ok
 
 
 def _issued(problem: PhaseProblem, stationary: Vectors, streamed: Vectors, i: np.ndarray, f: np.ndarray) -> np.ndarray:

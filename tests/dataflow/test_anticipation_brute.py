@@ -1,6 +1,6 @@
 """ANT pair counts against a brute force written from the RCP definition, pair by pair in Python.
 
-The reference knows nothing of ``DimMap.reach``'s closed form, the screen table, whole cells or column passes: for
+The reference knows nothing of ``DimMap.reach``'s closed form, the screen tables, whole cells or column passes: for
 every candidate (I-vector, F-vector) pair of every cell it takes the smallest and largest numerator ``α·y + β·u + γ``
 over every coordinate of the two bounding boxes, and issues the pair when, in every spatial dimension, some integer
 output ``0 ≤ o < extent`` has ``o·δ`` between them (the interval of outputs the boxes can reach meets the valid
@@ -102,18 +102,23 @@ def test_counts_on_random_layers_equal_the_brute_force(seed, monkeypatch):
             _assert_equal_to_brute_force(context)
 
 
-@pytest.mark.parametrize("tabulated", [True, False])
+@pytest.mark.parametrize("screen", ["joint", "per_dim", "in_place"])
 @pytest.mark.parametrize("case", range(len(MAPPING_CASES)))
-def test_counts_on_the_mapping_cases_equal_the_brute_force(case, tabulated, monkeypatch):
-    """Strided, asymmetric, 1×1 and 5×5 layers, with the screen table and with it refused (every verdict computed in
-    place), I = 2 so that fprop and dgrad hold multi-I cells beside single-I ones."""
-    if not tabulated:
+def test_counts_on_the_mapping_cases_equal_the_brute_force(case, screen, monkeypatch):
+    """Strided, asymmetric, 1×1 and 5×5 layers, with the verdicts looked up in the joint table (wgrad: per dimension),
+    in the per-dimension tables only, or computed in place (both tables refused); I = 2 so that fprop and dgrad hold
+    multi-I cells beside single-I ones."""
+    if screen == "per_dim":
+        monkeypatch.setattr(anticipation._ScreenTable, "of", classmethod(lambda cls, *operands: None))
+    if screen == "in_place":
         monkeypatch.setattr(anticipation, "_SCREEN_TABLE_ENTRIES", 0)
     layer, density, rows, cols, kc = MAPPING_CASES[case]
     skipped = 0
     for phase in ("fprop", "dgrad", "wgrad"):
         for context in _ant_contexts(layer, density, rows, cols, kc, phase, monkeypatch,
                                      pe_array={"rows": rows, "cols": cols, "F": 2, "I": 2}):
+            per_dim = anticipation._DimTables.of(context.problem, context.stationary, context.streamed_vectors)
+            assert (per_dim is None) == (screen == "in_place")
             issued = int(_assert_equal_to_brute_force(context).sum())
             candidates = int(context.cells.n_pairs.sum())
             assert 0 <= issued <= candidates
