@@ -23,9 +23,9 @@ _spec.loader.exec_module(validate)
 REACHED = {
     ("p100", "fp32"): {"fprop": 0.25, "dgrad": 0.30, "wgrad": 0.25},
     ("titanxp", "fp32"): {"fprop": 0.20, "dgrad": 0.25, "wgrad": 0.25},
-    ("gtx1080ti", "fp32"): {"fprop": 0.30, "dgrad": 0.30, "wgrad": 0.25},
-    ("titanx-maxwell", "fp32"): {"fprop": 0.25, "dgrad": 0.30, "wgrad": 0.35},
-    ("m40", "fp32"): {"fprop": 0.30, "dgrad": 0.35, "wgrad": 0.40},
+    ("gtx1080ti", "fp32"): {"fprop": 0.20, "dgrad": 0.25, "wgrad": 0.25},
+    ("titanx-maxwell", "fp32"): {"fprop": 0.25, "dgrad": 0.25, "wgrad": 0.30},
+    ("m40", "fp32"): {"fprop": 0.20, "dgrad": 0.25, "wgrad": 0.30},
     ("t4", "fp32"): {"fprop": 0.25, "dgrad": 0.30, "wgrad": 0.45},
     ("t4", "fp16"): {"fprop": 0.20, "dgrad": 0.25, "wgrad": 0.30},
     ("a100-80gb-pcie", "fp32"): {"fprop": 0.30},
