@@ -20,32 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from antsim.dataflow.footprint import rank_keys
 from antsim.dataflow.pairing import Cells
-
-# Block keys (chunk · stream keys + stream key) are ranked through a table over their key space when it holds at
-# most 16 entries per key (one pass over the space), else by a stable sort (cells arrive in long ascending runs,
-# which a stable sort merges fast). Speed only: both give ``np.unique``'s distinct keys and inverse
-# (tests/dataflow/test_drift.py). [choice] Measured here (one core, every lock-step call of a ResNet-18 CIFAR
-# step, best of 5): the table took 0.1–0.5× the stable sort's time up to 5 entries per key, about 1× at 36 and
-# 5–9× at 40; the stable sort 0.4–1× ``np.unique``'s (docs/footprint_speed.md).
-_TABLE_PER_KEY = 16
-
-
-def rank_keys(keys: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(keys, return_inverse=True)`` of non-negative int ``keys`` < ``space``: the sorted distinct keys
-    and the index (int64) of each key among them."""
-    if space <= _TABLE_PER_KEY * len(keys):
-        seen = np.zeros(space, bool)
-        seen[keys] = True
-        rank = np.cumsum(seen, dtype=np.int32) - 1
-        return np.flatnonzero(seen), rank[keys].astype(np.int64)
-    order = np.argsort(keys, kind="stable")
-    ordered = keys[order]
-    first = np.ones(len(keys), bool)
-    first[1:] = ordered[1:] != ordered[:-1]
-    index = np.empty(len(keys), np.int64)
-    index[order] = np.cumsum(first) - 1
-    return ordered[first], index
 
 
 def lockstep_pairs(cells: Cells, cell_pairs: np.ndarray, n_chunks: int, n_pes: int, fifo_values: int) -> np.ndarray:

@@ -43,6 +43,32 @@ def distinct(keys: np.ndarray, space: int) -> np.ndarray:
     return keys[np.concatenate(([True], keys[1:] != keys[:-1]))] if len(keys) else keys
 
 
+# Keys (``drift``'s blocks, the stacked path's (PE, output) groups) are ranked through an int32 table over their
+# key space when it holds at most 16 entries per key (one pass over the space), else by a stable sort (cells
+# arrive in long ascending runs, which a stable sort merges fast). Speed only: both give ``np.unique``'s distinct
+# keys and inverse (tests/dataflow/test_footprint.py). [choice] Measured here (one core, every
+# ``drift.lockstep_pairs`` call of a ResNet-18 CIFAR step, best of 5): the table took 0.1–0.5× the stable sort's
+# time up to 5 entries per key, about 1× at 36 and 5–9× at 40; the stable sort 0.4–1× ``np.unique``'s.
+_TABLE_PER_KEY = 16
+
+
+def rank_keys(keys: np.ndarray, space: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(keys, return_inverse=True)`` of non-negative int ``keys`` < ``space``: the sorted distinct keys
+    and the index (int64) of each key among them."""
+    if space <= _TABLE_PER_KEY * len(keys) and space < 1 << 31:
+        seen = np.zeros(space, bool)
+        seen[keys] = True
+        rank = np.cumsum(seen, dtype=np.int32) - 1
+        return np.flatnonzero(seen), rank[keys].astype(np.int64)
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    first = np.ones(len(keys), bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    index = np.empty(len(keys), np.int64)
+    index[order] = np.cumsum(first) - 1
+    return ordered[first], index
+
+
 @dataclass(frozen=True)
 class Footprint:
     """Per slot (``chunk · n_pes + pe``): valid products, distinct outputs held, distinct halo outputs;
@@ -269,20 +295,27 @@ def stacked_fits(stationary_shape: tuple[int, ...], streamed_shape: tuple[int, .
     return entries <= _STACKED_ENTRIES and entries * Cs <= _STACKED_MACS and U * V * Cs < 1 << 24
 
 
+def _forward_table(dim: DimMap, n_y: int, n_u: int) -> np.ndarray:
+    """(n_u, n_y): per streamed tap u, the output coordinate o linked to each stationary y (−1 where none); the
+    rows of ``_forward`` over ``links(dim, n_y, n_u, False)`` in one call."""
+    o, ok = dim.output(np.broadcast_to(np.arange(n_y), (n_u, n_y)), np.arange(n_u)[:, None])
+    return np.where(ok, o, -1)
+
+
 @dataclass(frozen=True)
 class _TapLinks:
-    """Every (stationary position, streamed tap) whose output lies in the window, sorted by the PE holding the
-    position, then the output: one link per (position, tap), ``groups`` of links per (PE, output).
+    """Every (stationary position, streamed tap) whose output lies in the window, in ``groups`` of links per (PE,
+    output), the groups numbered by PE, then output.
 
     Attributes:
         position: stationary position ``y · Xs + x`` of each link. tap: streamed tap ``u · V + v``.
-        start: first link of each (PE, output) group. pe, out: its PE and output position ``o1 · O2 + o2``.
+        group: the (PE, output) group of each link. pe, out: each group's PE and output position ``o1 · O2 + o2``.
         n_taps: streamed taps ``U · V``.
     """
 
     position: np.ndarray
     tap: np.ndarray
-    start: np.ndarray
+    group: np.ndarray
     pe: np.ndarray
     out: np.ndarray
     n_taps: int
@@ -291,25 +324,21 @@ class _TapLinks:
     def build(cls, problem: PhaseProblem, tiling: Tiling, plane: tuple[int, int], taps: tuple[int, int]
               ) -> _TapLinks:
         (Ys, Xs), (U, V) = plane, taps
-        fwd_h = np.stack([_forward(pair, Ys) for pair in links(problem.dims[0], Ys, U, False)])  # (U, Ys)
-        fwd_w = np.stack([_forward(pair, Xs) for pair in links(problem.dims[1], Xs, V, False)])  # (V, Xs)
+        fwd_h = _forward_table(problem.dims[0], Ys, U)  # (U, Ys)
+        fwd_w = _forward_table(problem.dims[1], Xs, V)  # (V, Xs)
         ok = (fwd_h[:, None, :, None] >= 0) & (fwd_w[None, :, None, :] >= 0)  # (U, V, Ys, Xs)
         tap, y, x = np.nonzero(ok.reshape(U * V, Ys, Xs))
+        n_out = tiling.out_plane[0] * tiling.out_plane[1]
         out = fwd_h[tap // V, y] * tiling.out_plane[1] + fwd_w[tap % V, x]
-        key = tiling.pe_of_stationary()[y, x].astype(np.int64) * (tiling.out_plane[0] * tiling.out_plane[1]) + out
-        order = np.argsort(key, kind="stable")
-        key = key[order]
-        start = np.flatnonzero(np.concatenate(([True], key[1:] != key[:-1]))) if len(key) else np.zeros(0, np.int64)
-        pe, out_of_group = np.divmod(key[start], tiling.out_plane[0] * tiling.out_plane[1])
-        return cls((y * Xs + x)[order], tap[order], start, pe, out_of_group, U * V)
+        keys, group = rank_keys(tiling.pe_of_stationary()[y, x].astype(np.int64) * n_out + out, tiling.n_pes * n_out)
+        pe, out_of_group = np.divmod(keys, n_out)
+        return cls(y * Xs + x, tap, group, pe, out_of_group, U * V)
 
     def summing_matrix(self, n_positions: int) -> csr_matrix:
         """(groups × positions · taps): ones where a group holds the link (position, tap); times a matrix of pair
         counts with one row per (position, tap) (``position · n_taps + tap``) it sums each (PE, output)'s links."""
-        sizes = np.diff(np.append(self.start, len(self.position)))
-        group = np.repeat(np.arange(len(self.start)), sizes)
-        return csr_matrix((np.ones(len(group), np.float32), (group, self.position * self.n_taps + self.tap)),
-                          shape=(len(self.start), n_positions * self.n_taps))
+        return csr_matrix((np.ones(len(self.group), np.float32), (self.group, self.position * self.n_taps + self.tap)),
+                          shape=(len(self.pe), n_positions * self.n_taps))
 
 
 def plane_footprint_stacked(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.ndarray,
@@ -325,7 +354,7 @@ def plane_footprint_stacked(problem: PhaseProblem, tiling: Tiling, stationary_ma
     taps = _TapLinks.build(problem, tiling, (Ys, Xs), (U, V))
     valid, partial, halo = (np.zeros((N, G, n_pes), np.int64) for _ in range(3))
     out_values = np.zeros((N, G), np.int64)
-    if len(taps.start) == 0:
+    if len(taps.pe) == 0:
         return Footprint(valid.ravel(), partial.ravel(), halo.ravel(), out_values.ravel())
     # The summing matrix reads an image's counts as rows (position · taps + tap) × Ko: the weights' columns are put
     # in (tap, ko) order when they are the smaller array to move (Cs ≤ positions), else each image's counts are.
@@ -336,7 +365,7 @@ def plane_footprint_stacked(problem: PhaseProblem, tiling: Tiling, stationary_ma
     pe_start = np.flatnonzero(np.concatenate(([True], taps.pe[1:] != taps.pe[:-1])))
     pes = taps.pe[pe_start]
     not_own = (tiling.pe_of_output().ravel()[taps.out] != taps.pe)[None, :, None]
-    outputs = np.unique(taps.out, return_inverse=True)[1].ravel()
+    outputs = rank_keys(taps.out, tiling.out_plane[0] * tiling.out_plane[1])[1]
     per_output = csr_matrix((np.ones(len(outputs), np.float32), (outputs, np.arange(len(outputs)))),
                             shape=(int(outputs.max()) + 1, len(outputs)))  # sums each output's (PE, output) groups
     group_start = np.arange(0, Ko, kc)

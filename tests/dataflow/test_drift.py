@@ -7,7 +7,7 @@ import pytest
 from dataflow_helpers import random_tensors, small_arch
 
 from antsim.dataflow import map_phase
-from antsim.dataflow.drift import lockstep_pairs, rank_keys
+from antsim.dataflow.drift import lockstep_pairs
 from antsim.dataflow.pairing import Cells
 from antsim.simulate import simulate_layer
 from antsim.workloads.layers import Layer
@@ -87,7 +87,7 @@ def _reference_lockstep(cells: Cells, pairs: np.ndarray, n_chunks: int, n_pes: i
 
 @pytest.mark.parametrize("seed", range(12))
 def test_lockstep_equals_plain_loops_over_the_definition(seed: int) -> None:
-    """Random chunks, PEs, stream keys (dense and sparse key spaces: both ``rank_keys`` paths), block sizes,
+    """Random chunks, PEs, stream keys (dense and sparse key spaces: both ``footprint.rank_keys`` paths), block sizes,
     idle cells and FIFO depths from one value to the whole stream."""
     rng = np.random.default_rng(seed)
     n_chunks, n_pes = int(rng.integers(1, 6)), int(rng.integers(1, 9))
@@ -102,17 +102,3 @@ def test_lockstep_equals_plain_loops_over_the_definition(seed: int) -> None:
         expected = _reference_lockstep(cells, pairs, n_chunks, n_pes, fifo_values)
         assert lockstep_pairs(cells, pairs, n_chunks, n_pes, fifo_values).tolist() == expected
     assert lockstep_pairs(cells, np.zeros(n_cells, np.int64), n_chunks, n_pes, 7).tolist() == [0] * n_chunks
-
-
-@pytest.mark.parametrize("space_per_key", [1, 16, 17, 1000])
-def test_rank_keys_is_unique_with_inverse(space_per_key: int) -> None:
-    """The table (≤ 16 entries per key) and the stable sort both give ``np.unique``'s keys and inverse."""
-    rng = np.random.default_rng(space_per_key)
-    for n in (1, 2, 50, 3000):
-        space = n * space_per_key
-        runs = np.sort(rng.integers(0, space, n))  # ascending runs, then shuffled blocks, as cells arrive
-        keys = np.concatenate([runs[i::3] for i in range(3)])
-        distinct, index = rank_keys(keys, space)
-        expected, inverse = np.unique(keys, return_inverse=True)
-        assert np.array_equal(distinct, expected) and np.array_equal(index, inverse.ravel())
-        assert index.dtype == np.int64
