@@ -68,7 +68,7 @@ def _register(name: str) -> Callable[[MaskModel], MaskModel]:
 # Elements per chunk of the chunked draws (``bernoulli_normals``) and of the candidate pass of the top-k selection
 # (``_top_positions``): bounds their temporaries, not results. [choice] 2^18 elements, 2 MiB of float64, small
 # enough to stay in a core's L2 cache between the draw and its use. Measured on 2.4 M elements: the uniform
-# draws + compare 1.16-1.27x faster than whole-array draws, the normals 0.91-0.95x (docs/operand_speed.md).
+# draws + compare 1.16-1.27x faster than whole-array draws, the normals the same within noise (0.9-1.1x).
 _CHUNK = 1 << 18
 
 
