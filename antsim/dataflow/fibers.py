@@ -445,42 +445,85 @@ def _kept_elements(base: _BaseFibers, reach: _Reach, image_channel: np.ndarray, 
     """The base elements each (image-channel, fetch set) pair keeps and their fiber keys (``base fiber · n_sets +
     set``), pair by pair in base order. With fibers ordered (u, v, ko) and a row pattern that is an interval, a
     fiber's kept rows are one run (``_row_starts``) whose columns are tested; otherwise every element of the
-    channel is tested."""
+    channel is tested. The candidates are tested a block of pairs at a time (``_item_blocks``): only the kept
+    elements and their keys grow with the operand (a channel is a candidate once per set that cuts it)."""
     element_bound, run_bound = bounds
-    n_sets, n_col_patterns, n_v = len(reach.member), len(reach.col_pat), reach.col_pat.shape[1]
-    rows = reach.row_intervals()[fetch_set // n_col_patterns]
+    rows = reach.row_intervals()[fetch_set // len(reach.col_pat)]
     by_rows = rows[:, 0] >= 0 if channel_inner else np.zeros(len(fetch_set), bool)
     parts = []
     if by_rows.any():
-        pairs = np.flatnonzero(by_rows)
-        starts = _row_starts(base, reach.row_pat.shape[1])
-        runs = run_bound[image_channel[pairs] + 1] - run_bound[image_channel[pairs]]
-        run = _concatenated_ranges(run_bound[image_channel[pairs]], runs)
-        pair_of_run = np.repeat(pairs, runs)
-        first = starts[run, rows[pair_of_run, 0]]
-        count = starts[run, rows[pair_of_run, 1]] - first
-        element = _concatenated_ranges(first, count)
-        flat = np.repeat(fetch_set[pair_of_run] % n_col_patterns * n_v, count)
-        flat += base.v[element]
-        keep = reach.col_pat.ravel()[flat]
-        key = base.fiber[base.run_start[run]] * n_sets
-        key += fetch_set[pair_of_run]
-        parts.append((element[keep], np.repeat(key, count)[keep]))
+        parts.extend(_kept_by_rows(base, reach, image_channel, fetch_set, rows, np.flatnonzero(by_rows), run_bound))
     others = np.flatnonzero(~by_rows)
     if len(others):
-        sizes = element_bound[image_channel[others] + 1] - element_bound[image_channel[others]]
-        element = _concatenated_ranges(element_bound[image_channel[others]], sizes)
-        element_set = np.repeat(fetch_set[others], sizes)
-        flat = element_set * reach.member.shape[1]
+        parts.extend(_kept_by_position(base, reach, image_channel[others], fetch_set[others], element_bound))
+    if not parts:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate([e for e, _ in parts]), np.concatenate([k for _, k in parts])
+
+
+def _kept_by_rows(base: _BaseFibers, reach: _Reach, image_channel: np.ndarray, fetch_set: np.ndarray,
+                  rows: np.ndarray, pairs: np.ndarray, run_bound: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``_kept_elements`` of ``pairs`` (fibers ordered (u, v, ko), row patterns intervals): per base fiber (run) of
+    each pair, the run of its kept rows, columns tested; blocks of runs, in order."""
+    n_sets, n_col_patterns, n_v = len(reach.member), len(reach.col_pat), reach.col_pat.shape[1]
+    starts = _row_starts(base, reach.row_pat.shape[1])
+    runs = run_bound[image_channel[pairs] + 1] - run_bound[image_channel[pairs]]
+    run = _concatenated_ranges(run_bound[image_channel[pairs]], runs)
+    pair_of_run = np.repeat(pairs, runs)
+    first = starts[run, rows[pair_of_run, 0]]
+    count = starts[run, rows[pair_of_run, 1]] - first
+    del starts
+    parts = []
+    for lo, hi in _item_blocks(count):
+        element = _concatenated_ranges(first[lo:hi], count[lo:hi])
+        flat = np.repeat(fetch_set[pair_of_run[lo:hi]] % n_col_patterns * n_v, count[lo:hi])
+        flat += base.v[element]
+        keep = reach.col_pat.ravel()[flat]
+        key = base.fiber[base.run_start[run[lo:hi]]] * n_sets
+        key += fetch_set[pair_of_run[lo:hi]]
+        parts.append((element[keep], np.repeat(key, count[lo:hi])[keep]))
+    return parts
+
+
+def _kept_by_position(base: _BaseFibers, reach: _Reach, image_channel: np.ndarray, fetch_set: np.ndarray,
+                      element_bound: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``_kept_elements`` of the pairs ``(image_channel, fetch_set)``: every element of the channel tested
+    against the set's positions; blocks of pairs, in order."""
+    n_sets, n_positions = len(reach.member), reach.member.shape[1]
+    sizes = element_bound[image_channel + 1] - element_bound[image_channel]
+    parts = []
+    for lo, hi in _item_blocks(sizes):
+        element = _concatenated_ranges(element_bound[image_channel[lo:hi]], sizes[lo:hi])
+        element_set = np.repeat(fetch_set[lo:hi], sizes[lo:hi])
+        flat = element_set * n_positions
         flat += reach.position[element]
         keep = reach.member.ravel()[flat]
+        del flat
         element = element[keep]
         key = base.fiber[element] * n_sets
         key += element_set[keep]
         parts.append((element, key))
-    if not parts:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate([e for e, _ in parts]), np.concatenate([k for _, k in parts])
+    return parts
+
+
+def _item_blocks(sizes: np.ndarray, limit: int | None = None) -> list[tuple[int, int]]:
+    """Consecutive index ranges ``[lo, hi)`` covering ``sizes`` in order, each summing to at most ``limit``
+    (default ``_BLOCK_ELEMENTS``) or holding a single item."""
+    limit = _BLOCK_ELEMENTS if limit is None else limit
+    end = np.cumsum(sizes)
+    blocks, lo = [], 0
+    while lo < len(sizes):
+        done = int(end[lo - 1]) if lo else 0
+        hi = max(int(np.searchsorted(end, done + limit, side="right")), lo + 1)
+        blocks.append((lo, hi))
+        lo = hi
+    return blocks
+
+
+# Candidate elements ``_kept_elements`` tests per block (~40 bytes of temporaries each): bounds its memory
+# (vgg16 classifier.0 on ANT: ~80 M candidates at once before, 2.0 GB) and keeps a block in cache. Memory
+# and speed only: the result is the same for any value ≥ 1 (tests vary it). [choice]
+_BLOCK_ELEMENTS = 1 << 18
 
 
 def _row_starts(base: _BaseFibers, n_u: int) -> np.ndarray:
@@ -535,11 +578,14 @@ def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClass
     layout = StreamedLayout(n_blocks, n_classes, len(row_pat) * len(col_pat), set_of_pe)
     reach = _Reach.of(base, row_pat, col_pat, n_blocks, n_classes)
     wanted = _wanted_pairs(problem, tiling, classes, stationary, set_of_pe, layout.n_sets)
+    delivered = reach.per_set(reach.counts, reach.member)
     segments = _segments(base, reach, wanted, layout.n_sets, tiling.n_groups * n_classes, options.channel_inner)
-    vectors = _segment_vectors(base, segments, width, options.channel_inner,
-                               n_blocks * n_classes * layout.n_sets)
+    elements = Elements(base.u, base.v, base.out_channel, base.image, base.value)
+    # The fiber keys, positions and per-(block, position) counts are done with: freed before the store is gathered.
+    del base, reach
+    vectors = _segment_vectors(elements, segments, width, options.channel_inner, n_blocks * n_classes * layout.n_sets)
     return StreamedOperand(vectors, layout, unfiltered.reshape(n_blocks, n_classes), fetched.astype(np.int64),
-                           reach.per_set(reach.counts, reach.member))
+                           delivered)
 
 
 def _key_order(keys: np.ndarray, key_space: int) -> np.ndarray:
@@ -557,14 +603,14 @@ def _key_order(keys: np.ndarray, key_space: int) -> np.ndarray:
 _KEY_TABLE_PER_KEY = 16
 
 
-def _segment_vectors(base: _BaseFibers, segments: _Segments, width: int, channel_inner: bool, key_space: int
+def _segment_vectors(base: Elements, segments: _Segments, width: int, channel_inner: bool, key_space: int
                      ) -> Vectors:
-    """The vectors of every segment and the elements of the store; each fiber key points at its segment's
-    vectors, keys ascending."""
+    """The vectors of every segment and the elements of the store (``base``: the base fibers' elements); each
+    fiber key points at its segment's vectors, keys ascending."""
     vec0, nvec, vec_start, vec_size = cut_segments(segments.length, width, segments.start)
     order = _key_order(segments.key, key_space)
     segment = segments.segment[order]
-    sp1, sp2, chan, image, value = base.u, base.v, base.out_channel, base.image, base.value
+    sp1, sp2, chan, image, value = base.sp1, base.sp2, base.chan, base.image, base.value
     if segments.store is not None:
         store = segments.store
         sp1, sp2, chan, value = (a[store] for a in (sp1, sp2, chan, value))
