@@ -477,7 +477,10 @@ def _wgrad_valid(layout: _WgradLayout, tiling: Tiling, stationary: np.ndarray, s
     channels_at = np.zeros((N, stationary.shape[2] + 1), np.int64)  # + the empty position
     channels_at[:, :-1] = np.count_nonzero(stationary, axis=1)
     dy_per_group = np.zeros((N, tiling.n_groups, streamed.shape[2] + 1), np.int32)  # + the empty dY position
-    dy_per_group[:, :, :-1] = _per_group(streamed.astype(np.int32).transpose(0, 2, 1), tiling.kc).transpose(0, 2, 1)
+    # Summed along the channel axis in place (no transposed int32 copy): uint8 0/1 values into int32.
+    dy_per_group[:, :, :-1] = np.add.reduceat(np.asarray(streamed, bool).view(np.uint8),
+                                              np.arange(0, streamed.shape[1], tiling.kc),
+                                              axis=1, dtype=np.int32)
     linked_dy = dy_per_group[:, :, layout.linked[0]]
     for tap in range(1, len(layout.linked)):
         linked_dy += dy_per_group[:, :, layout.linked[tap]]
@@ -518,9 +521,9 @@ def _held_counts(layout: _WgradLayout, tiling: Tiling, stationary: np.ndarray, s
     # Rows per position (the empty one last), each the tile's images × channels, so that gathering a PE's
     # positions (or a tap's linked dY positions) copies whole contiguous rows.
     a_rows = np.zeros((plane + 1, n, Cs), np.float32)
-    a_rows[:-1] = stationary.transpose(2, 0, 1)
+    a_rows[:-1] = np.ascontiguousarray(stationary.transpose(2, 0, 1))  # bytes transposed, then cast
     d_rows = np.zeros((streamed.shape[2] + 1, n, streamed.shape[1]), np.float32)
-    d_rows[:-1] = streamed.transpose(2, 0, 1)
+    d_rows[:-1] = np.ascontiguousarray(streamed.transpose(2, 0, 1))
     patterns = (bits <= 24 and _PATTERN_COST * (1 << bits) * bits <= per_tap
                 and n_pes_occupied * (1 << bits) <= _PATTERN_TABLE)
     held, outputs = (_held_by_patterns if patterns else _held_by_products)(layout, a_rows, d_rows)
