@@ -15,9 +15,11 @@ inside each timed interval (``--host-overhead-us``). Printed as Markdown:
    holding the most error (summed |ln(pred/meas)|), with each run's bias / error and rows;
 4. with ``--loo``: leave-one-GPU-out — the fitted constants (``FIT_GRID``: the Winograd efficiency and
    the NeuSight harness overhead) are refitted on all GPUs but one and the held-out GPU is predicted
-   with them. ``fit`` is a plain function of the runs it may see, rerun per fold.
+   with them. ``fit`` is a plain function of the runs it may see, rerun per fold;
+5. with ``--clocks``: the SM clock each DeepBench fp32 card ran at, from its measured times against the P100's on
+   the same layers (no model; docs/gpu_scale.md §2).
 
-    .venv/bin/python scripts/validate_gpu.py [--gemm] [--families] [--loo] [--data DIR]
+    .venv/bin/python scripts/validate_gpu.py [--gemm] [--families] [--loo] [--clocks] [--data DIR]
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -243,6 +246,53 @@ def leave_one_gpu_out(data: Path = DATA) -> None:
     print(f"\nall-GPU fit: winograd_efficiency = {everyone[0]:g}, NeuSight host overhead = {everyone[1]:g} µs")
 
 
+CLOCK_REFERENCE = "p100"  # P100 SXM2 runs at its 1480 MHz boost clock on DeepBench (its rows' bias is 0.95–1.03)
+CLOCK_CELLS = (("1x1", "fprop"), ("1x1", "dgrad"), ("3x3", "fprop"), ("3x3", "dgrad"))
+
+
+def _measured_by_key(run: Run, data: Path) -> dict[tuple[str, int, str], tuple[Layer | GemmLayer, float]]:
+    return {(o.layer.name, o.layer.N, o.phase): (o.layer, o.measured_s)
+            for o in observations(read_deepbench_csv(data / run.file, run.precision))}
+
+
+def implied_clocks(data: Path = DATA) -> dict[str, dict[tuple[str, str], tuple[float, int, float]]]:
+    """Per DeepBench fp32 card but the reference: (filter, phase) → (median measured time over the reference
+    card's on the same layers, rows, the SM clock in MHz that ratio implies).
+
+    On the same layer, a card's measured time over the reference card's should be the ratio of their FP32
+    peaks if both ran at their boost clocks; the clock that makes it so is ``boost × peak ratio / time ratio``
+    (docs/gpu_scale.md §2). 1×1 layers are implicit GEMMs on every library; 3×3 layers mix GEMM and Winograd.
+    """
+    runs = {r.gpu: r for r in RUNS if r.harness == "deepbench" and r.precision == "fp32"}
+    ref_peak = load_gpu(CLOCK_REFERENCE).peak("fp32")
+    ref = _measured_by_key(runs[CLOCK_REFERENCE], data)
+    table: dict[str, dict[tuple[str, str], tuple[float, int, float]]] = {}
+    for name, run in runs.items():
+        if name == CLOCK_REFERENCE:
+            continue
+        gpu, mine = load_gpu(name), _measured_by_key(run, data)
+        table[name] = {}
+        for filt, phase in CLOCK_CELLS:
+            ratios = [t / ref[k][1] for k, (layer, t) in mine.items() if k in ref and k[2] == phase
+                      and isinstance(layer, Layer) and f"{layer.R}x{layer.S}" == filt]
+            if ratios:
+                median = statistics.median(ratios)
+                table[name][filt, phase] = (median, len(ratios), gpu.clock_mhz * ref_peak / gpu.peak("fp32") / median)
+    return table
+
+
+def clock_table(data: Path = DATA) -> None:
+    """Print table 5: ``implied_clocks`` beside each card's boost clock and the model's SM clock."""
+    print(f"| GPU | boost MHz | model's SM clock MHz | measured time GPU / {CLOCK_REFERENCE}: 1×1 fprop / dgrad / "
+          "3×3 fprop / dgrad (rows) | clock those imply (MHz) |")
+    print("|---|---|---|---|---|")
+    for name, cells in implied_clocks(data).items():
+        gpu = load_gpu(name)
+        ratios = " / ".join(f"{cells[c][0]:.2f} ({cells[c][1]})" if c in cells else "–" for c in CLOCK_CELLS)
+        clocks = " / ".join(f"{cells[c][2]:.0f}" if c in cells else "–" for c in CLOCK_CELLS)
+        print(f"| {name} | {gpu.clock_mhz:g} | {gpu.sm_clock_hz / 1e6:g} | {ratios} | {clocks} |")
+
+
 def _fmt(errors: dict[str, float]) -> str:
     return " / ".join(f"{errors[p] * 100:.1f}" if p in errors else "–" for p in PHASES)
 
@@ -257,6 +307,8 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=DATA,
                         help="folder holding deepbench/ and neusight/ (default tests/data; the full NeuSight files "
                              "live in the team's shared data folder)")
+    parser.add_argument("--clocks", action="store_true",
+                        help="also the SM clock each DeepBench card ran at, from its measured times against the P100's")
     parser.add_argument("--gpu-correction", default="none", choices=CORRECTIONS,
                         help="table 1 with the learned correction (antsim.gpu.learned; its own leave-one-GPU-out: "
                              "scripts/fit_gpu_correction.py); the other tables stay the physical model's")
@@ -276,6 +328,9 @@ def main() -> None:
     if args.loo:
         print()
         leave_one_gpu_out(args.data)
+    if args.clocks:
+        print()
+        clock_table(args.data)
 
 
 if __name__ == "__main__":

@@ -92,3 +92,18 @@ def test_family_of_a_row_names_filter_stride_channel_band_and_algorithm() -> Non
     assert validate.shape_family(dataclasses.replace(layer, C=8), "x").startswith("3×3 s2, C < 32")
     assert validate.shape_family(dataclasses.replace(layer, C=128), "x") == "3×3 s2, C ≥ 128, x"
     assert validate.shape_family(GemmLayer("g", M=8, N=8, K=8), "gemm") == "GEMM layer, gemm"
+
+
+def test_measured_times_against_the_p100_imply_the_builtin_sm_clocks() -> None:
+    # docs/gpu_scale.md §2: the clock each card ran at, from measured times alone (1×1 layers, fprop and dgrad),
+    # is near the clock its builtin spec runs kernels at: the base clock on Maxwell, the top boost bin on the
+    # GTX 1080 Ti (which the measurements put 5-6 % higher still); the T4's 1×1 layers at its boost clock.
+    clocks = validate.implied_clocks()
+    for name, tolerance in (("m40", 0.02), ("titanx-maxwell", 0.02), ("gtx1080ti", 0.07), ("t4", 0.08)):
+        sm_mhz = validate.load_gpu(name).sm_clock_hz / 1e6
+        for phase in ("fprop", "dgrad"):
+            assert clocks[name]["1x1", phase][2] == pytest.approx(sm_mhz, rel=tolerance), (name, phase)
+    # and the rated boost clock is not what the Maxwell cards and the GTX 1080 Ti ran at
+    for name in ("m40", "titanx-maxwell", "gtx1080ti"):
+        boost = validate.load_gpu(name).clock_mhz
+        assert all(abs(clocks[name]["1x1", p][2] / boost - 1) > 0.05 for p in ("fprop", "dgrad")), name
