@@ -12,7 +12,7 @@ backlog recurrence of ``antsim.dataflow.banks.BankQueues`` instead, its final dr
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -277,44 +277,123 @@ def _width_grid(context: MappingContext, streamed: _OperandSlots, stationary: _O
     return valid, context.banks.bank(k_local[:, None], entry, per_channel)
 
 
-def _operand_table(vectors: Vectors, ids: np.ndarray, build: Callable[[np.ndarray, int], _OperandSlots],
-                   row_width: int) -> tuple[_OperandSlots, np.ndarray]:
-    """An operand's slot terms for the vector ids ``ids`` and each id's position in them: built once per
-    vector of the operand when it has fewer vectors than ids are asked for (the sampled pairs share them),
-    else per id."""
+class _PairTables(NamedTuple):
+    """The slot terms of both operands for a batch of sampled pairs, built once and shared by the pairs'
+    screens and grids: each operand's table (``_OperandSlots``, slots × columns), the size of each column's
+    vector, each pair's column (``f_at``, ``i_at``), and the entry layout (``_entry_layout``: entries per
+    output row and per channel, per pair minus its window origin index or None)."""
+
+    streamed: _OperandSlots
+    f_size: np.ndarray
+    f_at: np.ndarray
+    stationary: _OperandSlots
+    i_size: np.ndarray
+    i_at: np.ndarray
+    row_width: int
+    per_channel: int
+    window_term: np.ndarray | None
+
+
+def _table_columns(vectors: Vectors, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The vectors a per-vector table of an operand is built for, and each id's column in it: every vector
+    of the operand when it has fewer vectors than ids are asked for (the sampled pairs share them), else
+    the ids themselves."""
     if len(vectors.vec_start) < len(ids):
-        return build(np.arange(len(vectors.vec_start)), row_width), ids
-    return build(ids, row_width), np.arange(len(ids))
+        return np.arange(len(vectors.vec_start)), ids
+    return ids, np.arange(len(ids))
 
 
-def _product_grids(context: MappingContext, pairs: PairBatch) -> Iterator[tuple[np.ndarray, _SlotGrid]]:
-    """The pairs' product slots as ``_SlotGrid``s of ≤ ``_GRID_PAIRS`` pairs whose I-vectors have one
-    width, each with the positions in ``pairs`` of its pairs. Which products are valid and the bank of
-    each are those of ``_Enumerator.batch`` (same maps and hash), laid out as dense (F', w, pairs) grids
-    without a per-product gather; padded F-slots are never valid."""
-    size_i = context.stationary.vec_size[pairs.i]
-    order = np.argsort(size_i, kind="stable")
-    size_i = size_i[order]
-    row_width, per_channel, window_term = _entry_layout(context, context.cells.slot[pairs.cell[order]])
-    streamed_table, f_at = _operand_table(context.streamed_vectors, pairs.f[order],
-                                          lambda ids, w: _streamed_slots(context, ids, w), row_width)
-    stationary_table, i_at = _operand_table(context.stationary, pairs.i[order],
-                                            lambda ids, w: _stationary_slots(context, ids, w), row_width)
+def _pair_tables(context: MappingContext, pairs: PairBatch) -> _PairTables:
+    """Both operands' slot tables for ``pairs``."""
+    row_width, per_channel, window_term = _entry_layout(context, context.cells.slot[pairs.cell])
+    f_columns, f_at = _table_columns(context.streamed_vectors, pairs.f)
+    i_columns, i_at = _table_columns(context.stationary, pairs.i)
+    return _PairTables(_streamed_slots(context, f_columns, row_width), context.streamed_vectors.vec_size[f_columns],
+                       f_at, _stationary_slots(context, i_columns, row_width), context.stationary.vec_size[i_columns],
+                       i_at, row_width, per_channel, window_term)
+
+
+def _distinct_columns(keys: np.ndarray, size: np.ndarray) -> np.ndarray:
+    """Per column of ``keys`` (slots, n): whether its first ``size`` entries are pairwise distinct."""
+    lanes = np.arange(len(keys))[:, None]
+    keys = np.where(lanes < size, keys, -1 - lanes)  # a padded slot gets a negative key of its own
+    if len(keys) > 8:  # pairwise comparisons grow as slots²: sort instead
+        ordered = np.sort(keys, axis=0)
+        return ~(ordered[1:] == ordered[:-1]).any(axis=0)
+    distinct = np.ones(keys.shape[1], bool)
+    for a in range(len(keys)):
+        for b in range(a + 1, len(keys)):
+            distinct &= keys[a] != keys[b]
+    return distinct
+
+
+def _may_conflict(context: MappingContext, pairs: PairBatch, tables: _PairTables) -> np.ndarray:
+    """Per pair: False where it provably puts at most one valid product on each bank, so that its conflict
+    cycles are 0 without enumerating it; True elsewhere. Under the ``sliced`` hash a product's bank is
+    (its streamed channel's slice, its accumulator entry mod banks/slices), and with no dividing dimension
+    (δ = 1) the entry is a stationary part plus a streamed part plus the pair's window term. So the banks of
+    a pair's products are all distinct when (one stationary element) its streamed elements' (slice, streamed
+    part mod banks/slices) are distinct — their slices alone when δ > 1 — or (several) its streamed elements'
+    slices are distinct and its stationary parts are distinct mod banks/slices (a distinctness the common
+    window shift keeps). Other hashes: every pair may conflict."""
+    bank_map, streamed, stationary = context.banks, tables.streamed, tables.stationary
+    if bank_map.hash != "sliced" or len(pairs.f) == 0:
+        return np.ones(len(pairs.f), bool)
+    per_slice = np.int32(bank_map.banks // bank_map.slices)
+    assert streamed.other is not None  # streamed slots always carry their local output channel
+    part = streamed.other % np.int32(bank_map.slices)
+    slices_apart = _distinct_columns(part, tables.f_size)[tables.f_at]
+    single = tables.i_size[tables.i_at] == 1
+    if streamed.entry is None or stationary.entry is None:  # a dimension divides (δ > 1): no split entry
+        return ~(slices_apart & single)
+    banks_apart = _distinct_columns(part * per_slice + streamed.entry % per_slice, tables.f_size)[tables.f_at]
+    entries_apart = _distinct_columns(stationary.entry % per_slice, tables.i_size)[tables.i_at]
+    return ~np.where(single, banks_apart, slices_apart & entries_apart)
+
+
+def _product_grids(context: MappingContext, pairs: PairBatch, tables: _PairTables, chosen: np.ndarray
+                   ) -> Iterator[tuple[np.ndarray, _SlotGrid]]:
+    """The product slots of the pairs at positions ``chosen`` of ``pairs`` as ``_SlotGrid``s of ≤
+    ``_GRID_PAIRS`` pairs whose I-vectors have one width, each with the positions in ``pairs`` of its pairs.
+    Which products are valid and the bank of each are those of ``_Enumerator.batch`` (same maps and hash),
+    laid out as dense (F', w, pairs) grids without a per-product gather; padded F-slots are never valid."""
+    size_i = context.stationary.vec_size[pairs.i[chosen]]
+    order = chosen[np.argsort(size_i, kind="stable")]
+    size_i = np.sort(size_i, kind="stable")
+    f_at, i_at = tables.f_at[order], tables.i_at[order]
+    window_term = None if tables.window_term is None else tables.window_term[order]
     bounds = np.searchsorted(size_i, np.arange(1, int(size_i.max(initial=0)) + 2))
     for width in range(1, len(bounds)):
         for lo in range(int(bounds[width - 1]), int(bounds[width]), _GRID_PAIRS):
             hi = min(lo + _GRID_PAIRS, int(bounds[width]))
-            valid, bank = _width_grid(context, streamed_table.take(f_at[lo:hi], len(streamed_table.row)),
-                                      stationary_table.take(i_at[lo:hi], width),
-                                      None if window_term is None else window_term[lo:hi], row_width, per_channel)
+            valid, bank = _width_grid(context, tables.streamed.take(f_at[lo:hi], len(tables.streamed.row)),
+                                      tables.stationary.take(i_at[lo:hi], width),
+                                      None if window_term is None else window_term[lo:hi], tables.row_width,
+                                      tables.per_channel)
             yield order[lo:hi], _SlotGrid(valid, bank)
 
 
-def _pair_extra(context: MappingContext, pairs: PairBatch) -> np.ndarray:
+def _subset(pairs: PairBatch, chosen: np.ndarray) -> PairBatch:
+    """The pairs at positions (or where the mask) ``chosen``."""
+    return PairBatch(pairs.cell[chosen], pairs.f[chosen], pairs.i[chosen])
+
+
+def _screened(context: MappingContext, pairs: PairBatch, chosen: np.ndarray, screened: bool) -> np.ndarray:
+    """The positions ``chosen`` less, when ``screened``, those whose pair the ANT screen proves holds no valid
+    product: such a pair writes no bank, so it conflicts nowhere (most of SCNN's wgrad sample)."""
+    if not screened:
+        return chosen
+    return chosen[screen(context.problem, context.stationary, context.streamed_vectors, _subset(pairs, chosen))]
+
+
+def _pair_extra(context: MappingContext, pairs: PairBatch, screened: bool) -> np.ndarray:
     """Per pair: max(1, largest bank load of its valid products) − 1, int64 (``max_load_extra`` of the
-    pairs' enumerated products, counted on their product grids)."""
+    pairs' enumerated products, counted on their product grids): 0 without a grid for the pairs
+    ``_may_conflict`` clears and, when ``screened``, for those the screen drops (``_screened``)."""
     extra = np.zeros(len(pairs.f), np.int64)
-    for at, grid in _product_grids(context, pairs):
+    tables = _pair_tables(context, pairs)
+    loaded = _screened(context, pairs, np.flatnonzero(_may_conflict(context, pairs, tables)), screened)
+    for at, grid in _product_grids(context, pairs, tables, loaded):
         slots, width, n = grid.bank.shape
         extra[at] = column_max_load_extra(grid.bank.reshape(slots * width, n), grid.valid.reshape(slots * width, n),
                                           context.banks.banks)
@@ -325,8 +404,8 @@ def _pair_loads(context: MappingContext, pairs: PairBatch) -> np.ndarray:
     """Valid products per (pair, bank), (pairs, banks) int32 (``bank_loads`` of the pairs' products)."""
     banks, n = context.banks.banks, len(pairs.f)
     keys = []
-    for at, grid in _product_grids(context, pairs):  # key 1 + pair · banks + bank of a valid product, else 0
-        key = grid.bank.astype(np.int64) + (at * banks + 1)
+    for at, grid in _product_grids(context, pairs, _pair_tables(context, pairs), np.arange(n)):
+        key = grid.bank.astype(np.int64) + (at * banks + 1)  # 1 + pair · banks + bank of a valid product, else 0
         key *= grid.valid
         keys.append(key.ravel())
     counts = np.bincount(np.concatenate(keys), minlength=n * banks + 1) if keys else np.zeros(n * banks + 1)
@@ -425,19 +504,15 @@ def sampled_conflicts(context: MappingContext, policy: Policy, budget: int = _CO
     banks, depth = context.banks.banks, context.banks.queue_depth
     picks, run, sample_step = _sample_picks(int(cells.n_pairs.sum()), budget, _QUEUE_RUN if depth else 1)
     pairs = _pairs_at(cells, picks)
-    reachable = screen(context.problem, context.stationary, context.streamed_vectors, pairs)
-    if policy == "ant":
-        pairs, run = PairBatch(pairs.cell[reachable], pairs.f[reachable], pairs.i[reachable]), run[reachable]
-        reachable = np.ones(len(pairs.f), bool)
-    # A pair the screen proves holds no valid product writes no bank, so it conflicts nowhere: only the others
-    # are enumerated (most of SCNN's wgrad sample), and the rest count as sampled pairs with no conflict.
-    enumerated = np.flatnonzero(reachable)
-    enumerated_pairs = PairBatch(pairs.cell[enumerated], pairs.f[enumerated], pairs.i[enumerated])
+    if policy == "ant":  # ANT issues only the pairs its screen keeps
+        reachable = screen(context.problem, context.stationary, context.streamed_vectors, pairs)
+        pairs, run = _subset(pairs, reachable), run[reachable]
     slot = cells.slot[pairs.cell]
     drain = np.zeros(n_slots, np.int64)
     if depth:  # every (run, slot) its own sequence; a slot's last backlog drains only when every pair is taken
         loads = np.zeros((len(pairs.f), banks), np.int32)
-        loads[enumerated] = _pair_loads(context, enumerated_pairs)
+        enumerated = _screened(context, pairs, np.arange(len(pairs.f)), policy != "ant")
+        loads[enumerated] = _pair_loads(context, _subset(pairs, enumerated))
         sequence_key, sequence = np.unique(run * n_slots + slot, return_inverse=True)
         queues = BankQueues(len(sequence_key), banks, depth)
         queues.feed(sequence.ravel(), loads)
@@ -445,8 +520,7 @@ def sampled_conflicts(context: MappingContext, policy: Policy, budget: int = _CO
         if sample_step == 1:  # one sequence per slot
             drain[sequence_key] = queues.drain()
     else:
-        extra = np.zeros(len(pairs.f), np.int64)
-        extra[enumerated] = _pair_extra(context, enumerated_pairs)
+        extra = _pair_extra(context, pairs, policy != "ant")
         extra_sum = np.bincount(slot, weights=extra, minlength=n_slots).astype(np.float64)
     if sample_step == 1 or issued_pairs is None:
         return ConflictEstimate(np.rint(extra_sum * sample_step).astype(np.int64) + drain, sample_step)
