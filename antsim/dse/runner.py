@@ -9,7 +9,8 @@ command resumes the study and runs only the trials still missing.
 Faults end in one line, never a traceback, and leave the study consistent:
 - a worker killed (SIGKILL) or dying: the others finish the study (its trial is failed as stale and redone);
   ``SweepSummary.lost_workers`` says what happened, and ``WorkersLost`` is raised only when the study is
-  left short of its trials (rerun the same command to resume);
+  left short of its trials (rerun the same command to resume) — or, when every lost worker stopped with an
+  ``AntsimError`` of one type, that type with the workers' joined lines (``_lost_error``);
 - a worker paused (SIGSTOP) past the grace period: the others fail its trial and redo it; when it wakes, its
   result is dropped (one line on stderr) and it goes on with new trials;
 - the storage unreachable (a PostgreSQL restart): each worker says so once and retries for
@@ -22,6 +23,7 @@ import contextlib
 import json
 import multiprocessing
 import os
+import pickle
 import signal
 import socket
 import sys
@@ -437,18 +439,40 @@ def _orphan_watchdog(parent_pid: int) -> None:
 
 def _worker_main(spec_path: str, opts: SweepOptions, index: int, n_trials: int, deadline: float | None,
                  parent_pid: int, messages: Any) -> None:
-    """A spawned worker: its error becomes one line for the parent (``messages``) and an exit status."""
+    """A spawned worker: its error becomes one line for the parent (``messages``: index, line, and the
+    ``AntsimError`` itself when it pickles, so the parent's error keeps its type) and an exit status."""
     _orphan_watchdog(parent_pid)
     try:
         with _quiet():
             start_worker(load_sweep(spec_path), opts, index).run(n_trials, deadline)
     except AntsimError as exc:
-        messages.put((index, str(exc).replace("\n", " ")))
+        messages.put((index, str(exc).replace("\n", " "), _picklable(exc)))
         sys.exit(2)
     except Exception as exc:  # an internal error: one line, the traceback only in the main process (--debug)
         what = str(exc).splitlines()[0] if str(exc) else ""
-        messages.put((index, f"internal error: {type(exc).__name__}{': ' + what if what else ''}"))
+        messages.put((index, f"internal error: {type(exc).__name__}{': ' + what if what else ''}", None))
         sys.exit(1)
+
+
+def _picklable(exc: AntsimError) -> AntsimError | None:
+    """``exc`` if it survives the trip to the parent (pickles and unpickles), else None (the line alone)."""
+    try:
+        pickle.loads(pickle.dumps(exc))
+    except Exception:  # noqa: BLE001 - any failure: the parent gets the line only
+        return None
+    return exc
+
+
+def _lost_error(lost: list[str], errors: list[AntsimError], tail: str) -> AntsimError:
+    """The parent's one-line error for workers that did not exit cleanly: ``WorkersLost``, or the workers'
+    own error type (its ``subject`` kept) when every one of them stopped with an ``AntsimError`` of one type
+    (``StorageUnreachable`` with two workers as with one)."""
+    message = f"{'; '.join(lost)}; {tail}"
+    if len(errors) != len(lost) or len({type(e) for e in errors}) != 1:
+        return WorkersLost(message)
+    error = errors[0]  # the parent's own unpickled copy: its message becomes the joined line
+    error.args = (message,)
+    return error
 
 
 def run_sweep(spec: SweepSpec, opts: SweepOptions, progress: Progress | None = None) -> SweepSummary:
@@ -463,8 +487,9 @@ def run_sweep(spec: SweepSpec, opts: SweepOptions, progress: Progress | None = N
         The final trial counts and how many trials this call ran.
 
     Raises:
-        AntsimError: storage or study mismatch; ``WorkersLost`` (workers died and the study is short of its
-            trials); ``StorageUnreachable``. RuntimeError: 5 evaluator failures in a row (one worker).
+        AntsimError: storage or study mismatch; ``WorkersLost`` or the workers' own error type (workers died or
+            stopped and the study is short of its trials); ``StorageUnreachable``. RuntimeError: 5 evaluator
+            failures in a row (one worker).
     """
     with _quiet():
         return _run_sweep(spec, opts, progress)
@@ -483,11 +508,12 @@ def _run_sweep(spec: SweepSpec, opts: SweepOptions, progress: Progress | None) -
     if monitor:
         monitor.start()
     lost: list[str] = []
+    errors: list[AntsimError] = []
     try:
         if opts.workers <= 1:
             start_worker(spec, opts, 0).run(n_trials, deadline)
         else:
-            lost = _run_processes(spec, opts, n_trials, deadline)
+            lost, errors = _run_processes(spec, opts, n_trials, deadline)
     finally:
         if monitor:
             monitor.stop()
@@ -497,8 +523,8 @@ def _run_sweep(spec: SweepSpec, opts: SweepOptions, progress: Progress | None) -
     except Exception as exc:  # the storage went away as the workers ended: say what they said, no counts
         if not (lost and st.is_connection_error(exc)):
             raise
-        raise WorkersLost(f"{'; '.join(lost)}; the study is consistent: rerun the same command to resume once"
-                          " the database is back") from None
+        raise _lost_error(lost, errors, "the study is consistent: rerun the same command to resume once the"
+                          " database is back") from None
     summary.outcomes = trial_outcomes(trials)
     # trials that existed when this run began and are FAIL now: FAIL already, or RUNNING under a dead
     # worker and failed by this run's stale-trial check; either way redone, and the summary says so
@@ -507,13 +533,15 @@ def _run_sweep(spec: SweepSpec, opts: SweepOptions, progress: Progress | None) -
     summary.elapsed_s = time.time() - start
     summary.lost_workers = tuple(lost)
     if lost and summary.counts.finished < n_trials:
-        raise WorkersLost(f"{'; '.join(lost)}; the study holds {summary.counts.finished}/{n_trials} finished "
-                          "trials and is consistent: rerun the same command to resume")
+        raise _lost_error(lost, errors, f"the study holds {summary.counts.finished}/{n_trials} finished trials and"
+                          " is consistent: rerun the same command to resume")
     return summary
 
 
-def _run_processes(spec: SweepSpec, opts: SweepOptions, n_trials: int, deadline: float | None) -> list[str]:
-    """Run the worker processes; what became of each one that did not exit cleanly."""
+def _run_processes(spec: SweepSpec, opts: SweepOptions, n_trials: int, deadline: float | None
+                   ) -> tuple[list[str], list[AntsimError]]:
+    """Run the worker processes; what became of each one that did not exit cleanly, and the
+    ``AntsimError`` of each of those that stopped with one."""
     ctx = multiprocessing.get_context("spawn")
     messages = ctx.SimpleQueue()
     procs = [ctx.Process(target=_worker_main, args=(spec.source, opts, i, n_trials, deadline, os.getpid(),
@@ -530,10 +558,14 @@ def _run_processes(spec: SweepSpec, opts: SweepOptions, n_trials: int, deadline:
             p.terminate()
         raise
     said: dict[int, str] = {}
+    raised: dict[int, AntsimError] = {}
     while not messages.empty():
-        index, message = messages.get()
+        index, message, error = messages.get()
         said[index] = message
-    return [_fate(i, p.exitcode, said.get(i)) for i, p in enumerate(procs) if p.exitcode != 0]
+        if error is not None:
+            raised[index] = error
+    failed = [i for i, p in enumerate(procs) if p.exitcode != 0]
+    return [_fate(i, procs[i].exitcode, said.get(i)) for i in failed], [raised[i] for i in failed if i in raised]
 
 
 def _fate(index: int, exitcode: int | None, message: str | None) -> str:

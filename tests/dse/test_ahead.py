@@ -44,8 +44,8 @@ SPACE = {"pe_array.rows": {"low": 2, "high": 16}, "pe_array.F": {"choices": [2, 
 
 def _sweep(tmp_path: Path, name: str, ahead: int, workers: int = 1, **changes: object) -> tuple[SweepSpec, list]:
     mf = {"screen": "proxy_layers", "proxy_layers": 1, "warmup_trials": 6, "margin": MARGIN, "screen_ahead": ahead}
-    changes = {"space": SPACE, **changes}
-    spec = load_sweep(write_spec(tmp_path, name, n_trials=N_TRIALS, sampler="random", multi_fidelity=mf, **changes))
+    changes = {"space": SPACE, "sampler": "random", **changes}
+    spec = load_sweep(write_spec(tmp_path, name, n_trials=N_TRIALS, multi_fidelity=mf, **changes))
     url = f"sqlite:///{tmp_path / name}.db"
     run_sweep(spec, SweepOptions(storage_url=url, study_name=name, n_trials=N_TRIALS, workers=workers, seed=5))
     return spec, optuna.load_study(study_name=name, storage=make_storage(url, 60)).get_trials()
@@ -100,6 +100,21 @@ def test_screen_ahead_finds_the_front_of_every_design_and_keeps_full_results(tmp
     found, everything = _fronts(spec, ahead)
     assert found == everything and len(found) >= 3
     for t in ahead:  # a design evaluated in full gets the evaluator's own metrics, whatever the order
+        if attrs.stage(t) == "full":
+            assert attrs.metrics(t) == _full_metrics(spec, t)
+
+
+def test_tpe_screening_ahead_finds_the_front_of_every_design(tmp_path: Path) -> None:
+    """TPE asked for 12 trials at once (the 11 others pending while it samples each) screens designs out and
+    still finds the front of every one of its trials evaluated in full."""
+    spec, trials = _sweep(tmp_path, "tpe", 12, sampler="tpe")
+    assert spec.sampler.name == "tpe"
+    assert sorted(t.number for t in trials) == list(range(N_TRIALS))
+    assert all(t.state in (TrialState.COMPLETE, TrialState.PRUNED) for t in trials)
+    assert sum(attrs.stage(t) == "proxy" for t in trials) >= N_TRIALS // 4, "nothing screened: nothing tested"
+    found, everything = _fronts(spec, trials)
+    assert found == everything and len(found) >= 3
+    for t in trials:
         if attrs.stage(t) == "full":
             assert attrs.metrics(t) == _full_metrics(spec, t)
 

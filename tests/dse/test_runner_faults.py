@@ -169,7 +169,7 @@ def test_a_database_gone_for_good_ends_in_one_error_and_resumes(tmp_path: Path, 
 
     import sqlalchemy
 
-    from antsim.dse.runner import StorageUnreachable, SweepOptions, WorkersLost, run_sweep
+    from antsim.dse.runner import StorageUnreachable, SweepOptions, run_sweep
     from antsim.dse.spec import load_sweep
     from antsim.dse.storage import normalise_url
 
@@ -184,7 +184,7 @@ def test_a_database_gone_for_good_ends_in_one_error_and_resumes(tmp_path: Path, 
     stopper = threading.Thread(target=lambda: (_trial_in_flight(url), postgres_server.stop()), daemon=True)
     stopper.start()
     try:
-        with pytest.raises(StorageUnreachable if workers == 1 else WorkersLost) as info:
+        with pytest.raises(StorageUnreachable) as info:  # two workers' StorageUnreachable: the same type
             run_sweep(spec, SweepOptions(storage_url=url, study_name="faults", n_trials=N_TRIALS, heartbeat_s=1,
                                          storage_retry_s=3.0, workers=workers))
     finally:

@@ -164,3 +164,35 @@ def test_workers_opening_a_new_postgresql_database_together_all_succeed(postgres
             urls.append(postgres_url.rsplit("/", 1)[0] + f"/{name}")
     engine.dispose()
     _open_together(urls)
+
+
+
+def test_a_spawned_workers_error_keeps_its_type_in_the_parents_one_line_error(tmp_path: Path) -> None:
+    """Both workers re-read the spec file, broken after the parent read it: each stops with the spec's own
+    SpecError, which the parent raises as a SpecError (one line, both workers' words)."""
+    from antsim.errors import SpecError
+
+    spec_path = write_spec(tmp_path, "broken", n_trials=4)
+    spec = load_sweep(spec_path)
+    spec_path.write_text(spec_path.read_text().replace("kind: sweep", "kind: nonsense"))
+    url = f"sqlite:///{tmp_path / 'broken.db'}"
+    with pytest.raises(SpecError) as info:
+        run_sweep(spec, SweepOptions(storage_url=url, study_name="broken", n_trials=4, workers=2))
+    message = str(info.value)
+    assert type(info.value) is SpecError and "\n" not in message
+    assert message.count("stopped: ") == 2 and message.count("nonsense") == 2, message
+    assert "rerun the same command to resume" in message
+
+
+def test_workers_lost_unless_every_lost_worker_raised_one_antsim_error_type() -> None:
+    from antsim.dse.runner import StorageUnreachable, WorkersLost, _lost_error
+    from antsim.errors import SpecError
+
+    lines = ["worker 0 stopped: a", "worker 1 stopped: b"]
+    same = _lost_error(lines, [StorageUnreachable("a", subject="storage"), StorageUnreachable("b")], "rerun")
+    assert type(same) is StorageUnreachable and same.subject == "storage"
+    assert str(same) == "worker 0 stopped: a; worker 1 stopped: b; rerun"
+    mixed = _lost_error(lines, [StorageUnreachable("a"), SpecError("f", "k", "b")], "rerun")
+    killed = _lost_error(lines + ["worker 2 was killed by SIGKILL"], [SpecError("f", "k", "a")] * 2, "rerun")
+    assert type(mixed) is WorkersLost and type(killed) is WorkersLost
+    assert str(killed) == "worker 0 stopped: a; worker 1 stopped: b; worker 2 was killed by SIGKILL; rerun"
