@@ -264,7 +264,7 @@ def _replay(spec: object, rows: list[dict], sizes: tuple[int, ...] = (1, 8, 16, 
 
 
 def _screened_sweep(folder: Path, n_trials: int, unscreened_trials: int, unscreened_timings: list[str],
-                    variants: list[tuple[int, str]], sampler: str) -> dict:
+                    variants: list[tuple[int, str]], sampler: str, front_check: bool = True) -> dict:
     """Throughput with and without the analytic screen, and the front it finds (module docstring, item 5):
     one unscreened run per timing tier, one screened run per (screen_ahead, timing) variant, in this order."""
     src = REPO / "sweeps" / "resnet18_cifar_pareto.yaml"
@@ -292,8 +292,9 @@ def _screened_sweep(folder: Path, n_trials: int, unscreened_trials: int, unscree
                    full_cpu_s=round(sum(attrs.seconds(t, attrs.EVAL_CPU_S) or 0.0 for t in trials), 2),
                    load_after=round(os.getloadavg()[0], 2))
         print(json.dumps(row), flush=True)
-        row["front"] = _front_check(spec, trials)
-        print(json.dumps(row["front"]), flush=True)
+        if front_check:
+            row["front"] = _front_check(spec, trials)
+            print(json.dumps(row["front"]), flush=True)
     return out
 
 
@@ -360,6 +361,8 @@ def main() -> int:
     parser.add_argument("--sampler", choices=["random", "spec"], default="random",
                         help="random (seed 7, the default) or the spec's own sampler (NSGA-II) for the sweep runs")
     parser.add_argument("--only-screen", action="store_true", help="skip sections 1-3")
+    parser.add_argument("--no-front-check", action="store_true",
+                        help="--screened-sweep: throughput only (repeated runs; the front checked in another)")
     parser.add_argument("--json", type=Path, default=None, help="write all numbers here")
     args = parser.parse_args()
     results: dict = {}
@@ -377,7 +380,8 @@ def main() -> int:
             results["screen_error"] = _screen_error(args.screen_error, args.screen_seed)
         if args.screened_sweep:
             results["screened_sweep"] = _screened_sweep(folder, args.screened_sweep, args.unscreened_trials,
-                                                        args.unscreened_timings, args.screened_variants, args.sampler)
+                                                        args.unscreened_timings, args.screened_variants, args.sampler,
+                                                        not args.no_front_check)
     print(json.dumps(results, indent=1))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1) + "\n")
