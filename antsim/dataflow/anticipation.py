@@ -124,8 +124,8 @@ def _chunks(counts: np.ndarray, max_pairs: int) -> Iterator[slice]:
 
 
 class _Verdict:
-    """The screen's verdict on (I-vector, F-vector) pairs: looked up in the table when there is one, else computed
-    in place (``_issued``)."""
+    """The screen's verdict on (I-vector, F-vector) pairs: looked up in the joint table when there is one, else in the
+    per-dimension tables (``_DimTables``), else computed in place (``_issued``) — the same booleans each way."""
 
     def __init__(self, context: MappingContext, table: _ScreenTable | None) -> None:
         self.context, self.table = context, table
