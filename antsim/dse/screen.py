@@ -229,10 +229,18 @@ def make_fetch_sets(problem: PhaseProblem, tiling: Tiling, fetch_filter: bool) -
     return FetchSets(row_pat, col_pat, set_of_pe, table)
 
 
+# Entries kept per (layer, phase) before its kept parts are dropped and made anew. [choice] 64: a PE grid's
+# fetch sets of ResNet-18 CIFAR's 60 phases take ~1.6 MiB (measured, resnet18_cifar_pareto.yaml's space),
+# so a worker keeps at most ~100 MiB; that space has 7 × 7 grids × 2 fetch filters.
+SHARED_ENTRIES = 64
+
+
 def _shared(ops: PhaseOperands, key: tuple[Any, ...], make: Callable[[], Any]) -> Any:
     """``make()``, kept in ``ops.shared`` under ``key``: the caller's key must hold every design parameter
-    that ``make`` reads (the operands themselves are ``ops``)."""
+    that ``make`` reads (the operands themselves are ``ops``). Past ``SHARED_ENTRIES`` all is dropped."""
     if key not in ops.shared:
+        if len(ops.shared) >= SHARED_ENTRIES:
+            ops.shared.clear()
         ops.shared[key] = make()
     return ops.shared[key]
 

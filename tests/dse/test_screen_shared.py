@@ -76,3 +76,14 @@ def test_priced_is_price_to_the_last_bit(arch_file: str) -> None:
         est = estimate_phase(arch, phase_operands(layer, phase, tensors, not arch.sparsity_support))  # type: ignore[arg-type]
         assert est.time_s > 0
         assert priced(est.actions, prices, est.time_s) == price(est.actions, arch, est.time_s)
+
+
+def test_kept_parts_are_bounded_and_made_anew(monkeypatch: pytest.MonkeyPatch) -> None:
+    from antsim.dse import screen
+
+    monkeypatch.setattr(screen, "SHARED_ENTRIES", 2)
+    layer, warm = LAYERS[0], _cold(LAYERS[0], "fprop")
+    for changes in SEQUENCE:
+        arch = _arch(**changes)
+        assert asdict(estimate_phase(arch, warm)) == asdict(estimate_phase(arch, _cold(layer, "fprop"))), changes
+        assert len(warm.shared) <= 2
