@@ -48,7 +48,7 @@ def distinct(keys: np.ndarray, space: int) -> np.ndarray:
 # arrive in long ascending runs, which a stable sort merges fast). Speed only: both give ``np.unique``'s distinct
 # keys and inverse (tests/dataflow/test_footprint.py). [choice] Measured here (one core, every
 # ``drift.lockstep_pairs`` call of a ResNet-18 CIFAR step, best of 5): the table took 0.1–0.5× the stable sort's
-# time up to 5 entries per key, about 1× at 36 and 5–9× at 40; the stable sort 0.4–1× ``np.unique``'s.
+# time up to 5 entries per key, 1.1× at 36 and 8–9× at 39–41; the stable sort 0.4–1.2× ``np.unique``'s.
 _TABLE_PER_KEY = 16
 
 
