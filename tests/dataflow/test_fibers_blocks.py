@@ -115,3 +115,17 @@ def test_empty_and_all_dense_operands(fill, phase, monkeypatch):
             assert len(whole.vectors.fiber_keys) == 0
         for operand in split:
             _assert_identical(operand, whole)
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_unique_rows_is_numpys_unique_along_rows(seed):
+    rng = np.random.default_rng(seed)
+    table = rng.random((int(rng.integers(1, 12)), int(rng.integers(1, 10)))) < rng.random()
+    if seed % 5 == 0:
+        table[:] = table[0]  # one distinct row
+    rows, inverse = fibers._unique_rows(table)
+    want_rows, want_inverse = np.unique(table, axis=0, return_inverse=True)
+    assert rows.dtype == want_rows.dtype and rows.shape == want_rows.shape
+    np.testing.assert_array_equal(rows, want_rows)
+    assert inverse.dtype == want_inverse.dtype
+    np.testing.assert_array_equal(inverse, want_inverse.ravel())
