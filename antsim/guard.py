@@ -73,11 +73,11 @@ EXACT_BYTES_PER_PRODUCT = 140.0
 # The operands themselves: float32 A, saved A, W and dY (what antsim.sparsity.generators and a tensors file's
 # decoder return).
 OPERAND_BYTES_PER_ELEMENT = 4.0
-# What generating one operand holds beside the finished ones, per element of the largest operand: float64
-# normals + the np.where copy + its bool mask in antsim/sparsity/gemm.py `_nonzero_normal` (8 + 8 + 1 B),
-# the most of any generator (swat's A and dY: the float64 field and its Gaussian-filtered copy, 16 B; top_k: the
-# values and one partitioned copy, 16 B). Measured: 13-15 B on the layers above, 16.2 B for the 102.8 M weights
-# of vgg16-imagenet-full classifier.0 (1,727 MiB ru_maxrss for that generator call alone).
+# What generating one operand holds beside the finished ones, per element of the largest operand. Since
+# session 8 (docs/operand_speed.md, tracemalloc) the most of any generator is swat's smoothed field: the
+# float64 field filtered in place plus numpy's `std` temporary, 16.0 B; swat W and the GEMM operands 13-13.6 B;
+# uniform and channel 5.6 B. Before it (float64 normals + np.where copy + mask) 16.2 B were measured for the
+# 102.8 M weights of vgg16-imagenet-full classifier.0 (1,727 MiB ru_maxrss for that call); 17 B stays a bound.
 GENERATION_BYTES_PER_ELEMENT = 17.0
 # Stationary passes of one (layer, phase). Each pass re-streams the whole streamed operand; SCNN sizes its
 # buffers so a layer takes one pass, and sweeps constrain `stationary_passes: {max: 1}`. A 8 mbit input
