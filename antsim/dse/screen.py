@@ -42,7 +42,7 @@ from antsim.dse.evaluators import Evaluator, workload_tensors
 from antsim.dse.workload import Workload
 from antsim.energy import energy_per_action, leakage_power, load_table
 from antsim.errors import SpecError
-from antsim.phases import PhaseProblem, conv_dgrad, conv_fprop, conv_wgrad, phase_problem
+from antsim.phases import PhaseProblem, phase_problem
 from antsim.simulate import design_area_mm2, output_density
 from antsim.sparsity.tensors import Tensors
 from antsim.spec.arch import ArchSpec
@@ -94,17 +94,51 @@ class PhaseOperands:
 
 
 def _valid_products(layer: Layer, phase: Phase, tensors: Tensors) -> int:
-    """Valid products by mask correlation: the phase's convolution on 0/1 operands, summed."""
-    w = (tensors.weights != 0).astype(np.float64)
+    """Valid products: the phase's convolution on 0/1 operands, summed — in closed form per kernel tap
+    ``(r, s)``, where the sum over outputs factors into a sum over the tap's summed channel (``conv_sum``)."""
+    w = (tensors.weights != 0).astype(np.int64)
     if phase == "fprop":
-        out = conv_fprop((tensors.activations != 0).astype(np.float64), w, layer.stride, layer.pad)
-    elif phase == "dgrad":
-        out = conv_dgrad((tensors.grad_output != 0).astype(np.float64), w, (layer.H, layer.W), layer.stride,
-                         layer.pad)
+        return conv_sum((tensors.activations != 0), w, layer.stride, layer.pad, "fprop")
+    if phase == "dgrad":
+        return conv_sum((tensors.grad_output != 0), w, layer.stride, layer.pad, "dgrad", (layer.H, layer.W))
+    return conv_sum((tensors.wgrad_activations != 0), (tensors.grad_output != 0).astype(np.int64), layer.stride,
+                    layer.pad, "wgrad", kernel=(layer.R, layer.S))
+
+
+def conv_sum(x: np.ndarray, y: np.ndarray, stride: tuple[int, int], pad: tuple[int, int], phase: Phase,
+             input_hw: tuple[int, int] = (0, 0), kernel: tuple[int, int] = (0, 0)) -> int:
+    """``Σ conv(x, y)`` of ``antsim.phases``' ``conv_<phase>`` (fprop: x = A, y = W; dgrad: x = dY, y = W;
+    wgrad: x = A, y = dY), in integers: per tap, fprop is ``Σ_c (Σ_{n,p,q} patch) · (Σ_k W)``, dgrad
+    ``Σ_k (Σ dY over the outputs landing inside the input) · (Σ_c W)``, wgrad
+    ``Σ_{n,p,q} (Σ_c patch) · (Σ_k dY)`` — the same integer the convolution sums (tested against it)."""
+    (sh, sw), (ph, pw) = stride, pad
+    total = 0
+    if phase == "dgrad":
+        height, width = input_hw
+        n_p, n_q = x.shape[2:]
+        for r in range(y.shape[2]):
+            rows = (r + sh * np.arange(n_p) - ph >= 0) & (r + sh * np.arange(n_p) - ph < height)
+            for s in range(y.shape[3]):
+                cols = (s + sw * np.arange(n_q) - pw >= 0) & (s + sw * np.arange(n_q) - pw < width)
+                landed = x[:, :, rows][:, :, :, cols].sum(axis=(0, 2, 3), dtype=np.int64)
+                total += int(landed @ y[:, :, r, s].sum(axis=1))
+        return total
+    n_r, n_s = (y.shape[2], y.shape[3]) if phase == "fprop" else kernel
+    n_p = (x.shape[2] + 2 * ph - n_r) // sh + 1 if phase == "fprop" else y.shape[2]
+    n_q = (x.shape[3] + 2 * pw - n_s) // sw + 1 if phase == "fprop" else y.shape[3]
+    padded = np.pad(x.astype(np.int64), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    if phase == "fprop":
+        per_channel = y.sum(axis=0)  # (C, R, S): Σ_k W
     else:
-        out = conv_wgrad((tensors.wgrad_activations != 0).astype(np.float64),
-                         (tensors.grad_output != 0).astype(np.float64), (layer.R, layer.S), layer.stride, layer.pad)
-    return int(round(float(out.sum())))
+        per_pixel = y.sum(axis=1)  # (N, P, Q): Σ_k dY
+    for r in range(n_r):
+        for s in range(n_s):
+            patch = padded[:, :, r:r + sh * (n_p - 1) + 1:sh, s:s + sw * (n_q - 1) + 1:sw]
+            if phase == "fprop":
+                total += int(patch.sum(axis=(0, 2, 3)) @ per_channel[:, r, s])
+            else:
+                total += int((patch.sum(axis=1) * per_pixel).sum())
+    return total
 
 
 def phase_operands(layer: Layer, phase: Phase, tensors: Tensors, dense: bool = False) -> PhaseOperands:
