@@ -427,12 +427,13 @@ class _Segments:
     store: np.ndarray | None
 
 
-def _segments(base: _BaseFibers, reach: _Reach, wanted: np.ndarray, cuts: np.ndarray, n_sets: int,
-              fibers_per_channel: int, channel_inner: bool) -> _Segments:
+def _segments(base: _BaseFibers, reach: _Reach, wanted: np.ndarray, cuts: np.ndarray, fibers_per_channel: int,
+              channel_inner: bool) -> _Segments:
     """Each wanted (image-channel, set)'s fibers: its base fibers themselves when the set keeps every position
     they hold (shared by every such set), else (``cuts``: (image-channel, set) pairs where the set misses a
     position the channel holds) a copy of the elements the set keeps, in base order."""
     image_channel, fetch_set = np.nonzero(wanted)
+    n_sets = len(reach.member)
     bounds = np.arange(len(wanted) + 1, dtype=np.int64) * fibers_per_channel
     run_fiber = base.fiber[base.run_start]
     run_bound = np.searchsorted(run_fiber, bounds)
@@ -472,7 +473,7 @@ def _kept_elements(base: _BaseFibers, reach: _Reach, image_channel: np.ndarray, 
     by_rows = rows[:, 0] >= 0 if channel_inner else np.zeros(len(fetch_set), bool)
     parts = []
     if by_rows.any():
-        parts.extend(_kept_by_rows(base, reach, image_channel, fetch_set, rows, np.flatnonzero(by_rows), run_bound))
+        parts.extend(_kept_by_rows(base, reach, image_channel[by_rows], fetch_set[by_rows], run_bound))
     others = np.flatnonzero(~by_rows)
     if len(others):
         parts.extend(_kept_by_position(base, reach, image_channel[others], fetch_set[others], element_bound))
@@ -482,14 +483,16 @@ def _kept_elements(base: _BaseFibers, reach: _Reach, image_channel: np.ndarray, 
 
 
 def _kept_by_rows(base: _BaseFibers, reach: _Reach, image_channel: np.ndarray, fetch_set: np.ndarray,
-                  rows: np.ndarray, pairs: np.ndarray, run_bound: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``_kept_elements`` of ``pairs`` (fibers ordered (u, v, ko), row patterns intervals): per base fiber (run) of
-    each pair, the run of its kept rows, columns tested; blocks of runs, in order."""
+                  run_bound: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``_kept_elements`` of the pairs ``(image_channel, fetch_set)`` (fibers ordered (u, v, ko), the sets' row
+    patterns intervals): per base fiber (run) of each pair, the run of its kept rows, columns tested; blocks of
+    runs, in order."""
     n_sets, n_col_patterns, n_v = len(reach.member), len(reach.col_pat), reach.col_pat.shape[1]
+    rows = reach.row_intervals()[fetch_set // n_col_patterns]
     starts = _row_starts(base, reach.row_pat.shape[1])
-    runs = run_bound[image_channel[pairs] + 1] - run_bound[image_channel[pairs]]
-    run = _concatenated_ranges(run_bound[image_channel[pairs]], runs)
-    pair_of_run = np.repeat(pairs, runs)
+    runs = run_bound[image_channel + 1] - run_bound[image_channel]
+    run = _concatenated_ranges(run_bound[image_channel], runs)
+    pair_of_run = np.repeat(np.arange(len(fetch_set)), runs)
     first = starts[run, rows[pair_of_run, 0]]
     count = starts[run, rows[pair_of_run, 1]] - first
     del starts
@@ -604,8 +607,7 @@ def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClass
     del counts  # (n_blocks, U·V): freed before the fibers are laid out
     cuts = reach.per_set(per_channel, ~reach.member) > 0
     wanted = _wanted_pairs(problem, tiling, classes, stationary, set_of_pe, layout.n_sets)
-    segments = _segments(base, reach, wanted, cuts, layout.n_sets, tiling.n_groups * n_classes,
-                         options.channel_inner)
+    segments = _segments(base, reach, wanted, cuts, tiling.n_groups * n_classes, options.channel_inner)
     elements = Elements(base.u, base.v, base.out_channel, base.image, base.value)
     del base  # the fiber keys and runs are done with: freed before the store is gathered
     vectors = _segment_vectors(elements, segments, width, options.channel_inner, n_blocks * n_classes * layout.n_sets)
