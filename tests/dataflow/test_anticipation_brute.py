@@ -102,14 +102,16 @@ def test_counts_on_random_layers_equal_the_brute_force(seed, monkeypatch):
             _assert_equal_to_brute_force(context)
 
 
-@pytest.mark.parametrize("screen", ["joint", "per_dim", "in_place"])
+@pytest.mark.parametrize("screen", ["joint", "per_dim", "per_dim_sorted", "in_place"])
 @pytest.mark.parametrize("case", range(len(MAPPING_CASES)))
 def test_counts_on_the_mapping_cases_equal_the_brute_force(case, screen, monkeypatch):
     """Strided, asymmetric, 1×1 and 5×5 layers, with the verdicts looked up in the joint table (wgrad: per dimension),
     in the per-dimension tables only, or computed in place (both tables refused); I = 2 so that fprop and dgrad hold
     multi-I cells beside single-I ones."""
-    if screen == "per_dim":
+    if screen in ("per_dim", "per_dim_sorted"):
         monkeypatch.setattr(anticipation._ScreenTable, "of", classmethod(lambda cls, *operands: None))
+    if screen == "per_dim_sorted":  # the intervals numbered by a sort, as on a long GEMM plane
+        monkeypatch.setattr(anticipation, "_COUNTED_CODES", 0)
     if screen == "in_place":
         monkeypatch.setattr(anticipation, "_SCREEN_TABLE_ENTRIES", 0)
     layer, density, rows, cols, kc = MAPPING_CASES[case]
@@ -140,3 +142,37 @@ def test_edge_cases_equal_the_brute_force(monkeypatch):
                 _assert_equal_to_brute_force(context)
                 long_runs += int((context.cells.n_f > anticipation._COLUMN_PASSES).sum())
     assert long_runs > 0  # the dense wgrad's dY fibers exceed the column passes: the tail was taken
+
+
+def test_a_long_gemm_plane_screens_without_counting_over_its_interval_codes():
+    """A GEMM laid out as a 1×K plane has K² interval codes per dimension: vgg16's classifier.0 (K = 25088) once
+    counted over all of them (10 GB, 42 s). Its wgrad screen must stay small; the sorted numbering equals np.unique
+    (the mapping cases above check the counts it gives against the brute force, ``per_dim_sorted``)."""
+    import tracemalloc
+
+    from antsim.dataflow.gemm import map_gemm_phase
+    from antsim.dataflow.reuse import disabled
+    from antsim.sparsity.gemm import make_gemm_tensors
+    from antsim.spec.arch import load_arch
+    from antsim.workloads.gemm import Gemm
+
+    arch = load_arch("arch_configs/ant.yaml")
+    gemm = Gemm("fc", M=256, N=1, K=25088, a="weights")
+    tensors = make_gemm_tensors(gemm, {"w": 0.1, "a": 0.1, "g": 0.1}, "uniform", 0)
+    with disabled():
+        tracemalloc.start()
+        try:
+            work = map_gemm_phase(arch, gemm, "wgrad", tensors, "fast")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert work.products.total > 0
+    assert peak < 256 << 20, peak  # a count over 25088² codes alone is 5 GB
+    codes = np.random.default_rng(0).integers(0, 10**9, 1000)
+    values, inverse = anticipation._unique_codes(codes, 10**9)
+    expected, expected_inverse = np.unique(codes, return_inverse=True)
+    np.testing.assert_array_equal(values, expected)
+    np.testing.assert_array_equal(inverse, expected_inverse)
+    small_values, small_inverse = anticipation._unique_codes(codes % 1000, 1000)
+    np.testing.assert_array_equal(small_values, np.unique(codes % 1000))
+    np.testing.assert_array_equal(small_values[small_inverse], codes % 1000)
