@@ -49,9 +49,10 @@ BASE_BYTES = 200 * 2**20
 # with the swat regime's densities (W 0.1, A 0.5, saved A 0.1, dY 1.0: 166-363 B). The largest, rounded.
 SPARSE_BYTES_PER_NONZERO = 450.0
 # The same for a design with anticipation (policy ant or oracle): its streamed fibers are laid out once per
-# fetch set (antsim/dataflow/fibers.py `_segments`, three int64 arrays per replicated element). Measured
-# (docs/memory.md "The guard"): resnet18-cifar layer1.0.conv1 at batch 16 930 B, resnet50-imagenet
-# layer1.0.conv2 640 B at batch 1 and 940 B at batch 16, above the SCNN constant. The largest, rounded up.
+# fetch set (antsim/dataflow/fibers.py). Measured (docs/memory.md "The guard") while that layout held three
+# int64 arrays per replicated element: resnet18-cifar layer1.0.conv1 at batch 16 930 B, resnet50-imagenet
+# layer1.0.conv2 640 B at batch 1 and 940 B at batch 16, above the SCNN constant. The largest, rounded up; since
+# session 8 the layout works in blocks (less held, docs/memory.md), so the constant stays an upper bound.
 ANTICIPATION_BYTES_PER_NONZERO = 1000.0
 # A dense design at fast maps one image (every element a non-zero): bytes its dataflow holds per element of
 # that image's A + W + dY and per pairing cell, measured as VmHWM minus the RSS after generating the operands
