@@ -13,7 +13,7 @@ GEMM layers are mapped whole, and the dense design maps one image and repeats it
 
 Usage: .venv/bin/python scripts/peak_rss.py [--networks a,b] [--archs scnn,ant,dense] [--batch 1,train]
        [--batch-sample 2] [--timeout 1800] [--jobs 1] [--force] [--skip NETWORK:DESIGN,...] [--json out.json]
-Writes a markdown table (network, design, batch, sample, status, peak RSS MB, wall s) and the largest peak.
+Writes a markdown table (network, design, batch, sample, status, peak RSS MiB, wall s) and the largest peak.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ ONE_THREAD = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THRE
 # every other zoo network (the CNNs and the CIFAR ViT) gets 16, the batch of issue 16's batch-16 target.
 TRAINING_BATCH = {"bert-base": 8, "lstm-lm-medium": 20}
 DEFAULT_TRAINING_BATCH = 16
-LIMIT_MB = 2048.0  # issue 16's done-criterion: peak RSS of every zoo step < 2 GB
+LIMIT_MB = 2048.0  # issue 16's done-criterion: peak RSS of every zoo step < 2 GB, read as 2 GiB (ru_maxrss counts KiB)
 
 
 @dataclass(frozen=True)
@@ -143,7 +143,7 @@ def measure(run: Run, timeout_s: float, force: bool) -> Measured:
 
 
 def table(rows: Sequence[Measured]) -> str:
-    head = ["| network | design | batch | sample | status | peak RSS (MB) | wall (s) |",
+    head = ["| network | design | batch | sample | status | peak RSS (MiB) | wall (s) |",
             "|---|---|---:|---:|---|---:|---:|"]
     body = [f"| {m.run.network} | {m.run.design} | {m.run.batch} | {m.run.batch_sample or 'all'} | {m.status} | "
             f"{m.peak_rss_mb:,.0f} | {m.wall_s:,.1f} |" for m in rows]
@@ -156,8 +156,8 @@ def largest(rows: Sequence[Measured]) -> str:
     top = max(rows, key=lambda m: m.peak_rss_mb)
     over = [m for m in rows if m.peak_rss_mb >= LIMIT_MB]
     not_ok = [m for m in rows if m.status != "ok"]
-    return (f"largest: {top.peak_rss_mb:,.0f} MB ({top.run.network}, {top.run.design}, batch {top.run.batch}, "
-            f"{top.status}); {len(over)} of {len(rows)} runs at or above {LIMIT_MB:,.0f} MB; "
+    return (f"largest: {top.peak_rss_mb:,.0f} MiB ({top.run.network}, {top.run.design}, batch {top.run.batch}, "
+            f"{top.status}); {len(over)} of {len(rows)} runs at or above {LIMIT_MB:,.0f} MiB; "
             f"{len(not_ok)} not ok")
 
 
@@ -313,7 +313,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def one(run: Run) -> Measured:
         measured = measure(run, args.timeout, args.force)
-        print(f"{run.network} {run.design} batch {run.batch}: {measured.status}, {measured.peak_rss_mb:,.0f} MB, "
+        print(f"{run.network} {run.design} batch {run.batch}: {measured.status}, {measured.peak_rss_mb:,.0f} MiB, "
               f"{measured.wall_s:,.1f} s", file=sys.stderr, flush=True)
         with lock:
             done.append(measured)
