@@ -6,6 +6,9 @@ the package."""
 
 from __future__ import annotations
 
+import tracemalloc
+from collections.abc import Callable
+
 import numpy as np
 from scipy.ndimage import gaussian_filter
 
@@ -158,3 +161,31 @@ def make_gemm_tensors(gemm: Gemm, densities: dict[str, float], model: str = "swa
     saved = top_k(b, saved_density) if saved_density is not None and saved_density < densities["a"] else None
     return GemmTensors(a, b, grad, saved)
 
+
+def continuous(shape: tuple[int, ...], dtype: type, rng: np.random.Generator) -> np.ndarray:
+    """Distinct magnitudes (no ties)."""
+    return rng.standard_normal(shape).astype(dtype)
+
+
+def tied(shape: tuple[int, ...], dtype: type, rng: np.random.Generator) -> np.ndarray:
+    """Few distinct magnitudes (ties everywhere, zeros and both signs)."""
+    return rng.integers(-3, 4, shape).astype(dtype)
+
+
+def signed_zeros(shape: tuple[int, ...], dtype: type, rng: np.random.Generator) -> np.ndarray:
+    """Mostly zeros, a third of them negative zeros."""
+    values = rng.standard_normal(shape).astype(dtype)
+    values[rng.random(shape) < 0.6] = 0.0
+    values[rng.random(shape) < 0.3] = -0.0
+    return values
+
+
+def peak_bytes(call: Callable[[], object]) -> int:
+    """tracemalloc's peak while ``call`` runs (numpy reports its buffers to tracemalloc)."""
+    tracemalloc.start()
+    try:
+        tracemalloc.reset_peak()
+        call()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()

@@ -4,8 +4,6 @@ chunked draws consume the same stream; the candidate top-k path really taken, an
 
 from __future__ import annotations
 
-import tracemalloc
-
 import numpy as np
 import pytest
 
@@ -58,21 +56,6 @@ def test_a_drawn_zero_becomes_one_as_before(monkeypatch: pytest.MonkeyPatch) -> 
     assert _same(new, old) and np.count_nonzero(new == 1.0) > 20
 
 
-def _continuous(shape: tuple[int, ...], dtype: type, rng: np.random.Generator) -> np.ndarray:
-    return rng.standard_normal(shape).astype(dtype)
-
-
-def _tied(shape: tuple[int, ...], dtype: type, rng: np.random.Generator) -> np.ndarray:
-    return rng.integers(-3, 4, shape).astype(dtype)
-
-
-def _signed_zeros(shape: tuple[int, ...], dtype: type, rng: np.random.Generator) -> np.ndarray:
-    values = rng.standard_normal(shape).astype(dtype)
-    values[rng.random(shape) < 0.6] = 0.0
-    values[rng.random(shape) < 0.3] = -0.0
-    return values
-
-
 def _sorted_blocks(shape: tuple[int, ...], dtype: type, rng: np.random.Generator) -> np.ndarray:
     """Large magnitudes crowded where the strided sample does not look (the candidate bound then misses)."""
     values = rng.standard_normal(shape).astype(dtype) * 1e-3
@@ -83,7 +66,7 @@ def _sorted_blocks(shape: tuple[int, ...], dtype: type, rng: np.random.Generator
     return values
 
 
-MAKERS = [_continuous, _tied, _signed_zeros, _sorted_blocks]
+MAKERS = [reference.continuous, reference.tied, reference.signed_zeros, _sorted_blocks]
 
 
 @pytest.fixture
@@ -174,25 +157,17 @@ def test_make_tensors_equal_the_original_generators(case: dict) -> None:  # type
                 assert _same(getattr(new, name), getattr(old, name)), (layer.name, seed, name)
 
 
-def _peak_bytes(call) -> int:  # type: ignore[no-untyped-def]
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        call()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 def test_generation_holds_its_float32_output_and_a_mask_not_three_float64_arrays() -> None:
     shape = (256, 256, 8, 8)  # 4 M elements: the float32 output is 16 MiB
     elements = int(np.prod(shape))
-    uniform = _peak_bytes(lambda: generators.make_operand(shape, 0.1, "uniform", np.random.default_rng(0)))
+    uniform = reference.peak_bytes(lambda: generators.make_operand(shape, 0.1, "uniform", np.random.default_rng(0)))
     assert uniform <= 5 * elements + 3 * (1 << 21)  # float32 out + bool mask + chunk buffers
-    old = _peak_bytes(lambda: reference.make_operand(shape, 0.1, "uniform", np.random.default_rng(0)))
+    old = reference.peak_bytes(lambda: reference.make_operand(shape, 0.1, "uniform", np.random.default_rng(0)))
     assert old >= 17 * elements  # bool mask, float64 normals and their np.where copy
     params = generators.FieldParams(0.0, 0.0)  # swat's W
-    weights = _peak_bytes(lambda: generators.make_operand(shape, 0.1, "topk_field", np.random.default_rng(0), params))
+    weights = reference.peak_bytes(
+        lambda: generators.make_operand(shape, 0.1, "topk_field", np.random.default_rng(0), params))
     assert weights <= 14 * elements  # the float64 field, the float32 output, ~1.1 k candidates' positions
-    old = _peak_bytes(lambda: reference.make_operand(shape, 0.1, "topk_field", np.random.default_rng(0), params))
+    old = reference.peak_bytes(
+        lambda: reference.make_operand(shape, 0.1, "topk_field", np.random.default_rng(0), params))
     assert old >= 24 * elements  # the field, its top_k's float64 output and argpartition indices, the cast

@@ -3,25 +3,12 @@ dtypes and seeds, ties and zeros included; the threshold path really taken; its 
 
 from __future__ import annotations
 
-import tracemalloc
-
 import numpy as np
 import pytest
 
 from antsim.sparsity import generators
 from antsim.sparsity.generators import envelope, top_k, top_k_mask
-
-
-def _reference_top_k(values: np.ndarray, density: float) -> np.ndarray:
-    """The original ``top_k`` (before the threshold rewrite), verbatim."""
-    keep = int(round(density * values.size))
-    out = np.zeros_like(values)
-    if keep == 0:
-        return out
-    flat = np.abs(values).ravel()
-    index = np.argpartition(-flat, keep - 1)[:keep] if keep < flat.size else np.arange(flat.size)
-    out.ravel()[index] = values.ravel()[index]
-    return out
+from tests.sparsity import operand_reference_helpers as reference
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:
@@ -29,25 +16,9 @@ def _same(a: np.ndarray, b: np.ndarray) -> bool:
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
-def _continuous(shape: tuple[int, ...], dtype: type, rng: np.random.Generator) -> np.ndarray:
-    return rng.standard_normal(shape).astype(dtype)
-
-
-def _tied(shape: tuple[int, ...], dtype: type, rng: np.random.Generator) -> np.ndarray:
-    """Few distinct magnitudes (ties everywhere, zeros and both signs)."""
-    return rng.integers(-3, 4, shape).astype(dtype)
-
-
-def _signed_zeros(shape: tuple[int, ...], dtype: type, rng: np.random.Generator) -> np.ndarray:
-    values = rng.standard_normal(shape).astype(dtype)
-    values[rng.random(shape) < 0.6] = 0.0
-    values[rng.random(shape) < 0.3] = -0.0
-    return values
-
-
 SHAPES = [(1,), (2,), (7,), (3, 5), (2, 3, 4, 5), (4, 16, 9, 9), (1, 3, 17, 13)]
 DENSITIES = [0.0, 0.01, 0.1, 0.25, 0.5, 0.9, 0.999, 1.0]
-MAKERS = [_continuous, _tied, _signed_zeros]
+MAKERS = [reference.continuous, reference.tied, reference.signed_zeros]
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
@@ -58,7 +29,7 @@ def test_top_k_and_mask_equal_the_argpartition_original(dtype: type, maker) -> N
         for shape in SHAPES:
             values = maker(shape, dtype, rng)
             for density in DENSITIES:
-                expected = _reference_top_k(values, density)
+                expected = reference.top_k(values, density)
                 assert _same(top_k(values, density), expected), (maker.__name__, shape, density, seed)
                 assert _same(top_k_mask(values, density), expected != 0), (maker.__name__, shape, density, seed)
 
@@ -68,7 +39,7 @@ def test_block_boundaries_do_not_matter(monkeypatch: pytest.MonkeyPatch) -> None
     for block in (1, 2, 7, 100, 230, 231, 232):
         monkeypatch.setattr(generators, "_TOP_K_BLOCK", block)
         for density in (0.05, 0.3, 0.8):
-            expected = _reference_top_k(values, density)
+            expected = reference.top_k(values, density)
             assert _same(top_k(values, density), expected) and _same(top_k_mask(values, density), expected != 0)
 
 
@@ -78,7 +49,7 @@ def test_integer_and_nan_inputs_take_the_original_selection() -> None:
     with_nan[0, :3] = np.nan
     for values in (ints, with_nan):
         for density in (0.1, 0.5, 0.95, 1.0):
-            assert _same(top_k(values, density), _reference_top_k(values, density))
+            assert _same(top_k(values, density), reference.top_k(values, density))
 
 
 def test_continuous_values_take_the_threshold_not_the_argpartition(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -96,7 +67,7 @@ def test_ties_at_the_threshold_keep_argpartition_positions() -> None:
     values = np.concatenate([np.full(40, 2.0), -np.full(40, 2.0), np.ones(20)])
     np.random.default_rng(4).shuffle(values)
     for density in (0.05, 0.1, 0.33, 0.79, 0.8, 0.81):
-        expected = _reference_top_k(values, density)
+        expected = reference.top_k(values, density)
         assert _same(top_k(values, density), expected)
 
 
@@ -110,7 +81,7 @@ def test_top_k_mask_of_gain_equals_the_product_selection() -> None:
             field = np.round(field * 2).astype(np.float32)  # ties and zeros
         gain = envelope(shape, rng, params)
         for density in (0.0, 0.02, 0.1, 0.5, 1.0):
-            expected = _reference_top_k(np.abs(field) * gain, density) != 0
+            expected = reference.top_k(np.abs(field) * gain, density) != 0
             assert _same(generators.top_k_mask_of_gain(field, gain, density), expected), (seed, density)
 
 
@@ -123,20 +94,10 @@ def test_non_contiguous_input_is_selected_like_its_contiguous_copy() -> None:
 # make_tensors against the whole original generators: tests/sparsity/test_generators_reference.py.
 
 
-def _peak_bytes(call) -> int:  # type: ignore[no-untyped-def]
-    tracemalloc.start()
-    try:
-        tracemalloc.reset_peak()
-        call()
-        return tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-
-
 def test_top_k_holds_two_full_size_arrays_not_five() -> None:
     values = np.random.default_rng(8).standard_normal(1 << 22)  # 32 MiB; blocks of 2^20 add ≤ 9 MiB
-    new = _peak_bytes(lambda: top_k(values, 0.1))
-    old = _peak_bytes(lambda: _reference_top_k(values, 0.1))
+    new = reference.peak_bytes(lambda: top_k(values, 0.1))
+    old = reference.peak_bytes(lambda: reference.top_k(values, 0.1))
     assert new <= 1.3 * values.nbytes < 3.5 * values.nbytes <= old
-    mask = _peak_bytes(lambda: top_k_mask(values, 0.1))
+    mask = reference.peak_bytes(lambda: top_k_mask(values, 0.1))
     assert mask <= 1.3 * values.nbytes
