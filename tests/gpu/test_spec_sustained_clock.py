@@ -75,7 +75,7 @@ def test_the_shared_memory_feed_uses_the_sm_clock() -> None:
 
 def test_the_gtx1080ti_builtin_runs_at_its_measured_top_boost_bin() -> None:
     gpu = load_gpu("gtx1080ti")
-    assert gpu.sustained_clock_mhz == 1911  # nvidia-smi "Max Clocks" (docs/gpu_specs.md §4.6)
+    assert gpu.sustained_clock_mhz == 1911  # nvidia-smi "Max Clocks" (docs/gpu_specs.md §4.5, source [G])
     assert gpu.peak("fp32") == pytest.approx(11.34e12)  # the datasheet peak stays the boost clock's
 
 
