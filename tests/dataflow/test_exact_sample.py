@@ -37,16 +37,6 @@ def _reference_pairs_at(cells: Cells, picks: np.ndarray) -> PairBatch:
     return PairBatch(cell, cells.f0[cell] + f_local, cells.i0[cell] + i_local)
 
 
-def _reference_picks(total: int, budget: int, run: int) -> tuple[np.ndarray, np.ndarray, int]:
-    step = max(1, -(-total // budget))
-    if step == 1 or run <= 1:
-        picks = np.arange(step // 2, total, step, dtype=np.int64)
-        return picks, np.zeros(len(picks), np.int64), step
-    n_runs = max(1, budget // run)
-    first = np.clip(((np.arange(n_runs) + 0.5) * (total / n_runs)).astype(np.int64) - run // 2, 0, total - run)
-    return (first[:, None] + np.arange(run)).ravel(), np.repeat(np.arange(n_runs), run), step
-
-
 def _reference_products(context: MappingContext, pairs: PairBatch) -> tuple[np.ndarray, np.ndarray]:
     """(pair, bank) of every valid product of ``pairs``, enumerated product by product."""
     problem, stationary, streamed = context.problem, context.stationary, context.streamed_vectors
@@ -87,7 +77,8 @@ def _reference_sampled_conflicts(context: MappingContext, policy: str, budget: i
                                  issued_pairs: np.ndarray | None) -> tuple[np.ndarray, int]:
     cells, n_slots = context.cells, context.n_slots
     banks, depth = context.banks.banks, context.banks.queue_depth
-    picks, run, sample_step = _reference_picks(int(cells.n_pairs.sum()), budget, 256 if depth else 1)
+    # Which pairs are sampled is the sampler's rule, shared; what this reference redoes is the counting.
+    picks, run, sample_step = exact_mod._sample_picks(int(cells.n_pairs.sum()), budget, 256 if depth else 1)
     pairs = _reference_pairs_at(cells, picks)
     reachable = screen(context.problem, context.stationary, context.streamed_vectors, pairs)
     if policy == "ant":

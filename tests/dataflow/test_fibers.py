@@ -48,6 +48,17 @@ def _random_case(seed: int) -> tuple[Layer, tuple[int, int], int, int, bool, flo
         float(rng.choice([0.05, 0.3, 0.9]))
 
 
+def _case_inputs(seed: int, phase: str, case_seed: int | None = None):  # type: ignore[no-untyped-def]
+    """(problem, tiling, stride classes, stationary vectors, streamed tensor, width) of ``_random_case``."""
+    layer, grid, kc, width, stride_phases, density = _random_case(seed if case_seed is None else case_seed)
+    problem = phase_problem(layer, phase)
+    tiling = make_tiling(problem, grid[0], grid[1], kc)
+    classes = stride_classes(problem, stride_phases)
+    tensors = random_tensors(layer, density, seed)
+    stationary = stationary_vectors(problem, tiling, classes, problem.stationary(tensors), False, 4)
+    return problem, tiling, classes, stationary, problem.streamed(tensors), width
+
+
 def _fiber_vectors(vectors: Vectors, key: int) -> list[tuple]:
     """The vectors of one fiber, each as (size, box, u, v, ko, image, value) — what a PE receives."""
     (index,) = np.flatnonzero(vectors.fiber_keys == key)
@@ -113,13 +124,7 @@ def test_the_fibers_built_for_the_stationary_vectors_are_those_the_cells_pair_wi
     some stationary fiber pairs with: every fiber a cell looks up is there (or empty in the replicated
     representation too) with the replicated representation's vectors, the cells are the same, and the
     per-(block, set) deliveries and counts are those of every fiber."""
-    layer, grid, kc, width, stride_phases, density = _random_case(seed)
-    problem = phase_problem(layer, phase)
-    tiling = make_tiling(problem, grid[0], grid[1], kc)
-    classes = stride_classes(problem, stride_phases)
-    tensors = random_tensors(layer, density, seed)
-    stationary = stationary_vectors(problem, tiling, classes, problem.stationary(tensors), False, 4)
-    tensor = problem.streamed(tensors)
+    problem, tiling, classes, stationary, tensor, width = _case_inputs(seed, phase)
     for options in OPTIONS:
         kept = streamed_vectors(problem, tiling, classes, StreamedInput(tensor, width, stationary), options)
         reference = reference_streamed_vectors(problem, tiling, classes, tensor, options, width)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from antsim.dataflow import fibers
-from antsim.dataflow.fibers import StreamedInput, StreamedOperand, stationary_vectors, streamed_vectors
+from antsim.dataflow.fibers import StreamedInput, StreamedOperand, streamed_vectors
 from antsim.dataflow.tiling import make_tiling, stride_classes
 from antsim.phases import phase_problem
 from antsim.workloads.layers import PHASES
@@ -20,6 +20,7 @@ from tests.dataflow.test_fibers import (
     OPTIONS,
     _assert_each_pe_sees_the_same_vectors,
     _assert_same_operand,
+    _case_inputs,
     _fiber_vectors,
     _random_case,
 )
@@ -71,13 +72,7 @@ def _operands(problem, tiling, classes, streamed: StreamedInput, options, monkey
 @pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize("phase", PHASES)
 def test_any_block_size_gives_the_replicated_vectors(seed, phase, monkeypatch):
-    layer, grid, kc, width, stride_phases, density = _random_case(200 + seed)
-    problem = phase_problem(layer, phase)
-    tiling = make_tiling(problem, grid[0], grid[1], kc)
-    classes = stride_classes(problem, stride_phases)
-    tensors = random_tensors(layer, density, seed)
-    stationary = stationary_vectors(problem, tiling, classes, problem.stationary(tensors), False, 4)
-    tensor = problem.streamed(tensors)
+    problem, tiling, classes, stationary, tensor, width = _case_inputs(seed, phase, case_seed=200 + seed)
     for options in OPTIONS:
         reference = reference_streamed_vectors(problem, tiling, classes, tensor, options, width)
         whole, *split = _operands(problem, tiling, classes, StreamedInput(tensor, width), options, monkeypatch,
