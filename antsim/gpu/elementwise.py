@@ -82,7 +82,7 @@ class KernelTime:
 def kernel_time(gpu: GpuSpec, kernel: Kernel, overhead_s: float = KERNEL_OVERHEAD_S) -> KernelTime:
     """Time of one memory-bound kernel on ``gpu`` (see the module docstring for the formula)."""
     return KernelTime(kernel=kernel, memory_s=kernel.bytes / gpu.dram_bytes_per_s,
-                      compute_s=kernel.flops / (gpu.peak("fp32") * gpu.clock_scale),
+                      compute_s=kernel.flops / gpu.sustained_peak("fp32"),
                       overhead_s=kernel.launches * overhead_s)
 
 

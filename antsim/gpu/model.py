@@ -199,7 +199,7 @@ def _sm_macs_per_s(gpu: GpuSpec, g: Gemm, precision: Precision, tile: Tile, toge
     """Dense-equivalent MACs/s one SM sustains on this tile with ``together`` CTAs resident."""
     tensor = gpu.uses_tensor_cores(precision)
     efficiency = cal.tensor_efficiency if tensor else cal.simt_efficiency
-    rate = gpu.peak(precision) * gpu.clock_scale / 2 / gpu.sms * efficiency
+    rate = gpu.sustained_peak(precision) / 2 / gpu.sms * efficiency
     if _structured(gpu, g, precision):
         rate *= STRUCTURED_MATH_SPEEDUP
     # Latency hiding scales with the FP32 lanes to keep busy: ``warps_per_scheduler`` warps per 32 lanes
@@ -258,7 +258,7 @@ def run_precision(gpu: GpuSpec, g: Gemm, precision: Precision) -> Precision:
 
 def side_kernel_s(gpu: GpuSpec, k: SideKernel, operand_bytes: int, cal: Calibration = CALIBRATION) -> float:
     """One transform kernel: DRAM-bound or SIMT-bound, whichever is slower, plus its launch."""
-    simt_flops_per_s = gpu.peak("fp32") * gpu.clock_scale * cal.simt_efficiency
+    simt_flops_per_s = gpu.sustained_peak("fp32") * cal.simt_efficiency
     return max(k.elements * operand_bytes / gpu.dram_bytes_per_s, k.flops / simt_flops_per_s) + cal.launch_overhead_s
 
 

@@ -149,6 +149,11 @@ class GpuSpec(_Section):
         (FMA, INT32, shared memory); DRAM runs on its own clock and is not scaled."""
         return self.sm_clock_hz / (self.clock_mhz * 1e6)
 
+    def sustained_peak(self, precision: Precision) -> float:
+        """``peak(precision)`` at the SM clock kernels run at (``clock_scale``): what the SM pipes deliver;
+        ``peak`` stays the datasheet figure, quoted at the boost clock."""
+        return self.peak(precision) * self.clock_scale
+
     @property
     def dram_bytes_per_s(self) -> float:
         """Achievable DRAM bandwidth (B/s): measured if given, else 0.9 of the datasheet figure."""
