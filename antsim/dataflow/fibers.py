@@ -257,70 +257,137 @@ def _unique_rows(table: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass(frozen=True)
-class _BaseFibers:
-    """The streamed non-zeros sorted once into their unfiltered fibers ``(block, class)``, each fiber in the
-    streamed order; ``fiber`` is each element's ``block · n_classes + class`` (ascending), ``run_start`` and
-    ``run_length`` the first element and size of each non-empty fiber."""
+class _Geometry:
+    """The streamed tensor (Nt, Ct, Ko, U, V) as ``_fiber_layout`` lays it out: padded to ``n_groups · kc`` output
+    channels and ``rows · mh × cols · mw`` positions, each fiber ``(block, class)`` a run of ``rows · cols · kc``
+    slots ordered ``(u', v', ko)`` (``channel_inner``) or ``(ko, u', v')``; class ``pu · mw + pv`` holds the
+    positions ``u = u' · mh + pu``, ``v = v' · mw + pv``. A *cell* is one ``(fiber, u', v')``."""
 
-    fiber: np.ndarray
-    u: np.ndarray
-    v: np.ndarray
-    out_channel: np.ndarray
-    image: np.ndarray
+    shape: tuple[int, ...]
+    n_groups: int
+    kc: int
+    rows: int
+    cols: int
+    mt: tuple[int, int]
+    channel_inner: bool
+
+    @property
+    def n_classes(self) -> int:
+        return self.mt[0] * self.mt[1]
+
+    @property
+    def fiber_length(self) -> int:
+        return self.rows * self.cols * self.kc
+
+    @property
+    def n_fibers(self) -> int:
+        return self.shape[0] * self.shape[1] * self.n_groups * self.n_classes
+
+    def cell_of(self, slot: np.ndarray) -> np.ndarray:
+        """The cell ``fiber · rows · cols + u' · cols + v'`` of laid-out slots."""
+        if self.channel_inner:
+            return slot // self.kc
+        fiber_cells, within = np.divmod(slot, self.rows * self.cols)
+        fiber_cells //= self.kc
+        fiber_cells *= self.rows * self.cols
+        fiber_cells += within
+        return fiber_cells
+
+    def position_counts(self, cell_counts: np.ndarray) -> np.ndarray:
+        """(n_blocks, U·V) non-zeros per block and position from the (n_fibers · rows · cols) cell counts."""
+        (mh, mw), (n_u, n_v) = self.mt, self.shape[3:]
+        per_cell = cell_counts.reshape(-1, mh, mw, self.rows, self.cols)
+        if (mh, mw) != (1, 1):
+            per_cell = per_cell.transpose(0, 3, 1, 4, 2)
+        grid = per_cell.reshape(len(per_cell), self.rows * mh, self.cols * mw)[:, :n_u, :n_v]
+        return grid.reshape(len(grid), n_u * n_v)
+
+    def decode(self, slot: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``u, v, ko, image`` of laid-out slots (int64): three small position tables within the fiber, the
+        class, group and image terms from the fiber index."""
+        kc, rows, cols, (mh, mw) = self.kc, self.rows, self.cols, self.mt
+        Nt, Ct = self.shape[:2]
+        position = np.arange(rows * cols * kc)
+        if self.channel_inner:
+            u_of, rest_of = np.divmod(position, cols * kc)
+            v_of, k_of = np.divmod(rest_of, kc)
+        else:
+            k_of, rest_of = np.divmod(position, rows * cols)
+            u_of, v_of = np.divmod(rest_of, cols)
+        # ``divmod`` by the fiber length as a floor division and a multiply-subtract (~2× faster than np.divmod).
+        fiber = slot // (rows * cols * kc)
+        rest = fiber * (rows * cols * kc)
+        np.subtract(slot, rest, out=rest)
+        u, v, ko = u_of[rest], v_of[rest], k_of[rest]
+        del rest
+        if self.n_classes > 1:
+            block, cls = np.divmod(fiber, self.n_classes)
+            if mh > 1:  # one stride phase per dimension: every class offset is 0
+                u *= mh
+                u += cls // mw
+            if mw > 1:
+                v *= mw
+                v += cls % mw
+        else:
+            block = fiber
+        if self.n_groups > 1:
+            ko += block % self.n_groups * kc
+        image = block // (self.n_groups * Ct) if Nt > 1 else np.zeros(len(slot), np.int64)
+        return u, v, ko, image
+
+
+@dataclass(frozen=True)
+class _BaseFibers:
+    """The streamed non-zeros sorted once into their unfiltered fibers ``(block, class)`` (fiber index
+    ``block · n_classes + class``), each fiber in the streamed order: ``slot``, each non-zero's laid-out index
+    (ascending: base order), and its value; per cell (``_Geometry``), the base index of its first non-zero
+    (``cell_start``, one past the end last); per fiber its non-zero count; the non-empty fibers (runs)."""
+
+    geometry: _Geometry
+    slot: np.ndarray
     value: np.ndarray
+    cell_start: np.ndarray
+    fiber_nnz: np.ndarray
+    run_fiber: np.ndarray
     run_start: np.ndarray
     run_length: np.ndarray
 
+    def fiber_start(self, fibers: np.ndarray) -> np.ndarray:
+        """Base index of the first non-zero of each fiber index (``n_fibers``: one past the end)."""
+        return self.cell_start[fibers * (self.geometry.rows * self.geometry.cols)]
+
 
 def _base_fibers(tiling: Tiling, classes: StrideClasses, streamed_tensor: np.ndarray, options: MappingOptions
-                 ) -> _BaseFibers:
+                 ) -> tuple[_BaseFibers, np.ndarray]:
     """The streamed non-zeros of (Nt, Ct, Ko, U, V) in unfiltered fiber order, without a sort: the tensor,
     padded with zeros to whole output-channel groups and whole stride phases, is copied once laid out as
     (Nt, Ct, G, phase_u, phase_v, U', V', Kc) — (…, Kc, U', V') for ``spatial_inner`` — whose C order is
     block, class, then (u, v, ko) (or (ko, u, v)) within the fiber; its non-zeros and their values are read
-    from that copy (a dense design takes every element of the unpadded tensor)."""
-    Nt, Ct, n_ko, n_u, n_v = streamed_tensor.shape
+    from that copy (a dense design takes every element of the unpadded tensor). The cell counts (one bincount
+    of the slots' cells) give every per-fiber and per-position count; also returned: the (n_blocks, U·V)
+    non-zeros per block and position."""
+    n_u, n_v = streamed_tensor.shape[3:]
     (mh, mw), kc, n_groups = classes.mt, tiling.kc, tiling.n_groups
-    rows, cols = -(-n_u // mh), -(-n_v // mw)
+    geometry = _Geometry(tuple(streamed_tensor.shape), n_groups, kc, -(-n_u // mh), -(-n_v // mw), classes.mt,
+                         options.channel_inner)
+    split = (n_groups, kc, geometry.rows, mh, geometry.cols, mw)
     axes = (0, 1, 2, 5, 7, 4, 6, 3) if options.channel_inner else (0, 1, 2, 5, 7, 3, 4, 6)
-    laid_out = _fiber_layout(np.asarray(streamed_tensor), (n_groups, kc, rows, mh, cols, mw), axes)
+    laid_out = _fiber_layout(np.asarray(streamed_tensor), split, axes)
     if options.dense:
-        element = np.flatnonzero(_fiber_layout(np.ones(streamed_tensor.shape, bool), (n_groups, kc, rows, mh, cols,
-                                                                                    mw), axes))
+        slot = np.flatnonzero(_fiber_layout(np.ones(streamed_tensor.shape, bool), split, axes))
     else:
-        element = np.flatnonzero(laid_out != 0)  # ~2× faster than a nonzero scan of floats
-    value = laid_out[element].astype(np.float64)
+        slot = np.flatnonzero(laid_out != 0)  # ~2× faster than a nonzero scan of floats
+    value = laid_out[slot].astype(np.float64)
     del laid_out
-    # ``divmod`` by the fiber length: a floor division (numpy's divide-by-scalar path) and a multiply-subtract,
-    # ~2× faster than ``np.divmod``'s per-element one; the same integers (the indices are non-negative).
-    fiber = element // (rows * cols * kc)
-    rest = fiber * (rows * cols * kc)
-    np.subtract(element, rest, out=rest)
-    del element
-    # Within a fiber, (u', v', ko) of each position from three small tables instead of per-element divisions;
-    # the block and class terms once per distinct fiber, repeated over its run (fibers come sorted).
-    position = np.arange(rows * cols * kc)
-    if options.channel_inner:
-        u_of, rest_of = np.divmod(position, cols * kc)
-        v_of, k_of = np.divmod(rest_of, kc)
-    else:
-        k_of, rest_of = np.divmod(position, rows * cols)
-        u_of, v_of = np.divmod(rest_of, cols)
-    starts, lengths = _runs(fiber)
-    block, cls = np.divmod(fiber[starts], classes.n_streamed)
-    image_channel, group = np.divmod(block, n_groups)
-    u = u_of[rest]
-    v = v_of[rest]
-    if mh > 1:  # one stride phase per dimension: every class offset is 0
-        u *= mh
-        u += np.repeat(cls // mw, lengths)
-    if mw > 1:
-        v *= mw
-        v += np.repeat(cls % mw, lengths)
-    out_channel = k_of[rest]
-    out_channel += np.repeat(group * kc, lengths)
-    image = np.repeat(image_channel // Ct, lengths) if Nt > 1 else np.zeros(len(fiber), np.int64)
-    return _BaseFibers(fiber, u, v, out_channel, image, value, starts, lengths)
+    cells_per_fiber = geometry.rows * geometry.cols
+    cell_counts = np.bincount(geometry.cell_of(slot), minlength=geometry.n_fibers * cells_per_fiber)
+    cell_start = np.zeros(len(cell_counts) + 1, np.int64)
+    np.cumsum(cell_counts, out=cell_start[1:])
+    fiber_nnz = np.diff(cell_start[::cells_per_fiber])
+    run_fiber = np.flatnonzero(fiber_nnz)
+    base = _BaseFibers(geometry, slot, value, cell_start, fiber_nnz, run_fiber, cell_start[run_fiber * cells_per_fiber],
+                       fiber_nnz[run_fiber])
+    return base, geometry.position_counts(cell_counts)
 
 
 def _fiber_layout(tensor: np.ndarray, split: tuple[int, ...], axes: tuple[int, ...]) -> np.ndarray:
@@ -374,28 +441,41 @@ class _Reach:
                 out[a] = true[0], true[-1] + 1
         return out
 
-    def position(self, base: _BaseFibers) -> np.ndarray:
-        """Each base element's position ``u · V + v``."""
-        position = base.u * self.col_pat.shape[1]
-        position += base.v
-        return position
+    def per_set(self, counts: np.ndarray) -> np.ndarray:
+        """``counts`` (rows × positions) summed over the positions each set keeps, (rows, n_sets): summed over
+        each column pattern's columns, then each row pattern's rows (set ``a · n_col_patterns + b`` keeps rows
+        ``a`` × columns ``b``), float64 products exact for integer sums below 2^53 (no product when every set
+        keeps every position, or none)."""
+        if not self.member.any():
+            return np.zeros((len(counts), len(self.member)), np.int64)
+        if self.member.all():
+            return np.repeat(counts.sum(axis=1, dtype=np.int64)[:, None], len(self.member), axis=1)
+        (n_rp, n_u), (n_cp, n_v) = self.row_pat.shape, self.col_pat.shape
+        by_col = counts.reshape(-1, n_v).astype(np.float64) @ self.col_pat.T.astype(np.float64)  # (rows·U, n_cp)
+        by_set = by_col.reshape(-1, n_u, n_cp).transpose(0, 2, 1).reshape(-1, n_u) @ self.row_pat.T.astype(np.float64)
+        return np.rint(by_set.reshape(-1, n_cp, n_rp).transpose(0, 2, 1).reshape(len(counts), -1)).astype(np.int64)
 
-    def counts(self, base: _BaseFibers, n_blocks: int, n_classes: int) -> np.ndarray:
-        """(n_blocks, U·V): the non-zeros of each block at each position."""
-        n_positions = self.member.shape[1]
-        key = np.repeat(base.fiber[base.run_start] // n_classes * n_positions, base.run_length)
-        key += self.position(base)
-        return np.bincount(key, minlength=n_blocks * n_positions).reshape(n_blocks, n_positions)
+    def cell_ranges(self, geometry: _Geometry) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """What each (fetch set, class) keeps of a fiber ordered (u', v', ko), as runs of its cells: ``ptr``
+        (n_sets · n_classes + 1) into ``lo, hi`` (cell offsets ``u' · cols + v'`` within the fiber, ``[lo, hi)``),
+        the maximal runs of kept cells in C order — from a (set, class, cell) table of the kept cells."""
+        (mh, mw), rows, cols = geometry.mt, geometry.rows, geometry.cols
+        by_row = _phase_table(self.row_pat, mh, rows)  # (n_row_patterns, mh, rows): row pattern at u' · mh + pu
+        by_col = _phase_table(self.col_pat, mw, cols)
+        kept = by_row[:, None, :, None, :, None] & by_col[None, :, None, :, None, :]
+        edges = np.diff(kept.reshape(-1, rows * cols).astype(np.int8), axis=1, prepend=0, append=0)
+        combo, lo = np.nonzero(edges == 1)
+        hi = np.nonzero(edges == -1)[1]
+        ptr = np.zeros(len(edges) + 1, np.int64)
+        np.cumsum(np.bincount(combo, minlength=len(edges)), out=ptr[1:])
+        return ptr, lo.astype(np.int64), hi.astype(np.int64)
 
-    def per_set(self, counts: np.ndarray, keep: np.ndarray) -> np.ndarray:
-        """``counts`` (rows × positions) summed over the positions each set keeps (``keep``: (n_sets, U·V)),
-        (rows, n_sets): a float64 product, exact for integer sums below 2^53 (no product when every set keeps
-        every position, or none)."""
-        if not keep.any():
-            return np.zeros((len(counts), len(keep)), np.int64)
-        if keep.all():
-            return np.repeat(counts.sum(axis=1, dtype=np.int64)[:, None], len(keep), axis=1)
-        return np.rint(counts.astype(np.float64) @ keep.T.astype(np.float64)).astype(np.int64)
+
+def _phase_table(pattern: np.ndarray, phases: int, length: int) -> np.ndarray:
+    """(patterns, phases, length): ``pattern[:, i · phases + p]`` at ``[:, p, i]`` (False past its end)."""
+    padded = np.zeros((len(pattern), phases * length), bool)
+    padded[:, :pattern.shape[1]] = pattern
+    return padded.reshape(len(pattern), length, phases).transpose(0, 2, 1)
 
 
 def _wanted_pairs(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, stationary: Vectors | None,
@@ -427,17 +507,15 @@ class _Segments:
     store: np.ndarray | None
 
 
-def _segments(base: _BaseFibers, reach: _Reach, wanted: np.ndarray, cuts: np.ndarray, fibers_per_channel: int,
-              channel_inner: bool) -> _Segments:
+def _segments(base: _BaseFibers, reach: _Reach, wanted: np.ndarray, cuts: np.ndarray) -> _Segments:
     """Each wanted (image-channel, set)'s fibers: its base fibers themselves when the set keeps every position
     they hold (shared by every such set), else (``cuts``: (image-channel, set) pairs where the set misses a
     position the channel holds) a copy of the elements the set keeps, in base order."""
     image_channel, fetch_set = np.nonzero(wanted)
     n_sets = len(reach.member)
-    bounds = np.arange(len(wanted) + 1, dtype=np.int64) * fibers_per_channel
-    run_fiber = base.fiber[base.run_start]
+    run_fiber = base.run_fiber
+    bounds = np.arange(len(wanted) + 1, dtype=np.int64) * (base.geometry.n_groups * base.geometry.n_classes)
     run_bound = np.searchsorted(run_fiber, bounds)
-    element_bound = np.searchsorted(base.fiber, bounds)
     cut = cuts[image_channel, fetch_set]
     # Whole: every base fiber of the channel, shared; the vectors of a base fiber are cut once.
     whole_runs = run_bound[image_channel[~cut] + 1] - run_bound[image_channel[~cut]]
@@ -447,7 +525,7 @@ def _segments(base: _BaseFibers, reach: _Reach, wanted: np.ndarray, cuts: np.nda
     whole_key = run_fiber[run] * n_sets + np.repeat(fetch_set[~cut], whole_runs)
     # Cut: the channel's elements at the positions the set keeps, copied (runs of equal keys are its fibers).
     element, element_key = _kept_elements(base, reach, image_channel[cut], fetch_set[cut],
-                                          (element_bound, run_bound), channel_inner)
+                                          (bounds, run_bound))
     seg_start, seg_length = _runs(element_key)
     used_runs = np.flatnonzero(used)
     used_length = base.run_length[used_runs]
@@ -462,50 +540,47 @@ def _segments(base: _BaseFibers, reach: _Reach, wanted: np.ndarray, cuts: np.nda
 
 
 def _kept_elements(base: _BaseFibers, reach: _Reach, image_channel: np.ndarray, fetch_set: np.ndarray,
-                   bounds: tuple[np.ndarray, np.ndarray], channel_inner: bool) -> tuple[np.ndarray, np.ndarray]:
+                   bounds: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """The base elements each (image-channel, fetch set) pair keeps and their fiber keys (``base fiber · n_sets +
-    set``), pair by pair in base order. With fibers ordered (u, v, ko) and a row pattern that is an interval, a
-    fiber's kept rows are one run (``_row_starts``) whose columns are tested; otherwise every element of the
-    channel is tested. The candidates are tested a block of pairs at a time (``_item_blocks``): only the kept
-    elements and their keys grow with the operand (a channel is a candidate once per set that cuts it)."""
-    element_bound, run_bound = bounds
-    rows = reach.row_intervals()[fetch_set // len(reach.col_pat)]
-    by_rows = rows[:, 0] >= 0 if channel_inner else np.zeros(len(fetch_set), bool)
-    parts = []
-    if by_rows.any():
-        parts.extend(_kept_by_rows(base, reach, image_channel[by_rows], fetch_set[by_rows], run_bound))
-    others = np.flatnonzero(~by_rows)
-    if len(others):
-        parts.extend(_kept_by_position(base, reach, image_channel[others], fetch_set[others], element_bound))
+    set``), pair by pair in base order: with fibers ordered (u, v, ko), runs of cells (``_kept_by_cells``) — the
+    pairs whose set's row pattern is an interval first, then the others (the order of the store before the cells
+    held it); otherwise every element of the channel is tested (``_kept_by_position``). ``bounds``: the first
+    fiber and the first run of each image-channel (one past the end last)."""
+    fiber_bound, run_bound = bounds
+    if base.geometry.channel_inner:
+        by_rows = reach.row_intervals()[fetch_set // len(reach.col_pat), 0] >= 0
+        order = np.concatenate((np.flatnonzero(by_rows), np.flatnonzero(~by_rows)))
+        return _kept_by_cells(base, reach, image_channel[order], fetch_set[order], run_bound)
+    parts = _kept_by_position(base, reach, image_channel, fetch_set, base.fiber_start(fiber_bound))
     if not parts:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     return np.concatenate([e for e, _ in parts]), np.concatenate([k for _, k in parts])
 
 
-def _kept_by_rows(base: _BaseFibers, reach: _Reach, image_channel: np.ndarray, fetch_set: np.ndarray,
-                  run_bound: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``_kept_elements`` of the pairs ``(image_channel, fetch_set)`` (fibers ordered (u, v, ko), the sets' row
-    patterns intervals): per base fiber (run) of each pair, the run of its kept rows, columns tested; blocks of
-    runs, in order."""
-    n_sets, n_col_patterns, n_v = len(reach.member), len(reach.col_pat), reach.col_pat.shape[1]
-    rows = reach.row_intervals()[fetch_set // n_col_patterns]
-    starts = _row_starts(base, reach.row_pat.shape[1])
+def _kept_by_cells(base: _BaseFibers, reach: _Reach, image_channel: np.ndarray, fetch_set: np.ndarray,
+                   run_bound: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``_kept_elements`` of the pairs ``(image_channel, fetch_set)`` for fibers ordered (u', v', ko): what a set
+    keeps of a fiber is runs of its cells (``_Reach.cell_ranges``), each a run of base elements
+    (``cell_start``) — no element is tested."""
+    geometry, n_sets = base.geometry, len(reach.member)
+    ptr, lo, hi = reach.cell_ranges(geometry)
     runs = run_bound[image_channel + 1] - run_bound[image_channel]
     run = _concatenated_ranges(run_bound[image_channel], runs)
-    pair_of_run = np.repeat(np.arange(len(fetch_set)), runs)
-    first = starts[run, rows[pair_of_run, 0]]
-    count = starts[run, rows[pair_of_run, 1]] - first
-    del starts
-    parts = []
-    for lo, hi in _item_blocks(count):
-        element = _concatenated_ranges(first[lo:hi], count[lo:hi])
-        flat = np.repeat(fetch_set[pair_of_run[lo:hi]] % n_col_patterns * n_v, count[lo:hi])
-        flat += base.v[element]
-        keep = reach.col_pat.ravel()[flat]
-        key = base.fiber[base.run_start[run[lo:hi]]] * n_sets
-        key += fetch_set[pair_of_run[lo:hi]]
-        parts.append((element[keep], np.repeat(key, count[lo:hi])[keep]))
-    return parts
+    pair_set = np.repeat(fetch_set, runs)
+    fiber = base.run_fiber[run]
+    combo = pair_set * geometry.n_classes
+    if geometry.n_classes > 1:
+        combo += fiber % geometry.n_classes
+    n_items = ptr[combo + 1] - ptr[combo]
+    item = _concatenated_ranges(ptr[combo], n_items)
+    cell = np.repeat(fiber * (geometry.rows * geometry.cols), n_items)
+    first = base.cell_start[cell + lo[item]]
+    cell += hi[item]
+    count = base.cell_start[cell] - first
+    del cell, item
+    key = fiber * n_sets
+    key += pair_set
+    return _concatenated_ranges(first, count), np.repeat(np.repeat(key, n_items), count)
 
 
 def _kept_by_position(base: _BaseFibers, reach: _Reach, image_channel: np.ndarray, fetch_set: np.ndarray,
@@ -514,17 +589,19 @@ def _kept_by_position(base: _BaseFibers, reach: _Reach, image_channel: np.ndarra
     against the set's positions; blocks of pairs, in order."""
     n_sets, n_positions = len(reach.member), reach.member.shape[1]
     sizes = element_bound[image_channel + 1] - element_bound[image_channel]
-    position = reach.position(base)
     parts = []
     for lo, hi in _item_blocks(sizes):
         element = _concatenated_ranges(element_bound[image_channel[lo:hi]], sizes[lo:hi])
         element_set = np.repeat(fetch_set[lo:hi], sizes[lo:hi])
+        u, v, _, _ = base.geometry.decode(base.slot[element])
         flat = element_set * n_positions
-        flat += position[element]
+        flat += u * reach.col_pat.shape[1]
+        flat += v
+        del u, v
         keep = reach.member.ravel()[flat]
         del flat
         element = element[keep]
-        key = base.fiber[element] * n_sets
+        key = base.slot[element] // base.geometry.fiber_length * n_sets
         key += element_set[keep]
         parts.append((element, key))
     return parts
@@ -548,17 +625,6 @@ def _item_blocks(sizes: np.ndarray, limit: int | None = None) -> list[tuple[int,
 # (vgg16 classifier.0 on ANT: ~80 M candidates at once before, 2.0 GB) and keeps a block in cache. Memory
 # and speed only: the result is the same for any value ≥ 1 (tests vary it). [choice]
 _BLOCK_ELEMENTS = 1 << 18
-
-
-def _row_starts(base: _BaseFibers, n_u: int) -> np.ndarray:
-    """(n_runs, n_u + 1): per base fiber (run), the base index of its first element with row ≥ r, r = 0..n_u
-    (fibers ordered (u, v, ko))."""
-    run = np.repeat(np.arange(len(base.run_start), dtype=np.int64) * n_u, base.run_length)
-    run += base.u
-    table = np.zeros((len(base.run_start), n_u + 1), np.int64)
-    np.cumsum(np.bincount(run, minlength=len(base.run_start) * n_u).reshape(-1, n_u), axis=1, out=table[:, 1:])
-    table += base.run_start[:, None]
-    return table
 
 
 @dataclass(frozen=True)
@@ -588,9 +654,7 @@ def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClass
     streamed_tensor, width, stationary = streamed.tensor, streamed.width, streamed.stationary
     Nt, Ct = streamed_tensor.shape[:2]
     n_blocks, n_classes = Nt * Ct * tiling.n_groups, classes.n_streamed
-    base = _base_fibers(tiling, classes, streamed_tensor, options)
-    unfiltered = np.zeros(n_blocks * n_classes, np.int64)
-    unfiltered[base.fiber[base.run_start]] = base.run_length
+    base, counts = _base_fibers(tiling, classes, streamed_tensor, options)
     if options.fetch_filter:
         row_pat, col_pat, set_of_pe = _reach_patterns(problem, tiling)
     else:
@@ -598,20 +662,24 @@ def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClass
         set_of_pe = np.zeros(tiling.n_pes, np.int64)
     layout = StreamedLayout(n_blocks, n_classes, len(row_pat) * len(col_pat), set_of_pe)
     reach = _Reach.of(row_pat, col_pat)
-    counts = reach.counts(base, n_blocks, n_classes)
     # DRAM reads: the non-zeros at the positions some set receives, summed per block from the position counts
-    # (per (block, position), not per element).
-    fetched = counts.sum(axis=1, where=np.asarray(reach.member.any(axis=0))[None, :])
-    delivered = reach.per_set(counts, reach.member)
-    per_channel = counts.reshape(Nt * Ct, -1, counts.shape[1]).sum(axis=1)
+    # (per (block, position), not per element); every block's non-zeros when the sets together receive every
+    # position.
+    block_nnz = base.fiber_nnz.reshape(n_blocks, n_classes).sum(axis=1)
+    reached = reach.member.any(axis=0)
+    fetched = block_nnz if reached.all() else counts.sum(axis=1, where=reached[None, :])
+    delivered = reach.per_set(counts)
     del counts  # (n_blocks, U·V): freed before the fibers are laid out
-    cuts = reach.per_set(per_channel, ~reach.member) > 0
+    # A set cuts a channel where it receives fewer of the channel's non-zeros than the channel holds.
+    cuts = block_nnz.reshape(Nt * Ct, -1).sum(axis=1)[:, None] > delivered.reshape(Nt * Ct, -1, layout.n_sets
+                                                                                    ).sum(axis=1)
     wanted = _wanted_pairs(problem, tiling, classes, stationary, set_of_pe, layout.n_sets)
-    segments = _segments(base, reach, wanted, cuts, tiling.n_groups * n_classes, options.channel_inner)
-    elements = Elements(base.u, base.v, base.out_channel, base.image, base.value)
-    del base  # the fiber keys and runs are done with: freed before the store is gathered
-    vectors = _segment_vectors(elements, segments, width, options.channel_inner, n_blocks * n_classes * layout.n_sets)
-    return StreamedOperand(vectors, layout, unfiltered.reshape(n_blocks, n_classes), fetched, delivered)
+    segments = _segments(base, reach, wanted, cuts)
+    geometry, slot, value = base.geometry, base.slot, base.value
+    unfiltered = base.fiber_nnz.reshape(n_blocks, n_classes)
+    del base  # the cell table and runs are done with: freed before the store is gathered
+    vectors = _segment_vectors(geometry, (slot, value), segments, width, n_blocks * n_classes * layout.n_sets)
+    return StreamedOperand(vectors, layout, unfiltered, fetched, delivered)
 
 
 def _key_order(keys: np.ndarray, key_space: int) -> np.ndarray:
@@ -629,21 +697,21 @@ def _key_order(keys: np.ndarray, key_space: int) -> np.ndarray:
 _KEY_TABLE_PER_KEY = 16
 
 
-def _segment_vectors(base: Elements, segments: _Segments, width: int, channel_inner: bool, key_space: int
-                     ) -> Vectors:
-    """The vectors of every segment and the elements of the store (``base``: the base fibers' elements); each
-    fiber key points at its segment's vectors, keys ascending."""
+def _segment_vectors(geometry: _Geometry, elements: tuple[np.ndarray, np.ndarray], segments: _Segments, width: int,
+                     key_space: int) -> Vectors:
+    """The vectors of every segment and the elements of the store, decoded from their laid-out slots
+    (``elements``: the base fibers' slots and values); each fiber key points at its segment's vectors, keys
+    ascending."""
     vec0, nvec, vec_start, vec_size = cut_segments(segments.length, width, segments.start)
     order = _key_order(segments.key, key_space)
     segment = segments.segment[order]
-    sp1, sp2, chan, image, value = base.sp1, base.sp2, base.chan, base.image, base.value
+    slot, value = elements
     if segments.store is not None:
-        store = segments.store
-        sp1, sp2, chan, value = (a[store] for a in (sp1, sp2, chan, value))
-        # One image (weights, or a batch of one): every element's image is 0, no gather needed.
-        image = image[store] if image.any() else np.zeros(len(store), image.dtype)
+        slot, value = slot[segments.store], value[segments.store]
+    u, v, chan, image = geometry.decode(slot)
+    del slot
     return Vectors(segments.key[order], vec0[segment], nvec[segment], segments.length[segment], vec_start, vec_size,
-                   _vector_boxes(sp1, sp2, vec_start, vec_size, width, channel_inner), sp1, sp2, chan, image, value)
+                   _vector_boxes(u, v, vec_start, vec_size, width, geometry.channel_inner), u, v, chan, image, value)
 
 
 def _vector_boxes(sp1: np.ndarray, sp2: np.ndarray, vec_start: np.ndarray, vec_size: np.ndarray, width: int,
