@@ -177,14 +177,13 @@ class _OperandSlots(NamedTuple):
                              None if self.other is None else pick(self.other))
 
 
-def _entry_layout(context: MappingContext, slot: np.ndarray) -> tuple[int, int, np.ndarray | None]:
-    """Entries per output row and per channel of a PE's accumulator region, and per pair of ``slot``
-    minus the linear index of its PE's window origin (plane outputs; None for wgrad)."""
+def _entry_layout(context: MappingContext) -> tuple[int, int, np.ndarray | None]:
+    """Entries per output row and per channel of a PE's accumulator region, and per PE minus the linear
+    index of its window origin, int32 (plane outputs; None for wgrad)."""
     problem, tiling = context.problem, context.tiling
     if problem.output_is_plane:
         origin_y, origin_x, win_h, win_w = output_window(problem, tiling)
-        pe = slot % tiling.n_pes
-        return win_w, win_h * win_w, -(origin_y[pe] * win_w + origin_x[pe]).astype(np.int32)
+        return win_w, win_h * win_w, -(origin_y * win_w + origin_x).astype(np.int32)
     out_rows, out_cols = problem.output_shape[2:]
     return out_cols, problem.output_shape[1] * out_rows * out_cols, None
 
@@ -281,7 +280,7 @@ class _PairTables(NamedTuple):
     """The slot terms of both operands for a batch of sampled pairs, built once and shared by the pairs'
     screens and grids: each operand's table (``_OperandSlots``, slots × columns), the size of each column's
     vector, each pair's column (``f_at``, ``i_at``), and the entry layout (``_entry_layout``: entries per
-    output row and per channel, per pair minus its window origin index or None)."""
+    output row and per channel, per PE minus its window origin index or None)."""
 
     streamed: _OperandSlots
     f_size: np.ndarray
@@ -291,7 +290,7 @@ class _PairTables(NamedTuple):
     i_at: np.ndarray
     row_width: int
     per_channel: int
-    window_term: np.ndarray | None
+    pe_window: np.ndarray | None
 
 
 def _table_columns(vectors: Vectors, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -305,17 +304,24 @@ def _table_columns(vectors: Vectors, ids: np.ndarray) -> tuple[np.ndarray, np.nd
 
 def _pair_tables(context: MappingContext, pairs: PairBatch) -> _PairTables:
     """Both operands' slot tables for ``pairs``."""
-    row_width, per_channel, window_term = _entry_layout(context, context.cells.slot[pairs.cell])
+    row_width, per_channel, pe_window = _entry_layout(context)
     f_columns, f_at = _table_columns(context.streamed_vectors, pairs.f)
     i_columns, i_at = _table_columns(context.stationary, pairs.i)
     return _PairTables(_streamed_slots(context, f_columns, row_width), context.streamed_vectors.vec_size[f_columns],
                        f_at, _stationary_slots(context, i_columns, row_width), context.stationary.vec_size[i_columns],
-                       i_at, row_width, per_channel, window_term)
+                       i_at, row_width, per_channel, pe_window)
 
 
-def _distinct_columns(keys: np.ndarray, size: np.ndarray) -> np.ndarray:
-    """Per column of ``keys`` (slots, n): whether its first ``size`` entries are pairwise distinct."""
+def _distinct_columns(keys: np.ndarray, size: np.ndarray, bound: int) -> np.ndarray:
+    """Per column of ``keys`` (slots, n; every key in [0, ``bound``)): whether its first ``size`` entries are
+    pairwise distinct. Keys below 64 are one bit each of a word: the column's bits, OR-ed, count ``size``
+    set bits exactly when no two of them are equal."""
     lanes = np.arange(len(keys))[:, None]
+    if bound <= 64:
+        word = np.uint32 if bound <= 32 else np.uint64
+        bits = np.left_shift(word(1), keys.astype(word))
+        bits *= lanes < size  # padded slots set no bit
+        return np.bitwise_count(np.bitwise_or.reduce(bits, axis=0)) == size
     keys = np.where(lanes < size, keys, -1 - lanes)  # a padded slot gets a negative key of its own
     if len(keys) > 8:  # pairwise comparisons grow as slots²: sort instead
         ordered = np.sort(keys, axis=0)
@@ -327,6 +333,20 @@ def _distinct_columns(keys: np.ndarray, size: np.ndarray) -> np.ndarray:
     return distinct
 
 
+def _remainder(values: np.ndarray, divisor: int) -> np.ndarray:
+    """``values mod divisor`` (floor mod, non-negative), int32: a mask when the divisor is a power of two —
+    two's complement makes it the floor mod of negative values too."""
+    if divisor & (divisor - 1):
+        return values % np.int32(divisor)
+    return values & np.int32(divisor - 1)
+
+
+# Whether a pair may conflict, indexed by 4 · (its F-vector's code) + its I-vector's code: F code = (banks
+# apart) + 2 · (slices apart), I code = (one element) + 2 · (stationary parts apart mod banks/slices).
+_MAY_CONFLICT = np.array([not ((i & 1 and f & 1) or (not i & 1 and f & 2 and i & 2))
+                          for f in range(4) for i in range(4)])
+
+
 def _may_conflict(context: MappingContext, pairs: PairBatch, tables: _PairTables) -> np.ndarray:
     """Per pair: False where it provably puts at most one valid product on each bank, so that its conflict
     cycles are 0 without enumerating it; True elsewhere. Under the ``sliced`` hash a product's bank is
@@ -335,20 +355,26 @@ def _may_conflict(context: MappingContext, pairs: PairBatch, tables: _PairTables
     a pair's products are all distinct when (one stationary element) its streamed elements' (slice, streamed
     part mod banks/slices) are distinct — their slices alone when δ > 1 — or (several) its streamed elements'
     slices are distinct and its stationary parts are distinct mod banks/slices (a distinctness the common
-    window shift keeps). Other hashes: every pair may conflict."""
+    window shift keeps). Each condition is a property of one vector, decided once per table column. Other
+    hashes: every pair may conflict."""
     bank_map, streamed, stationary = context.banks, tables.streamed, tables.stationary
     if bank_map.hash != "sliced" or len(pairs.f) == 0:
         return np.ones(len(pairs.f), bool)
-    per_slice = np.int32(bank_map.banks // bank_map.slices)
+    per_slice = bank_map.banks // bank_map.slices
     assert streamed.other is not None  # streamed slots always carry their local output channel
-    part = streamed.other % np.int32(bank_map.slices)
-    slices_apart = _distinct_columns(part, tables.f_size)[tables.f_at]
-    single = tables.i_size[tables.i_at] == 1
+    part = _remainder(streamed.other, bank_map.slices)
+    slices_apart = _distinct_columns(part, tables.f_size, bank_map.slices)
+    single = tables.i_size == 1
     if streamed.entry is None or stationary.entry is None:  # a dimension divides (δ > 1): no split entry
-        return ~(slices_apart & single)
-    banks_apart = _distinct_columns(part * per_slice + streamed.entry % per_slice, tables.f_size)[tables.f_at]
-    entries_apart = _distinct_columns(stationary.entry % per_slice, tables.i_size)[tables.i_at]
-    return ~np.where(single, banks_apart, slices_apart & entries_apart)
+        return ~(slices_apart[tables.f_at] & single[tables.i_at])
+    part *= np.int32(per_slice)
+    part += _remainder(streamed.entry, per_slice)
+    f_code = _distinct_columns(part, tables.f_size, bank_map.banks).view(np.uint8) + 2 * slices_apart.view(np.uint8)
+    i_code = single.view(np.uint8) + 2 * _distinct_columns(_remainder(stationary.entry, per_slice), tables.i_size,
+                                                           per_slice).view(np.uint8)
+    code = f_code[tables.f_at] * np.uint8(4)
+    code += i_code[tables.i_at]
+    return _MAY_CONFLICT[code]
 
 
 def _product_grids(context: MappingContext, pairs: PairBatch, tables: _PairTables, chosen: np.ndarray
@@ -361,7 +387,9 @@ def _product_grids(context: MappingContext, pairs: PairBatch, tables: _PairTable
     order = chosen[np.argsort(size_i, kind="stable")]
     size_i = np.sort(size_i, kind="stable")
     f_at, i_at = tables.f_at[order], tables.i_at[order]
-    window_term = None if tables.window_term is None else tables.window_term[order]
+    window_term = None  # per pair, minus its PE window's origin index: gathered for the chosen pairs only
+    if tables.pe_window is not None:
+        window_term = tables.pe_window[context.cells.slot[pairs.cell[order]] % context.tiling.n_pes]
     bounds = np.searchsorted(size_i, np.arange(1, int(size_i.max(initial=0)) + 2))
     for width in range(1, len(bounds)):
         for lo in range(int(bounds[width - 1]), int(bounds[width]), _GRID_PAIRS):
@@ -457,6 +485,28 @@ def _pairs_at(cells: Cells, picks: np.ndarray) -> PairBatch:
     return PairBatch(cell, cells.f0[cell] + f_local, cells.i0[cell] + i_local)
 
 
+def _pairs_every(cells: Cells, first: int, step: int) -> PairBatch:
+    """``_pairs_at(cells, np.arange(first, total, step))`` without a search: a systematic sample puts
+    ``ceil((end − first) / step)`` picks below a cell's end, so each cell's picks are counted in closed form
+    and spread by ``np.repeat``; int32 arithmetic when every candidate-pair index fits (else int64)."""
+    counts = cells.n_pairs
+    ends = np.cumsum(counts)
+    total = int(ends[-1]) if len(ends) else 0
+    index = np.int32 if total < np.iinfo(np.int32).max else np.int64
+    below = np.maximum(ends - first + (step - 1), 0) // step  # picks before each cell's end
+    per_cell = np.diff(below, prepend=0)
+    cell = np.repeat(np.arange(len(counts), dtype=index), per_cell)
+    local = np.arange(first, total, step, dtype=index)
+    local -= (ends - counts).astype(index)[cell]
+    n_i = cells.n_i.astype(index, copy=False)[cell]
+    if int(cells.n_i.max(initial=0)) <= 1:  # one I-vector per cell (most fprop/dgrad cells): no division
+        f_local, i_local = local, np.zeros_like(local)
+    else:
+        f_local, i_local = np.divmod(local, np.maximum(n_i, 1))
+    return PairBatch(cell, cells.f0.astype(index, copy=False)[cell] + f_local,
+                     cells.i0.astype(index, copy=False)[cell] + i_local)
+
+
 def _shrunk(extra_sum: np.ndarray, sample_slot: np.ndarray, n_slots: int, issued_pairs: np.ndarray) -> np.ndarray:
     """Per slot: its issued pairs times its sampled conflicts per sample (``sample_slot``: the slot of each
     sampled pair or group) shrunk toward the phase-wide rate with weight ``_PRIOR_PAIRS``."""
@@ -503,7 +553,10 @@ def sampled_conflicts(context: MappingContext, policy: Policy, budget: int = _CO
     cells, n_slots = context.cells, context.n_slots
     banks, depth = context.banks.banks, context.banks.queue_depth
     picks, run, sample_step = _sample_picks(int(cells.n_pairs.sum()), budget, _QUEUE_RUN if depth else 1)
-    pairs = _pairs_at(cells, picks)
+    if depth and sample_step > 1:  # runs of consecutive pairs
+        pairs = _pairs_at(cells, picks)
+    else:  # a systematic 1-in-step sample
+        pairs = _pairs_every(cells, sample_step // 2, sample_step)
     if policy == "ant":  # ANT issues only the pairs its screen keeps
         reachable = screen(context.problem, context.stationary, context.streamed_vectors, pairs)
         pairs, run = _subset(pairs, reachable), run[reachable]
