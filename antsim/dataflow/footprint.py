@@ -11,6 +11,7 @@ outputs, halo, outputs per chunk).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -276,19 +277,20 @@ class _SparseTaps:
         return np.flatnonzero(seen), np.arange(channels.start, channels.stop)
 
 
-# fprop/dgrad footprints of every tap at once as one float32 BLAS product per batch of images
-# (``plane_footprint_stacked``) when a batch's pair counts (stationary positions × taps × output channels) fit
-# 2^22 entries (16 MB) and an image takes at most 2^29 multiply-adds. Speed only: the same integers as the
-# per-tap paths (tests/dataflow/test_footprint_taps.py). [choice] Measured here (one core, CPU time, uniform 0.1,
-# every ResNet-18 CIFAR fprop/dgrad layer fits): all fprop/dgrad footprints of a step 0.55 → 0.20 s (ANT operands),
-# 0.45 → 0.17 s (SCNN); the per-tap BLAS products above stay for what does not fit.
+# fprop/dgrad footprints of every tap at once (``plane_footprint_stacked``: the links' bit-packed output channels
+# OR-ed per (PE, output), the valid products from one narrow float32 product per image) when one image's
+# (position, tap, output channel) triples fit 2^22 and its product's multiply-adds 2^29 (the gate of the session-7
+# stacked product, kept: every path gives the same integers, tests/dataflow/test_footprint_taps.py). [choice]
+# Measured here (one core, CPU time, uniform 0.1, every ResNet-18 CIFAR fprop/dgrad layer fits):
+# docs/footprint_speed.md.
 _STACKED_ENTRIES = 1 << 22
 _STACKED_MACS = 1 << 29
 
 
 def stacked_fits(stationary_shape: tuple[int, ...], streamed_shape: tuple[int, ...]) -> bool:
-    """Whether one image's stacked tap product fits ``_STACKED_ENTRIES`` / ``_STACKED_MACS`` and its summed pair
-    counts (≤ taps · Cs) are exact in float32."""
+    """Whether one image's (position, tap, output channel) triples fit ``_STACKED_ENTRIES``, its stationary
+    positions × channels × taps × output channels fit ``_STACKED_MACS``, and the summed pair counts (≤ taps · Cs)
+    are exact in float32."""
     _, Cs, Ys, Xs = stationary_shape
     Ko, U, V = streamed_shape[2:]
     entries = Ys * Xs * U * V * Ko
@@ -302,90 +304,247 @@ def _forward_table(dim: DimMap, n_y: int, n_u: int) -> np.ndarray:
     return np.where(ok, o, -1)
 
 
+def _starts(sorted_keys: np.ndarray) -> np.ndarray:
+    """Index of the first entry of each run of equal values in ``sorted_keys``."""
+    if len(sorted_keys) == 0:
+        return np.zeros(0, np.int64)
+    return np.flatnonzero(np.concatenate(([True], sorted_keys[1:] != sorted_keys[:-1])))
+
+
 @dataclass(frozen=True)
 class _TapLinks:
     """Every (stationary position, streamed tap) whose output lies in the window, in ``groups`` of links per (PE,
-    output), the groups numbered by PE, then output.
+    output): the links ordered by group, the groups by PE, then output.
 
     Attributes:
         position: stationary position ``y · Xs + x`` of each link. tap: streamed tap ``u · V + v``.
-        group: the (PE, output) group of each link. pe, out: each group's PE and output position ``o1 · O2 + o2``.
-        n_taps: streamed taps ``U · V``.
+        first_link: each group's first link. pe, out: each group's PE and output position ``o1 · O2 + o2``.
+        halo: the group's output is owned by another PE. first_group, pes: the first group of each PE that has
+            one, and those PEs. by_output, first_by_output: the groups ordered by output, and where each output's
+            groups start in that order.
+        linked: (positions, taps) float32, 1 where the link exists. pe_order, first_position, position_pes: the
+            positions ordered by PE, where each PE's positions start in that order, and those PEs.
     """
 
     position: np.ndarray
     tap: np.ndarray
-    group: np.ndarray
+    first_link: np.ndarray
     pe: np.ndarray
     out: np.ndarray
-    n_taps: int
+    halo: np.ndarray
+    first_group: np.ndarray
+    pes: np.ndarray
+    by_output: np.ndarray
+    first_by_output: np.ndarray
+    linked: np.ndarray
+    pe_order: np.ndarray
+    first_position: np.ndarray
+    position_pes: np.ndarray
 
     @classmethod
-    def build(cls, problem: PhaseProblem, tiling: Tiling, plane: tuple[int, int], taps: tuple[int, int]
+    def build(cls, dims: tuple[DimMap, DimMap], tiling: Tiling, plane: tuple[int, int], taps: tuple[int, int]
               ) -> _TapLinks:
         (Ys, Xs), (U, V) = plane, taps
-        fwd_h = _forward_table(problem.dims[0], Ys, U)  # (U, Ys)
-        fwd_w = _forward_table(problem.dims[1], Xs, V)  # (V, Xs)
+        fwd_h = _forward_table(dims[0], Ys, U)  # (U, Ys)
+        fwd_w = _forward_table(dims[1], Xs, V)  # (V, Xs)
         ok = (fwd_h[:, None, :, None] >= 0) & (fwd_w[None, :, None, :] >= 0)  # (U, V, Ys, Xs)
         tap, y, x = np.nonzero(ok.reshape(U * V, Ys, Xs))
         n_out = tiling.out_plane[0] * tiling.out_plane[1]
         out = fwd_h[tap // V, y] * tiling.out_plane[1] + fwd_w[tap % V, x]
-        keys, group = rank_keys(tiling.pe_of_stationary()[y, x].astype(np.int64) * n_out + out, tiling.n_pes * n_out)
+        pe_of_position = tiling.pe_of_stationary().ravel()
+        position = y * Xs + x
+        keys, group = rank_keys(pe_of_position[position].astype(np.int64) * n_out + out, tiling.n_pes * n_out)
+        order = np.argsort(group, kind="stable")
         pe, out_of_group = np.divmod(keys, n_out)
-        return cls(y * Xs + x, tap, group, pe, out_of_group, U * V)
+        first_group, by_output = _starts(pe), np.argsort(out_of_group, kind="stable")
+        linked = np.zeros((Ys * Xs, U * V), np.float32)
+        linked[position, tap] = 1.0
+        pe_order = np.argsort(pe_of_position, kind="stable")
+        first_position = _starts(pe_of_position[pe_order])
+        arrays = (position[order], tap[order], _starts(group[order]), pe, out_of_group,
+                  tiling.pe_of_output().ravel()[out_of_group] != pe, first_group, pe[first_group], by_output,
+                  _starts(out_of_group[by_output]), linked, pe_order, first_position,
+                  pe_of_position[pe_order][first_position])
+        for array in arrays:  # a cached geometry is shared by every call with its key
+            array.flags.writeable = False
+        return cls(*arrays)
 
-    def summing_matrix(self, n_positions: int) -> csr_matrix:
-        """(groups × positions · taps): ones where a group holds the link (position, tap); times a matrix of pair
-        counts with one row per (position, tap) (``position · n_taps + tap``) it sums each (PE, output)'s links."""
-        return csr_matrix((np.ones(len(self.group), np.float32), (self.group, self.position * self.n_taps + self.tap)),
-                          shape=(len(self.pe), n_positions * self.n_taps))
+
+# fprop/dgrad link geometries (``_tap_links``) and wgrad layouts (``_wgrad_layout``) are kept per key, the least
+# recently used dropped first. A key holds every field ``build`` reads (the dimension maps, the plane and tap
+# shapes, the tiling with its channels per group, groups and images set to 1: they move no position or output),
+# so a kept geometry is the one ``build`` returns (tests/dataflow/test_footprint.py). [choice] 32 entries: a
+# ResNet-18 CIFAR step has 20 fprop/dgrad and 10 wgrad geometries among its 60 calls.
+_GEOMETRIES = 32
+# Geometries with more than 2^20 position-tap pairs are built per call instead of kept (memory: the links' int64
+# arrays and float32 link masks are up to ~50 MB). [choice] Every ResNet-18 CIFAR geometry is below it.
+_KEPT_LINKS = 1 << 20
+
+
+def _geometry_key(tiling: Tiling) -> Tiling:
+    """``tiling`` without the fields no geometry reads (channels per group, groups, images)."""
+    return replace(tiling, kc=1, n_groups=1, n_images=1)
+
+
+@lru_cache(maxsize=_GEOMETRIES)
+def _kept_tap_links(dims: tuple[DimMap, DimMap], tiling: Tiling, plane: tuple[int, int], taps: tuple[int, int]
+                    ) -> _TapLinks:
+    return _TapLinks.build(dims, tiling, plane, taps)
+
+
+def _tap_links(problem: PhaseProblem, tiling: Tiling, plane: tuple[int, int], taps: tuple[int, int]) -> _TapLinks:
+    """``_TapLinks.build`` of ``problem``'s dimension maps, kept while small (``_KEPT_LINKS``)."""
+    if plane[0] * plane[1] * taps[0] * taps[1] > _KEPT_LINKS:
+        return _TapLinks.build(problem.dims, tiling, plane, taps)
+    return _kept_tap_links(problem.dims, _geometry_key(tiling), plane, taps)
+
+
+# Population counts of every byte value: a group of 8 output channels is one byte of a bit-packed row.
+_POPCOUNT = np.array([bin(value).count("1") for value in range(256)], np.uint8)
+
+
+def _group_counts(packed: np.ndarray, n_channels: int, kc: int) -> np.ndarray:
+    """Per row of ``packed`` (R, bytes) uint8, bits of ``n_channels`` output channels (little-endian, zero-padded):
+    the set bits of each group of ``kc`` channels ``ko // kc``, (R, G) (uint8 when ``kc`` = 8, else int64)."""
+    n_groups = -(-n_channels // kc)
+    if kc % 8:
+        bits = np.unpackbits(packed, axis=1, count=n_channels, bitorder="little")
+        return np.add.reduceat(bits, np.arange(0, n_channels, kc), axis=1, dtype=np.int64)
+    n_bytes = n_groups * kc // 8  # whole bytes per group; zero bits past the last channel
+    per_byte = np.zeros((len(packed), n_bytes), np.uint8)
+    per_byte[:, :min(n_bytes, packed.shape[1])] = _POPCOUNT[packed[:, :n_bytes]]
+    return per_byte if kc == 8 else per_byte.reshape(len(packed), n_groups, kc // 8).sum(axis=2, dtype=np.int64)
+
+
+def _pack_leading(bits: np.ndarray) -> np.ndarray:
+    """``np.packbits(bits, axis=0, bitorder="little")`` of a C-contiguous (K, R) uint8 0/1 array, by shifted ORs of
+    whole rows (numpy's packbits along a leading axis walks it element by element)."""
+    full = len(bits) // 8
+    out = np.zeros((-(-len(bits) // 8), bits.shape[1]), np.uint8)
+    eights = bits[:8 * full].reshape(full, 8, bits.shape[1])
+    for bit in range(8):
+        out[:full] |= eights[:, bit] << bit
+    for bit in range(len(bits) - 8 * full):
+        out[full] |= bits[8 * full + bit] << bit
+    return out
+
+
+def _packed_weights(streamed_mask: np.ndarray) -> np.ndarray:
+    """(taps · Cs, words · 8) uint8: row ``tap · Cs + c`` holds bit ``ko`` (little-endian, whole uint64 words) where
+    the weight of channel ``c``, output channel ``ko`` at ``tap`` is non-zero. fprop's weights are a transposed
+    view (output channels outermost in memory): packed along them in memory order, then the bytes transposed."""
+    Cs, Ko, U, V = streamed_mask.shape[1:]
+    n_bytes = -(-Ko // 8)
+    weights = streamed_mask[0].view(np.uint8)
+    packed = np.zeros((U * V, Cs, -(-Ko // 64) * 8), np.uint8)
+    if weights.strides[1] > weights.strides[0]:
+        by_ko = np.ascontiguousarray(weights.transpose(1, 0, 2, 3)).reshape(Ko, Cs * U * V)
+        packed[:, :, :n_bytes] = _pack_leading(by_ko).reshape(n_bytes, Cs, U * V).transpose(2, 1, 0)
+    else:
+        by_tap = np.ascontiguousarray(np.ascontiguousarray(weights).reshape(Cs * Ko, U * V).T)
+        packed[:, :, :n_bytes] = np.packbits(by_tap.reshape(U * V, Cs, Ko), axis=2, bitorder="little")
+    return packed.reshape(U * V * Cs, -1)
+
+
+@dataclass(frozen=True)
+class _TapWeights:
+    """The streamed operand of ``plane_footprint_stacked`` per (tap, channel) row ``tap · Cs + c``.
+
+    Attributes:
+        bits: (taps · Cs, words) uint64, bit ``ko`` set where the output channel's weight is non-zero.
+        per_group: (Cs, taps · G) float32, per channel, tap and group of ``kc`` output channels its non-zero weights.
+    """
+
+    bits: np.ndarray
+    per_group: np.ndarray
+
+    @classmethod
+    def build(cls, streamed_mask: np.ndarray, kc: int) -> _TapWeights:
+        Cs, Ko, U, V = streamed_mask.shape[1:]
+        packed = _packed_weights(streamed_mask)
+        per_group = _group_counts(packed, Ko, kc).reshape(U * V, Cs, -1).transpose(1, 0, 2)
+        return cls(packed.view(np.uint64), per_group.astype(np.float32).reshape(Cs, -1))
+
+
+# A block of at most 2^18 (link, stationary non-zero) pairs per pass of ``_held_words`` (its gathered words and
+# indices, ~2–10 MB). Memory only: blocks cut between (PE, output) groups, so every group is OR-ed whole. [choice]
+_PAIR_BLOCK = 1 << 18
+
+
+def _held_words(links: _TapLinks, bits: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """(groups, words) uint64: per (PE, output) group, the output channels some pair of its links forms, OR-ed over
+    the link's non-zero stationary channels ``c`` of the weight bits of row ``tap · Cs + c``.
+
+    Args:
+        bits: ``_TapWeights.bits``. positions: (positions, Cs) bool, one image's stationary mask per position.
+    """
+    n_channels = positions.shape[1]
+    y, c = np.nonzero(positions)  # by position, then channel
+    per_position = np.bincount(y, minlength=len(positions))
+    first_channel = np.cumsum(per_position) - per_position
+    count = per_position[links.position]  # pairs of each link
+    link_end = np.cumsum(count)
+    link_start = link_end - count
+    group_start = link_start[links.first_link]
+    group_end = np.append(group_start[1:], link_end[-1])
+    held = np.zeros((len(group_start), bits.shape[1]), np.uint64)
+    g0 = 0
+    while g0 < len(group_start):
+        g1 = max(g0 + 1, int(np.searchsorted(group_end, group_start[g0] + _PAIR_BLOCK, side="right")))
+        l0 = links.first_link[g0]
+        l1 = links.first_link[g1] if g1 < len(group_start) else len(count)
+        p0, p1 = group_start[g0], group_end[g1 - 1]
+        if p1 > p0:
+            shift = np.repeat(first_channel[links.position[l0:l1]] - link_start[l0:l1], count[l0:l1])
+            rows = c[np.arange(p0, p1) + shift] + np.repeat(links.tap[l0:l1] * n_channels, count[l0:l1])
+            starts = group_start[g0:g1] - p0
+            last = int(np.searchsorted(starts, p1 - p0))  # groups past it are empty (and start past the block)
+            ored = np.bitwise_or.reduceat(bits[rows], starts[:last], axis=0)
+            formed = group_end[g0:g0 + last] > group_start[g0:g0 + last]  # an empty group's reduceat is not 0
+            held[g0:g0 + last][formed] = ored[formed]
+        g0 = g1
+    return held
+
+
+def _valid_per_pe(links: _TapLinks, weights: _TapWeights, positions: np.ndarray) -> np.ndarray:
+    """(G, PEs with positions) valid products of one image: per position and tap, the stationary non-zeros times
+    each group's non-zero weights of their channel (one float32 product, integers ≤ Cs · kc, exact below 2^24;
+    float64 otherwise), summed over the position's links (float64, exact) and over each PE's positions."""
+    n_taps = links.linked.shape[1]
+    exact32 = positions.shape[1] * weights.per_group.max(initial=0) < 1 << 24
+    dtype = np.float32 if exact32 else np.float64
+    counts = (positions.astype(dtype) @ weights.per_group.astype(dtype, copy=False)).reshape(len(positions), n_taps, -1)
+    per_position = np.rint(np.einsum("ptg,pt->pg", counts, links.linked, dtype=np.float64)).astype(np.int64)
+    return np.add.reduceat(per_position[links.pe_order], links.first_position, axis=0).T
 
 
 def plane_footprint_stacked(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.ndarray,
                             streamed_mask: np.ndarray) -> Footprint:
-    """fprop/dgrad with every tap in one dense product per batch of images: ``S (positions × Cs) @ W (Cs × taps ·
-    Ko)`` counts, per stationary position, tap and output channel, the pairs that tap links (cost ∝ positions ×
-    channels × taps, one BLAS call). A position lies on one PE, so summing a (PE, output)'s links gives the pairs
-    that PE forms for that output: valid products are their sums, partial outputs the non-zero sums, halo those
-    on another PE's output, written outputs the non-zero sums over PEs (the same integers as the per-tap paths)."""
+    """fprop/dgrad from every (stationary position, streamed tap) link at once. A position lies on one PE, so a (PE,
+    output) group's links hold the pairs that PE forms for that output: it holds output channel ``ko`` when some
+    link's position has a non-zero channel whose weight at the link's tap and ``ko`` is non-zero (``_held_words``:
+    bit-packed weight rows OR-ed per group). Partial outputs are the held channels, halo those of another PE's
+    output, written outputs the channels held by some group of an output; valid products are per-position counts
+    summed over the position's links (``_valid_per_pe``). The same integers as the per-tap paths."""
     N, Cs, Ys, Xs = stationary_mask.shape
     Ko, U, V = streamed_mask.shape[2:]
     G, kc, n_pes = tiling.n_groups, tiling.kc, tiling.n_pes
-    taps = _TapLinks.build(problem, tiling, (Ys, Xs), (U, V))
+    links = _tap_links(problem, tiling, (Ys, Xs), (U, V))
     valid, partial, halo = (np.zeros((N, G, n_pes), np.int64) for _ in range(3))
     out_values = np.zeros((N, G), np.int64)
-    if len(taps.pe) == 0:
+    if len(links.pe) == 0:
         return Footprint(valid.ravel(), partial.ravel(), halo.ravel(), out_values.ravel())
-    # The summing matrix reads an image's counts as rows (position · taps + tap) × Ko: the weights' columns are put
-    # in (tap, ko) order when they are the smaller array to move (Cs ≤ positions), else each image's counts are.
-    taps_first = Cs <= Ys * Xs
-    weights = streamed_mask[0].reshape(Cs, Ko, U * V)
-    weights = (weights.transpose(0, 2, 1) if taps_first else weights).astype(np.float32).reshape(Cs, -1)
-    gather = taps.summing_matrix(Ys * Xs)
-    pe_start = np.flatnonzero(np.concatenate(([True], taps.pe[1:] != taps.pe[:-1])))
-    pes = taps.pe[pe_start]
-    not_own = (tiling.pe_of_output().ravel()[taps.out] != taps.pe)[None, :, None]
-    outputs = rank_keys(taps.out, tiling.out_plane[0] * tiling.out_plane[1])[1]
-    per_output = csr_matrix((np.ones(len(outputs), np.float32), (outputs, np.arange(len(outputs)))),
-                            shape=(int(outputs.max()) + 1, len(outputs)))  # sums each output's (PE, output) groups
-    group_start = np.arange(0, Ko, kc)
-    per_batch = max(1, _STACKED_ENTRIES // (Ys * Xs * U * V * Ko))
-    for n0 in range(0, N, per_batch):
-        images = slice(n0, min(N, n0 + per_batch))
-        positions = stationary_mask[images].transpose(0, 2, 3, 1).reshape(-1, Cs)  # rows (image, y, x)
-        counts = (positions.astype(np.float32) @ weights).reshape(-1, Ys * Xs * U * V, Ko)
-        if not taps_first:  # columns (ko, tap): rows (position, tap) of each image
-            counts = counts.reshape(-1, Ys * Xs, Ko, U * V).transpose(0, 1, 3, 2)
-        # Integer pair counts (≤ taps · Cs < 2^24, exact in float32) summed per (PE, output) group of links.
-        sums = np.stack([gather @ np.ascontiguousarray(image).reshape(-1, Ko) for image in counts])  # (nb, groups, Ko)
-        touched = np.add.reduceat((sums > 0).view(np.uint8), group_start, axis=2, dtype=np.int64)  # (nb, groups, G)
-        per_group = np.rint(np.add.reduceat(sums, group_start, axis=2, dtype=np.float64)).astype(np.int64)
-        valid[images][:, :, pes] = np.add.reduceat(per_group, pe_start, axis=1).transpose(0, 2, 1)
-        partial[images][:, :, pes] = np.add.reduceat(touched, pe_start, axis=1).transpose(0, 2, 1)
-        halo[images][:, :, pes] = np.add.reduceat(touched * not_own, pe_start, axis=1).transpose(0, 2, 1)
-        for local, image_sums in enumerate(sums):
-            written = np.add.reduce((per_output @ image_sums > 0).view(np.uint8), axis=0, dtype=np.int64)  # (Ko,)
-            out_values[n0 + local] = np.add.reduceat(written, group_start)
+    weights = _TapWeights.build(streamed_mask, kc)
+    for n in range(N):
+        positions = np.ascontiguousarray(stationary_mask[n].reshape(Cs, Ys * Xs).T)  # (positions, Cs)
+        valid[n][:, links.position_pes] = _valid_per_pe(links, weights, positions)
+        held = _held_words(links, weights.bits, positions)
+        touched = _group_counts(held.view(np.uint8), Ko, kc)  # (groups, G)
+        partial[n][:, links.pes] = np.add.reduceat(touched, links.first_group, axis=0, dtype=np.int64).T
+        halo[n][:, links.pes] = np.add.reduceat(touched * links.halo[:, None], links.first_group, axis=0,
+                                                dtype=np.int64).T
+        written = np.bitwise_or.reduceat(held[links.by_output], links.first_by_output, axis=0)
+        out_values[n] = _group_counts(written.view(np.uint8), Ko, kc).sum(axis=0, dtype=np.int64)
     return Footprint(valid.ravel(), partial.ravel(), halo.ravel(), out_values.ravel())
 
 
