@@ -58,6 +58,10 @@ ALLOWED_FUNCTION_IMPORTS: dict[str, tuple[frozenset[str], str]] = {
                            "matplotlib loads with the first figure; a sweep exported without figures never needs it"),
     "antsim.report.figures": (frozenset({"matplotlib", "matplotlib.ticker"}),
                               "matplotlib loads with the first figure; summary-only reports never import it"),
+    "antsim.sparsity.generators": (frozenset({"scipy.ndimage"}),
+                                   "scipy.ndimage (0.15-0.25 s of import) serves only the smoothed fields (swat,"
+                                   " topk_field): uniform and channel runs and processes that never generate"
+                                   " (a sweep's parent) skip it"),
     "antsim.dse.storage": (frozenset({"sqlalchemy"}),
                            "sqlalchemy comes with optuna and only the RDB storage paths use it"),
     "antsim.report.inputs": (frozenset({"antsim.measure.external"}),

@@ -20,8 +20,9 @@ Models (``make_tensors(..., model=NAME)``):
 * ``channel`` — channel-structured: whole channels non-zero (structured pruning / dead ReLU channels), the
   rest zero; density is met to the nearest channel.
 
-Values of non-zeros are the field values (signed, never 0). Saved activations for wgrad (SWAT) are the
-top-k by magnitude of the forward activations at ``density_a_saved``.
+Values of non-zeros are the field values (signed, never 0); under ``uniform`` and ``channel`` they are i.i.d.
+standard normals drawn for the non-zeros alone (``_masked_normals``; docs/operand_draws.md). Saved activations for
+wgrad (SWAT) are the top-k by magnitude of the forward activations at ``density_a_saved``.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 
 import numpy as np
-from scipy.ndimage import gaussian_filter
 
 from antsim.errors import AntsimError
 from antsim.sparsity.densities import Densities, DensityError, check_density
@@ -65,15 +65,18 @@ def _register(name: str) -> Callable[[MaskModel], MaskModel]:
     return wrap
 
 
-# Elements per chunk of the chunked draws (``bernoulli_normals``) and of the candidate pass of the top-k selection
-# (``_top_positions``): bounds their temporaries, not results. [choice] 2^18 elements, 2 MiB of float64, small
-# enough to stay in a core's L2 cache between the draw and its use. Measured on 2.4 M elements: the uniform
-# draws + compare 1.16-1.27x faster than whole-array draws, the normals the same within noise (0.9-1.1x).
+# Elements per chunk of the chunked draws (``_bernoulli_mask``, ``_masked_normals``) and of the candidate pass of
+# the top-k selection (``_top_positions``): bounds their temporaries, not results. [choice] 2^18 elements, 2 MiB of
+# float64, small enough to stay in a core's L2 cache between the draw and its use. Measured on 2.4 M elements: the
+# uniform draws + compare 1.16-1.27x faster than whole-array draws.
 _CHUNK = 1 << 18
 
 
 def _bernoulli_mask(shape: tuple[int, ...], density: float, rng: np.random.Generator) -> np.ndarray:
-    """``rng.random(shape) < density``, drawn a chunk at a time (the same draws: see ``_masked_normals``)."""
+    """``rng.random(shape) < density``, drawn a chunk at a time: the same draws, because a ``Generator`` fills an
+    array (or ``out=``) in C order, one draw after the other from its bit stream, with no state beside the bit
+    generator's, so consecutive chunks continue the one stream (tests/sparsity/test_generators_reference.py
+    compares across chunk sizes)."""
     mask = np.empty(shape, bool)
     flat_mask = mask.reshape(-1)
     buffer = np.empty(min(flat_mask.size, _CHUNK))
@@ -85,31 +88,33 @@ def _bernoulli_mask(shape: tuple[int, ...], density: float, rng: np.random.Gener
 
 
 def _masked_normals(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """float32 ``np.where(mask, normals, 0.0)`` where ``normals`` are ``rng.standard_normal(mask.shape)`` with a
-    drawn 0 replaced by 1.0, drawn a chunk at a time into one float64 buffer.
+    """float32 of ``mask``'s shape: 0 off the mask; on it, in C order, the consecutive draws of
+    ``rng.standard_normal(count_nonzero(mask))`` with a drawn 0 replaced by 1.0.
 
-    The same values as the whole-array draw: a ``Generator`` fills an array (or ``out=``) in C order, one draw
-    after the other from its bit stream, with no state beside the bit generator's, so consecutive chunks continue
-    the one stream (tests/sparsity/test_generators_reference.py compares across chunk sizes); the float32 cast of
-    ``np.copyto`` rounds as ``astype`` does.
+    One normal per non-zero, not one per element: the values are i.i.d. N(0, 1) (a drawn 0 aside) whatever the
+    mask, as those of a whole-array draw kept at the mask's positions were (before session 9), at a density's
+    fraction of the draws. The masks are unchanged, the values are not those of the whole-array draw
+    (docs/operand_draws.md). The chunks continue one stream (see ``_bernoulli_mask``), so the values do not depend
+    on ``_CHUNK``. A non-zero float64 normal stays non-zero in float32: numpy's ziggurat returns a non-zero
+    integer times a layer width of 4.8e-17 or more (its narrowest layer, 0.215 / 2^52), or a tail value above
+    3.6, far from float32's smallest subnormal (1.4e-45); the boolean assignment casts as ``astype`` does.
     """
     out = np.zeros(mask.shape, np.float32)
     flat_mask, flat_out = mask.reshape(-1), out.reshape(-1)
     buffer = np.empty(min(flat_mask.size, _CHUNK))
     for start in range(0, flat_mask.size, _CHUNK):
-        normals = buffer[:min(_CHUNK, flat_mask.size - start)]
+        chunk = flat_mask[start:start + _CHUNK]
+        normals = buffer[:int(np.count_nonzero(chunk))]
         rng.standard_normal(out=normals)
         normals[normals == 0] = 1.0
-        stop = start + normals.size
-        np.copyto(flat_out[start:stop], normals, casting="same_kind", where=flat_mask[start:stop])
+        flat_out[start:start + _CHUNK][chunk] = normals
     return out
 
 
 def bernoulli_normals(shape: tuple[int, ...], density: float, rng: np.random.Generator) -> np.ndarray:
-    """float32 operand of independent Bernoulli non-zeros: ``rng.random(shape) < density`` picks them, then
-    ``rng.standard_normal(shape)`` (0 → 1.0) gives their values — the values of
-    ``np.where(rng.random(shape) < density, normals, 0.0).astype(np.float32)`` with one bool and one float32
-    array alive instead of three float64 ones."""
+    """float32 operand of independent Bernoulli non-zeros: ``rng.random(shape) < density`` picks them (the mask
+    of ``np.where(rng.random(shape) < density, normals, 0.0)``, bit for bit), then one
+    ``rng.standard_normal`` per non-zero, in C order, gives their values (0 → 1.0; ``_masked_normals``)."""
     return _masked_normals(_bernoulli_mask(shape, density, rng), rng)
 
 
@@ -121,6 +126,7 @@ def _uniform(shape: tuple[int, ...], density: float, rng: np.random.Generator, p
 def _smooth_field(shape: tuple[int, ...], rng: np.random.Generator, params: FieldParams) -> np.ndarray:
     field = rng.standard_normal(shape)
     if params.spatial_sigma > 0:
+        from scipy.ndimage import gaussian_filter  # here: ~0.3 s of import that uniform/channel runs never need
         sigma = (0, 0, params.spatial_sigma, params.spatial_sigma)
         # In place: scipy filters the second axis in place already (its output is that pass's input); each line
         # is read into a buffer before it is written, so the first axis gives the same values too.
@@ -455,6 +461,8 @@ def envelope(shape: tuple[int, int, int, int], rng: np.random.Generator, params:
     n, _, h, w = shape
     log_gain = np.zeros((1, 1, h, w))
     if h * w > 1 and params.envelope_sigma > 0:
+        from scipy.ndimage import gaussian_filter  # here: see _smooth_field
+
         noise = rng.standard_normal((1, 1, h, w))
         smooth = gaussian_filter(noise, sigma=(0, 0, params.envelope_length * h, params.envelope_length * w),
                                  mode="reflect")

@@ -2,7 +2,12 @@
 verbatim but for names (``_top_k_mask_of_gain`` written as its definition, the product's top-k mask), as the
 reference of tests/sparsity/test_generators_reference.py and test_gemm_reference.py. ``top_k`` here is the
 original argpartition selection (before session 7's threshold), so the reference shares no selection code with
-the package."""
+the package.
+
+Since session 9 the ``uniform`` and ``channel`` values (and the GEMM ``uniform`` ones) are one normal per non-zero
+instead of one per element: ``nonzero_draws`` and the ``*_drawn`` functions state that contract in whole-array
+numpy, and ``make_operand`` / ``make_tensors`` / the GEMM makers take the model table or Bernoulli maker to use
+(default: the 2bd0d76 ones, whose masks the package still reproduces bit for bit)."""
 
 from __future__ import annotations
 
@@ -76,9 +81,36 @@ def channel(shape: tuple[int, ...], density: float, rng: np.random.Generator, pa
 MODELS = {"uniform": uniform, "topk_field": topk_field, "channel": channel}
 
 
+def nonzero_draws(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """The session-9 contract: 0 off ``mask``; on it, in C order, ``rng.standard_normal(count)`` (0 → 1.0)."""
+    out = np.zeros(mask.shape)
+    out[mask] = nonzero_values((int(np.count_nonzero(mask)),), rng)
+    return out
+
+
+def uniform_drawn(shape: tuple[int, ...], density: float, rng: np.random.Generator, params: FieldParams
+                  ) -> np.ndarray:
+    return nonzero_draws(rng.random(shape) < density, rng)
+
+
+def channel_drawn(shape: tuple[int, ...], density: float, rng: np.random.Generator, params: FieldParams
+                  ) -> np.ndarray:
+    channels = shape[1]
+    keep = int(round(density * channels))
+    if density > 0:
+        keep = max(keep, 1)
+    chosen = rng.permutation(channels)[:keep]
+    mask = np.zeros(shape, dtype=bool)
+    mask[:, chosen] = True
+    return nonzero_draws(mask, rng)
+
+
+DRAWN_MODELS = {"uniform": uniform_drawn, "topk_field": topk_field, "channel": channel_drawn}
+
+
 def make_operand(shape: tuple[int, ...], density: float, model: str, rng: np.random.Generator,
-                 params: FieldParams | None = None) -> np.ndarray:
-    return MODELS[model](shape, density, rng, params or FieldParams()).astype(np.float32)
+                 params: FieldParams | None = None, models: dict = MODELS) -> np.ndarray:  # type: ignore[type-arg]
+    return models[model](shape, density, rng, params or FieldParams()).astype(np.float32)
 
 
 def top_k_of_envelope(shape: tuple[int, int, int, int], density: float, rng_field: np.random.Generator,
@@ -109,15 +141,15 @@ def swat_tensors(layer: Layer, density_w: float, density_a: float, density_g: fl
 
 def make_tensors(layer: Layer, density_w: float = 0.1, density_a: float = 0.1, density_g: float = 0.1,
                  model: str = "swat", seed: int = 0, density_a_saved: float | None = None,
-                 params: FieldParams | SwatParams | None = None) -> Tensors:
+                 params: FieldParams | SwatParams | None = None, models: dict = MODELS) -> Tensors:  # type: ignore[type-arg]
     if model == "swat":
         assert params is None or isinstance(params, SwatParams)
         return swat_tensors(layer, density_w, density_a, density_g, seed, density_a_saved, params)
     assert not isinstance(params, SwatParams)
     rng_w, rng_a, rng_g = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
-    weights = make_operand((layer.K, layer.C, layer.R, layer.S), density_w, model, rng_w, params)
-    activations = make_operand((layer.N, layer.C, layer.H, layer.W), density_a, model, rng_a, params)
-    grad_output = make_operand((layer.N, layer.K, layer.P, layer.Q), density_g, model, rng_g, params)
+    weights = make_operand((layer.K, layer.C, layer.R, layer.S), density_w, model, rng_w, params, models)
+    activations = make_operand((layer.N, layer.C, layer.H, layer.W), density_a, model, rng_a, params, models)
+    grad_output = make_operand((layer.N, layer.K, layer.P, layer.Q), density_g, model, rng_g, params, models)
     saved = None
     if density_a_saved is not None and density_a_saved < density_a:
         saved = top_k(activations, density_a_saved)
@@ -128,16 +160,25 @@ def gemm_bernoulli(shape: tuple[int, ...], density: float, rng: np.random.Genera
     return np.where(rng.random(shape) < density, nonzero_values(shape, rng), 0.0).astype(np.float32)
 
 
-def gemm_weight_operand(shape: tuple[int, ...], density: float, model: str, rng: np.random.Generator) -> np.ndarray:
+def gemm_bernoulli_drawn(shape: tuple[int, ...], density: float, rng: np.random.Generator) -> np.ndarray:
+    """The session-9 contract of the GEMM ``uniform`` operands (``nonzero_draws``)."""
+    return uniform_drawn(shape, density, rng, FieldParams()).astype(np.float32)
+
+
+Bernoulli = Callable[[tuple[int, ...], float, np.random.Generator], np.ndarray]
+
+
+def gemm_weight_operand(shape: tuple[int, ...], density: float, model: str, rng: np.random.Generator,
+                        bernoulli: Bernoulli = gemm_bernoulli) -> np.ndarray:
     if model == "uniform":
-        return gemm_bernoulli(shape, density, rng)
+        return bernoulli(shape, density, rng)
     return top_k(nonzero_values(shape, rng), density).astype(np.float32)
 
 
-def gemm_activation_operand(shape: tuple[int, int, int], density: float, model: str, rng: np.random.Generator
-                            ) -> np.ndarray:
+def gemm_activation_operand(shape: tuple[int, int, int], density: float, model: str, rng: np.random.Generator,
+                            bernoulli: Bernoulli = gemm_bernoulli) -> np.ndarray:
     if model == "uniform":
-        return gemm_bernoulli(shape, density, rng)
+        return bernoulli(shape, density, rng)
     values = nonzero_values(shape, rng)
     if density >= 1.0:
         return values.astype(np.float32)
@@ -146,17 +187,18 @@ def gemm_activation_operand(shape: tuple[int, int, int], density: float, model: 
     return np.where(keep, values, 0.0).astype(np.float32)
 
 
-def make_gemm_tensors(gemm: Gemm, densities: dict[str, float], model: str = "swat", seed: int = 0) -> GemmTensors:
+def make_gemm_tensors(gemm: Gemm, densities: dict[str, float], model: str = "swat", seed: int = 0,
+                      bernoulli: Bernoulli = gemm_bernoulli) -> GemmTensors:
     rng_a, rng_b, rng_g = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
     count_a = 1 if gemm.weight_shared else gemm.count
     if gemm.a == "weights":
-        a = gemm_weight_operand((1, gemm.M, gemm.K), densities["w"], model, rng_a)
+        a = gemm_weight_operand((1, gemm.M, gemm.K), densities["w"], model, rng_a, bernoulli)
     elif gemm.a == "attention":
         a = attention_operand((count_a, gemm.M, gemm.K), densities.get("attn", 1.0), model, rng_a)
     else:
-        a = gemm_activation_operand((count_a, gemm.M, gemm.K), densities["a"], model, rng_a)
-    b = gemm_activation_operand((gemm.count, gemm.K, gemm.N), densities["a"], model, rng_b)
-    grad = gemm_activation_operand((gemm.count, gemm.M, gemm.N), densities["g"], model, rng_g)
+        a = gemm_activation_operand((count_a, gemm.M, gemm.K), densities["a"], model, rng_a, bernoulli)
+    b = gemm_activation_operand((gemm.count, gemm.K, gemm.N), densities["a"], model, rng_b, bernoulli)
+    grad = gemm_activation_operand((gemm.count, gemm.M, gemm.N), densities["g"], model, rng_g, bernoulli)
     saved_density = densities.get("a_saved")
     saved = top_k(b, saved_density) if saved_density is not None and saved_density < densities["a"] else None
     return GemmTensors(a, b, grad, saved)

@@ -1,5 +1,7 @@
 """GEMM operands against their 2bd0d76 originals (tests/sparsity/operand_reference_helpers.py): identical bytes
-for every operand kind, model, density and seed, with the candidate top-k path taken on the large ones."""
+for every operand kind, model, density and seed, with the candidate top-k path taken on the large ones; for the
+``uniform`` model (one normal per non-zero since session 9) identical masks and the contract's values
+(``reference.gemm_bernoulli_drawn``), the saved B the top-k of the new B."""
 
 from __future__ import annotations
 
@@ -29,12 +31,16 @@ def test_weight_and_activation_operands_equal_the_originals(model: str) -> None:
     for shape in ((1, 7, 9), (2, 30, 40), (1, 300, 256), (3, 64, 400)):  # the last two above 2^16 elements
         for density in (0.01, 0.1, 0.5, 0.8, 1.0):
             for seed in (0, 5):
-                new = weight_operand(shape, density, model, np.random.default_rng(seed))
-                old = reference.gemm_weight_operand(shape, density, model, np.random.default_rng(seed))
-                assert _same(new, old), ("weights", shape, density, seed)
-                new = activation_operand(shape, density, model, np.random.default_rng(seed))  # type: ignore[arg-type]
-                old = reference.gemm_activation_operand(shape, density, model, np.random.default_rng(seed))  # type: ignore[arg-type]
-                assert _same(new, old), ("activations", shape, density, seed)
+                for kind, make, make_reference in (("weights", weight_operand, reference.gemm_weight_operand),
+                                                   ("activations", activation_operand,
+                                                    reference.gemm_activation_operand)):
+                    new = make(shape, density, model, np.random.default_rng(seed))
+                    old = make_reference(shape, density, model, np.random.default_rng(seed))
+                    drawn = make_reference(shape, density, model, np.random.default_rng(seed),
+                                           reference.gemm_bernoulli_drawn)
+                    assert _same(new, drawn) and _same(new != 0, old != 0), (kind, shape, density, seed)
+                    if model != "uniform":
+                        assert _same(new, old), (kind, shape, density, seed)
 
 
 GEMMS = [Gemm("fc", M=200, N=64, K=150, count=2), Gemm("proj", M=256, N=300, K=96, count=1),
@@ -50,5 +56,11 @@ def test_make_gemm_tensors_equal_the_original(model: str) -> None:
         for densities in DENSITIES:
             new = make_gemm_tensors(layer, densities, model, seed=3)
             old = reference.make_gemm_tensors(layer, densities, model, seed=3)
+            drawn = reference.make_gemm_tensors(layer, densities, model, seed=3,
+                                                bernoulli=reference.gemm_bernoulli_drawn)
             for name in ("a", "b", "grad_output", "saved_b"):
-                assert _same(getattr(new, name), getattr(old, name)), (layer.name, densities, name)
+                assert _same(getattr(new, name), getattr(drawn, name)), (layer.name, densities, name)
+                if model != "uniform":
+                    assert _same(getattr(new, name), getattr(old, name)), (layer.name, densities, name)
+                elif name != "saved_b":  # the saved B is a top-k by the (new) magnitudes
+                    assert _same(getattr(new, name) != 0, getattr(old, name) != 0), (layer.name, densities, name)

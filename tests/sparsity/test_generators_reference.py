@@ -1,6 +1,8 @@
 """The operand generators against their 2bd0d76 originals (tests/sparsity/operand_reference_helpers.py, whose
-top-k is the argpartition selection): identical bytes for every model, shape, density, seed and tie pattern; the
-chunked draws consume the same stream; the candidate top-k path really taken, and its fallbacks exact."""
+top-k is the argpartition selection): identical bytes for the swat and topk_field models, every shape, density,
+seed and tie pattern; for uniform and channel (one normal per non-zero since session 9) identical masks and the
+values of the whole-array statement of the new contract (``reference.nonzero_draws``); the chunked draws consume
+the same stream; the candidate top-k path really taken, and its fallbacks exact."""
 
 from __future__ import annotations
 
@@ -20,16 +22,34 @@ def _same(a: np.ndarray | None, b: np.ndarray | None) -> bool:
     return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
 
 
+BERNOULLI_CASES = ((0, (3, 5, 7, 2), 0.1), (1, (1000,), 0.5), (2, (2, 3), 1.0), (3, (4, 9, 9), 0.02),
+                   (4, (0, 3), 0.1))
+
+
 @pytest.mark.parametrize("chunk", [1, 7, 64, 1000, 1 << 18])
-def test_chunked_draws_equal_whole_array_draws_and_leave_the_same_stream(monkeypatch: pytest.MonkeyPatch,
-                                                                         chunk: int) -> None:
+def test_chunked_draws_equal_the_whole_array_contract_and_leave_the_same_stream(monkeypatch: pytest.MonkeyPatch,
+                                                                                chunk: int) -> None:
     monkeypatch.setattr(generators, "_CHUNK", chunk)
-    for seed, shape, density in ((0, (3, 5, 7, 2), 0.1), (1, (1000,), 0.5), (2, (2, 3), 1.0), (3, (4, 9, 9), 0.02)):
-        new_rng, old_rng = np.random.default_rng(seed), np.random.default_rng(seed)
+    for seed, shape, density in BERNOULLI_CASES:
+        new_rng, drawn_rng, old_rng = (np.random.default_rng(seed) for _ in range(3))
         new = bernoulli_normals(shape, density, new_rng)
-        old = reference.uniform(shape, density, old_rng, generators.FieldParams()).astype(np.float32)
-        assert _same(new, old), (chunk, seed)
-        assert new_rng.bit_generator.state == old_rng.bit_generator.state  # the same draws were consumed
+        drawn = reference.uniform_drawn(shape, density, drawn_rng, generators.FieldParams()).astype(np.float32)
+        assert _same(new, drawn), (chunk, seed)
+        assert new_rng.bit_generator.state == drawn_rng.bit_generator.state  # size uniforms + one normal per 1
+        old = reference.uniform(shape, density, old_rng, generators.FieldParams())
+        assert _same(new != 0, old != 0), (chunk, seed)  # the 2bd0d76 mask, bit for bit
+
+
+@pytest.mark.parametrize("chunk", [1, 13, 1 << 18])
+def test_channel_masks_equal_the_original_and_values_the_contract(monkeypatch: pytest.MonkeyPatch,
+                                                                  chunk: int) -> None:
+    monkeypatch.setattr(generators, "_CHUNK", chunk)
+    for seed, shape, density in ((0, (2, 20, 8, 8), 0.25), (1, (3, 7, 5, 5), 0.01), (2, (1, 4, 3, 3), 1.0)):
+        new = generators.make_operand(shape, density, "channel", np.random.default_rng(seed))
+        drawn = reference.make_operand(shape, density, "channel", np.random.default_rng(seed),
+                                       models=reference.DRAWN_MODELS)
+        old = reference.make_operand(shape, density, "channel", np.random.default_rng(seed))
+        assert _same(new, drawn) and _same(new != 0, old != 0), (chunk, seed)
 
 
 class _ZeroingRng:
@@ -52,8 +72,10 @@ class _ZeroingRng:
 def test_a_drawn_zero_becomes_one_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(generators, "_CHUNK", 13)
     new = bernoulli_normals((5, 40), 0.6, _ZeroingRng(4))  # type: ignore[arg-type]
-    old = reference.uniform((5, 40), 0.6, _ZeroingRng(4), generators.FieldParams()).astype(np.float32)  # type: ignore[arg-type]
-    assert _same(new, old) and np.count_nonzero(new == 1.0) > 20
+    drawn = reference.uniform_drawn((5, 40), 0.6, _ZeroingRng(4), generators.FieldParams())  # type: ignore[arg-type]
+    mask = np.random.default_rng(4).random((5, 40)) < 0.6  # the uniforms _ZeroingRng passes through
+    assert _same(new, drawn.astype(np.float32)) and np.count_nonzero(new == 1.0) > 20
+    assert _same(new != 0, mask)  # every drawn 0 became 1.0: the values keep the mask's every non-zero
 
 
 def _sorted_blocks(shape: tuple[int, ...], dtype: type, rng: np.random.Generator) -> np.ndarray:
@@ -150,11 +172,20 @@ CASES = [dict(model="swat"), dict(model="swat", density_a=0.5, density_a_saved=0
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: "-".join(f"{k}={v}" for k, v in case.items()))
 def test_make_tensors_equal_the_original_generators(case: dict) -> None:  # type: ignore[type-arg]
+    """swat and topk_field: the 2bd0d76 bytes. uniform and channel: the contract's bytes (the saved A the
+    argpartition top-k of the new A) and the 2bd0d76 masks of W, A and dY; the saved A's mask, a top-k by the
+    magnitudes that changed, is the one that differs."""
+    drawn_values = case["model"] in ("uniform", "channel")
     for layer in LAYERS:
         for seed in (0, 11):
             new, old = make_tensors(layer, seed=seed, **case), reference.make_tensors(layer, seed=seed, **case)
+            drawn = reference.make_tensors(layer, seed=seed, models=reference.DRAWN_MODELS, **case)
             for name in ("weights", "activations", "grad_output", "saved_activations"):
-                assert _same(getattr(new, name), getattr(old, name)), (layer.name, seed, name)
+                assert _same(getattr(new, name), getattr(drawn, name)), (layer.name, seed, name)
+                if not drawn_values:
+                    assert _same(getattr(new, name), getattr(old, name)), (layer.name, seed, name)
+                elif name != "saved_activations":
+                    assert _same(getattr(new, name) != 0, getattr(old, name) != 0), (layer.name, seed, name)
 
 
 def test_generation_holds_its_float32_output_and_a_mask_not_three_float64_arrays() -> None:
