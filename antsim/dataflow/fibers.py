@@ -303,10 +303,27 @@ class _Geometry:
         return grid.reshape(len(grid), n_u * n_v)
 
     def decode(self, slot: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``u, v, ko, image`` of laid-out slots (int64): three small position tables within the fiber, the
-        class, group and image terms from the fiber index."""
-        kc, rows, cols, (mh, mw) = self.kc, self.rows, self.cols, self.mt
+        """``u, v, ko, image`` of laid-out slots (int64). A slot's place within its image-channel's slice of the
+        layout (``n_groups · n_classes`` fibers) fixes ``u, v, ko``: read from tables over the slice when it holds
+        at most as many slots as are decoded (or 2^16), else worked out per slot."""
         Nt, Ct = self.shape[:2]
+        per_channel = self.n_groups * self.n_classes * self.fiber_length
+        image = np.zeros(len(slot), np.int64)
+        if Nt > 1:
+            image = slot // (per_channel * Ct)
+        if per_channel > max(len(slot), 1 << 16):
+            return (*self._coordinates(slot), image)
+        # ``slot mod per_channel`` as a floor division and a multiply-subtract (~2× faster than ``%``).
+        within = slot // per_channel
+        within *= per_channel
+        np.subtract(slot, within, out=within)
+        u_of, v_of, k_of = self._coordinates(np.arange(per_channel))
+        return u_of[within], v_of[within], k_of[within], image
+
+    def _coordinates(self, slot: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``u, v, ko`` of laid-out slots: three small position tables within the fiber, the class and group
+        terms from the fiber index."""
+        kc, rows, cols, (mh, mw) = self.kc, self.rows, self.cols, self.mt
         position = np.arange(rows * cols * kc)
         if self.channel_inner:
             u_of, rest_of = np.divmod(position, cols * kc)
@@ -314,26 +331,20 @@ class _Geometry:
         else:
             k_of, rest_of = np.divmod(position, rows * cols)
             u_of, v_of = np.divmod(rest_of, cols)
-        # ``divmod`` by the fiber length as a floor division and a multiply-subtract (~2× faster than np.divmod).
         fiber = slot // (rows * cols * kc)
         rest = fiber * (rows * cols * kc)
         np.subtract(slot, rest, out=rest)
         u, v, ko = u_of[rest], v_of[rest], k_of[rest]
         del rest
-        if self.n_classes > 1:
-            block, cls = np.divmod(fiber, self.n_classes)
-            if mh > 1:  # one stride phase per dimension: every class offset is 0
-                u *= mh
-                u += cls // mw
-            if mw > 1:
-                v *= mw
-                v += cls % mw
-        else:
-            block = fiber
-        if self.n_groups > 1:
-            ko += block % self.n_groups * kc
-        image = block // (self.n_groups * Ct) if Nt > 1 else np.zeros(len(slot), np.int64)
-        return u, v, ko, image
+        block, cls = np.divmod(fiber, self.n_classes)
+        if mh > 1:  # one stride phase per dimension: every class offset is 0
+            u *= mh
+            u += cls // mw
+        if mw > 1:
+            v *= mw
+            v += cls % mw
+        ko += block % self.n_groups * kc
+        return u, v, ko
 
 
 @dataclass(frozen=True)
@@ -441,19 +452,16 @@ class _Reach:
                 out[a] = true[0], true[-1] + 1
         return out
 
-    def per_set(self, counts: np.ndarray) -> np.ndarray:
-        """``counts`` (rows × positions) summed over the positions each set keeps, (rows, n_sets): summed over
-        each column pattern's columns, then each row pattern's rows (set ``a · n_col_patterns + b`` keeps rows
-        ``a`` × columns ``b``), float64 products exact for integer sums below 2^53 (no product when every set
-        keeps every position, or none)."""
+    def per_set(self, counts: np.ndarray, most: int) -> np.ndarray:
+        """``counts`` (rows × positions, each row summing to at most ``most``) summed over the positions each set
+        keeps, (rows, n_sets): a float product, exact (every partial sum an integer below 2^24 in float32, else
+        2^53 in float64); no product when every set keeps every position, or none."""
         if not self.member.any():
             return np.zeros((len(counts), len(self.member)), np.int64)
         if self.member.all():
             return np.repeat(counts.sum(axis=1, dtype=np.int64)[:, None], len(self.member), axis=1)
-        (n_rp, n_u), (n_cp, n_v) = self.row_pat.shape, self.col_pat.shape
-        by_col = counts.reshape(-1, n_v).astype(np.float64) @ self.col_pat.T.astype(np.float64)  # (rows·U, n_cp)
-        by_set = by_col.reshape(-1, n_u, n_cp).transpose(0, 2, 1).reshape(-1, n_u) @ self.row_pat.T.astype(np.float64)
-        return np.rint(by_set.reshape(-1, n_cp, n_rp).transpose(0, 2, 1).reshape(len(counts), -1)).astype(np.int64)
+        exact = np.float32 if most < 1 << 24 else np.float64
+        return (counts.astype(exact) @ self.member.T.astype(exact)).astype(np.int64)
 
     def cell_ranges(self, geometry: _Geometry) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """What each (fetch set, class) keeps of a fiber ordered (u', v', ko), as runs of its cells: ``ptr``
@@ -524,9 +532,8 @@ def _segments(base: _BaseFibers, reach: _Reach, wanted: np.ndarray, cuts: np.nda
     used[run] = True
     whole_key = run_fiber[run] * n_sets + np.repeat(fetch_set[~cut], whole_runs)
     # Cut: the channel's elements at the positions the set keeps, copied (runs of equal keys are its fibers).
-    element, element_key = _kept_elements(base, reach, image_channel[cut], fetch_set[cut],
-                                          (bounds, run_bound))
-    seg_start, seg_length = _runs(element_key)
+    element, seg_key, seg_length = _kept_elements(base, reach, image_channel[cut], fetch_set[cut],
+                                                  (bounds, run_bound))
     used_runs = np.flatnonzero(used)
     used_length = base.run_length[used_runs]
     if len(used_runs) == len(run_fiber) and not len(element):  # every base fiber, nothing copied: the base itself
@@ -534,18 +541,20 @@ def _segments(base: _BaseFibers, reach: _Reach, wanted: np.ndarray, cuts: np.nda
     else:  # the base fibers some set keeps whole, then the copies
         store = np.concatenate((_concatenated_ranges(base.run_start[used_runs], used_length), element))
         whole_start = np.cumsum(used_length) - used_length
-    return _Segments(np.concatenate((whole_start, seg_start + int(used_length.sum()))),
-                     np.concatenate((used_length, seg_length)), np.concatenate((whole_key, element_key[seg_start])),
+    seg_start = np.cumsum(seg_length) - seg_length + int(used_length.sum())
+    return _Segments(np.concatenate((whole_start, seg_start)), np.concatenate((used_length, seg_length)),
+                     np.concatenate((whole_key, seg_key)),
                      np.concatenate(((np.cumsum(used) - 1)[run], len(used_runs) + np.arange(len(seg_start)))), store)
 
 
 def _kept_elements(base: _BaseFibers, reach: _Reach, image_channel: np.ndarray, fetch_set: np.ndarray,
-                   bounds: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """The base elements each (image-channel, fetch set) pair keeps and their fiber keys (``base fiber · n_sets +
-    set``), pair by pair in base order: with fibers ordered (u, v, ko), runs of cells (``_kept_by_cells``) — the
-    pairs whose set's row pattern is an interval first, then the others (the order of the store before the cells
-    held it); otherwise every element of the channel is tested (``_kept_by_position``). ``bounds``: the first
-    fiber and the first run of each image-channel (one past the end last)."""
+                   bounds: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The base elements each (image-channel, fetch set) pair keeps, pair by pair in base order, and the copied
+    fibers they form (fiber key ``base fiber · n_sets + set`` and length of each, in order): with fibers ordered
+    (u, v, ko), runs of cells (``_kept_by_cells``) — the pairs whose set's row pattern is an interval first, then
+    the others (the order of the store before the cells held it); otherwise every element of the channel is
+    tested (``_kept_by_position``). ``bounds``: the first fiber and the first run of each image-channel (one
+    past the end last)."""
     fiber_bound, run_bound = bounds
     if base.geometry.channel_inner:
         by_rows = reach.row_intervals()[fetch_set // len(reach.col_pat), 0] >= 0
@@ -553,15 +562,17 @@ def _kept_elements(base: _BaseFibers, reach: _Reach, image_channel: np.ndarray, 
         return _kept_by_cells(base, reach, image_channel[order], fetch_set[order], run_bound)
     parts = _kept_by_position(base, reach, image_channel, fetch_set, base.fiber_start(fiber_bound))
     if not parts:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate([e for e, _ in parts]), np.concatenate([k for _, k in parts])
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    element, element_key = np.concatenate([e for e, _ in parts]), np.concatenate([k for _, k in parts])
+    seg_start, seg_length = _runs(element_key)
+    return element, element_key[seg_start], seg_length
 
 
 def _kept_by_cells(base: _BaseFibers, reach: _Reach, image_channel: np.ndarray, fetch_set: np.ndarray,
-                   run_bound: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                   run_bound: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``_kept_elements`` of the pairs ``(image_channel, fetch_set)`` for fibers ordered (u', v', ko): what a set
     keeps of a fiber is runs of its cells (``_Reach.cell_ranges``), each a run of base elements
-    (``cell_start``) — no element is tested."""
+    (``cell_start``) — no element is tested; one copied fiber per (pair, run) that keeps something."""
     geometry, n_sets = base.geometry, len(reach.member)
     ptr, lo, hi = reach.cell_ranges(geometry)
     runs = run_bound[image_channel + 1] - run_bound[image_channel]
@@ -578,9 +589,15 @@ def _kept_by_cells(base: _BaseFibers, reach: _Reach, image_channel: np.ndarray, 
     cell += hi[item]
     count = base.cell_start[cell] - first
     del cell, item
-    key = fiber * n_sets
-    key += pair_set
-    return _concatenated_ranges(first, count), np.repeat(np.repeat(key, n_items), count)
+    # What each (run, set) keeps: its items' counts summed; the non-empty ones are the copied fibers.
+    ends = np.zeros(len(count) + 1, np.int64)
+    np.cumsum(count, out=ends[1:])
+    item_end = np.cumsum(n_items)
+    kept = ends[item_end] - ends[item_end - n_items]
+    copied = np.flatnonzero(kept)
+    key = fiber[copied] * n_sets
+    key += pair_set[copied]
+    return _concatenated_ranges(first, count), key, kept[copied]
 
 
 def _kept_by_position(base: _BaseFibers, reach: _Reach, image_channel: np.ndarray, fetch_set: np.ndarray,
@@ -668,7 +685,7 @@ def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClass
     block_nnz = base.fiber_nnz.reshape(n_blocks, n_classes).sum(axis=1)
     reached = reach.member.any(axis=0)
     fetched = block_nnz if reached.all() else counts.sum(axis=1, where=reached[None, :])
-    delivered = reach.per_set(counts)
+    delivered = reach.per_set(counts, int(block_nnz.max(initial=0)))
     del counts  # (n_blocks, U·V): freed before the fibers are laid out
     # A set cuts a channel where it receives fewer of the channel's non-zeros than the channel holds.
     cuts = block_nnz.reshape(Nt * Ct, -1).sum(axis=1)[:, None] > delivered.reshape(Nt * Ct, -1, layout.n_sets
@@ -687,13 +704,14 @@ def _key_order(keys: np.ndarray, key_space: int) -> np.ndarray:
     at most ``_KEY_TABLE_PER_KEY`` entries per key (no sort), else the sort."""
     if key_space > _KEY_TABLE_PER_KEY * len(keys) + (1 << 16):
         return np.argsort(keys)
-    position = np.full(key_space, -1, np.int64)
-    position[keys] = np.arange(len(keys))
+    index = np.int32 if len(keys) < 1 << 31 else np.int64  # half the table's bytes to fill and scan
+    position = np.full(key_space, -1, index)
+    position[keys] = np.arange(len(keys), dtype=index)
     return position[position >= 0]
 
 
 # Key-space entries per fiber key up to which ``_key_order`` orders keys through a position table (8 bytes an
-# entry) instead of a sort. Speed only: the same order. [choice]
+# entry at most) instead of a sort. Speed only: the same order. [choice]
 _KEY_TABLE_PER_KEY = 16
 
 
