@@ -196,3 +196,47 @@ def test_workers_lost_unless_every_lost_worker_raised_one_antsim_error_type() ->
     killed = _lost_error(lines + ["worker 2 was killed by SIGKILL"], [SpecError("f", "k", "a")] * 2, "rerun")
     assert type(mixed) is WorkersLost and type(killed) is WorkersLost
     assert str(killed) == "worker 0 stopped: a; worker 1 stopped: b; worker 2 was killed by SIGKILL; rerun"
+
+
+def test_worker_processes_started_before_a_study_that_cannot_be_opened_are_stopped(tmp_path: Path) -> None:
+    """The workers start before the parent prepares the study (their imports and operands overlap it): when the
+    study cannot be prepared (another sweep's study of the same name), the parent's one-line error is raised and
+    no worker is left running, none having touched the study."""
+    import multiprocessing
+
+    from antsim.errors import AntsimError
+
+    url = f"sqlite:///{tmp_path / 'taken.db'}"
+    optuna.create_study(storage=make_storage(url, heartbeat_s=60), study_name="taken", directions=["maximize"])
+    spec = load_sweep(write_spec(tmp_path, "taken", n_trials=4))
+    with pytest.raises(AntsimError, match="has directions"):
+        run_sweep(spec, SweepOptions(storage_url=url, study_name="taken", n_trials=4, workers=2))
+    assert multiprocessing.active_children() == []
+    assert _study(url, "taken").get_trials() == []
+
+
+def test_warm_operands_makes_exactly_what_the_trials_read(tmp_path: Path) -> None:
+    """``warm_operands`` (a spawned worker's first step, before the study exists) fills the per-process operand
+    caches with the entries the trials' own calls then find: the simulator's generated tensors and the analytic
+    screen's phase operands, the same objects, none made twice; another evaluator gets nothing made for it."""
+    from antsim.dse import evaluators, screen
+    from antsim.dse.runner import warm_operands
+    from antsim.dse.workload import resolve_workload
+
+    opts = SweepOptions(storage_url="sqlite:///unused.db", study_name="warm", n_trials=1)
+    screened = load_sweep(write_spec(tmp_path, "warm", evaluator="simulator", seed=5,
+                                     multi_fidelity={"screen": "analytic"}))
+    evaluators._GENERATED.clear()
+    screen._OPERANDS.clear()
+    warm_operands(screened, opts)
+    tensors, operands = dict(evaluators._GENERATED), dict(screen._OPERANDS)
+    assert len(tensors) == 3 and len(operands) == 9  # 3 layers; × 3 phases
+    workload = resolve_workload(screened)  # as the worker's Objective builds it
+    made = screen.workload_operands(workload, screened.seed, False)
+    assert dict(screen._OPERANDS) == operands and all(any(m is o for o in operands.values()) for m in made)
+    got = evaluators.workload_tensors(workload, screened.seed)
+    assert dict(evaluators._GENERATED) == tensors and all(any(g is t for t in tensors.values()) for g in got.values())
+    evaluators._GENERATED.clear()
+    screen._OPERANDS.clear()
+    warm_operands(load_sweep(write_spec(tmp_path, "toy")), opts)  # the analytic toy evaluator, no screen
+    assert evaluators._GENERATED == {} and screen._OPERANDS == {}
