@@ -141,13 +141,30 @@ def nonzero_mask(array: np.ndarray, dense: bool) -> np.ndarray:
     return np.ones(array.shape, bool) if dense else array != 0
 
 
-def _used_stationary(classes: StrideClasses, stationary_tensor: np.ndarray, dense: bool
-                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Coordinates ``n, ch, y, x`` and stride class of the stationary non-zeros that pair with something."""
-    n, ch, y, x = np.nonzero(nonzero_mask(stationary_tensor, dense))
+def _used_stationary(tiling: Tiling, classes: StrideClasses, stationary: np.ndarray, dense: bool
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """The stationary non-zeros that pair with something: their flat index into ``stationary`` (N, Cs, Ys, Xs)
+    and ``pe · n_classes + class`` of each (tables over the plane, read per non-zero)."""
+    Ys, Xs = stationary.shape[2:]
+    flat = np.arange(stationary.size) if dense else np.flatnonzero(stationary != 0)  # ~2× faster than on floats
+    position = flat // (Ys * Xs)
+    position *= Ys * Xs
+    np.subtract(flat, position, out=position)
+    y, x = (a.ravel() for a in np.meshgrid(np.arange(Ys), np.arange(Xs), indexing="ij"))
     cls = classes.stationary_class(y, x)
     used = np.isin(cls, [a for a, _ in classes.groups])
-    return n[used], ch[used], y[used], x[used], cls[used]
+    if not used.all():
+        kept = used[position]
+        flat, position = flat[kept], position[kept]
+    return flat, (tiling.pe_of_stationary().ravel() * classes.n_stationary + cls)[position]
+
+
+def _stable_order(keys: np.ndarray) -> np.ndarray:
+    """``np.argsort(keys, kind="stable")`` of non-negative integers: numpy's radix sort on 16-bit copies when every
+    key fits (the same permutation: a stable order is unique)."""
+    if len(keys) and keys.max() < 1 << 16:
+        return np.argsort(keys.astype(np.uint16), kind="stable")
+    return np.argsort(keys, kind="stable")
 
 
 def stationary_counts(tiling: Tiling, classes: StrideClasses, stationary_tensor: np.ndarray) -> np.ndarray:
@@ -173,14 +190,25 @@ def stationary_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideCla
 
     Elements in stride classes that pair with nothing are dropped (never loaded).
     """
-    n, ch, y, x, cls = _used_stationary(classes, stationary_tensor, dense)
-    pe = tiling.pe_of_stationary()[y, x]
-    Cs = problem.stationary_shape[1] if problem.channel_matched else 1
-    ch_key = ch if problem.channel_matched else np.zeros_like(ch)
-    fiber = ((n * Cs + ch_key) * tiling.n_pes + pe) * classes.n_stationary + cls
-    order = np.argsort(fiber, kind="stable")
-    values = np.asarray(stationary_tensor, dtype=np.float64)[n, ch, y, x]
-    return pack_vectors(fiber[order], Elements(y[order], x[order], ch[order], n[order], values[order]), width)
+    stationary = np.asarray(stationary_tensor)
+    n_channels, Ys, Xs = stationary.shape[1:]
+    flat, pe_class = _used_stationary(tiling, classes, stationary, dense)
+    image_channel = flat // (Ys * Xs)
+    if not problem.channel_matched:  # wgrad: one fiber per (image, PE, class) over every channel
+        image_channel //= n_channels
+    image_channel *= tiling.n_pes * classes.n_stationary
+    image_channel += pe_class
+    order = _stable_order(image_channel)
+    fiber, flat = image_channel[order], flat[order]
+    del image_channel, pe_class, order
+    values = stationary.reshape(-1)[flat].astype(np.float64)
+    channel = flat // (Ys * Xs)
+    position = flat - channel * (Ys * Xs)
+    y = position // Xs
+    x = position - y * Xs
+    image = channel // n_channels
+    channel -= image * n_channels
+    return pack_vectors(fiber, Elements(y, x, channel, image, values), width)
 
 
 @dataclass(frozen=True)
