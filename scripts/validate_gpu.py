@@ -17,9 +17,11 @@ inside each timed interval (``--host-overhead-us``). Printed as Markdown:
    the NeuSight harness overhead) are refitted on all GPUs but one and the held-out GPU is predicted
    with them. ``fit`` is a plain function of the runs it may see, rerun per fold;
 5. with ``--clocks``: the SM clock each DeepBench fp32 card ran at, from its measured times against the P100's on
-   the same layers (no model; docs/gpu_scale.md §2).
+   the same layers (no model; docs/gpu_scale.md §2);
+6. with ``--power``: the board-power floor time ≥ (core + DRAM energy) / (TDP − static) applied to every row,
+   with the energy model's per-FLOP core energy and multiples of it (docs/gpu_scale.md §6).
 
-    .venv/bin/python scripts/validate_gpu.py [--gemm] [--families] [--loo] [--clocks] [--data DIR]
+    .venv/bin/python scripts/validate_gpu.py [--gemm] [--families] [--loo] [--clocks] [--power] [--data DIR]
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from antsim.gpu.check import (
     oracle_rows,
     padded_channels,
 )
-from antsim.gpu.estimate import KernelCorrection
+from antsim.gpu.estimate import KernelCorrection, estimate_layer
 from antsim.gpu.learned import CORRECTIONS, resolve_correction
 from antsim.gpu.model import Calibration
 from antsim.measure.deepbench import read_deepbench_csv
@@ -94,7 +96,9 @@ RUNS: tuple[Run, ...] = (
     Run("neusight/neusight_conv_fwd_P4.csv", "p4", "fp32", "cudnn8", "timed", "neusight"),
 )
 # Candidate values of the fitted constants for leave-one-GPU-out (around the defaults).
-FIT_GRID = {"winograd_efficiency": (0.5, 0.6, 0.65, 0.7, 0.8), "host_us": (20.0, 40.0, 60.0)}
+FIT_GRID = {"winograd_efficiency": (0.5, 0.6, 0.65, 0.7, 0.8), "host_us": (20.0, 40.0, 60.0),
+            "wgrad_run_overhead_bytes": (0.0, 64.0, 96.0, 112.0, 128.0, 160.0)}
+Key = tuple[float, float, float]  # (winograd_efficiency, host_us, wgrad_run_overhead_bytes)
 
 
 def run_rows(run: Run, cal: Calibration = CALIBRATION, host_us: float = NEUSIGHT_HOST_US,
@@ -210,40 +214,47 @@ def _cell(logs: Sequence[float]) -> str:
     return f"{math.exp(math.fsum(logs) / len(logs)):.2f} / {_pct(error)} ({len(logs)})"
 
 
-def fit(runs: Sequence[Run], table: dict[tuple[float, float], dict[Run, dict[str, float]]]) -> tuple[float, float]:
-    """The (winograd_efficiency, host_us) minimising the mean per-phase error over ``runs``."""
-    def objective(key: tuple[float, float]) -> float:
+def fit(runs: Sequence[Run], table: dict[Key, dict[Run, dict[str, float]]]) -> Key:
+    """The (winograd_efficiency, host_us, wgrad_run_overhead_bytes) minimising the mean per-phase error
+    over ``runs``."""
+    def objective(key: Key) -> float:
         errors = [e for run in runs for e in table[key][run].values()]
         return sum(errors) / len(errors)
 
     return min(table, key=lambda key: (round(objective(key), 9), key))
 
 
-def error_table(data: Path = DATA) -> dict[tuple[float, float], dict[Run, dict[str, float]]]:
-    """Per-phase errors of every run at every grid point (host overhead only moves NeuSight runs)."""
-    table: dict[tuple[float, float], dict[Run, dict[str, float]]] = {}
+def error_table(data: Path = DATA) -> dict[Key, dict[Run, dict[str, float]]]:
+    """Per-phase errors of every run at every grid point (host overhead only moves NeuSight runs, the
+    wgrad run overhead only wgrad rows: NeuSight has none)."""
+    table: dict[Key, dict[Run, dict[str, float]]] = {}
     for eff in FIT_GRID["winograd_efficiency"]:
         cal = dataclasses.replace(CALIBRATION, winograd_efficiency=eff)
-        fixed = {run: phase_errors(run_rows(run, cal, data=data)) for run in RUNS if run.harness != "neusight"}
-        for host in FIT_GRID["host_us"]:
-            table[eff, host] = fixed | {run: phase_errors(run_rows(run, cal, host, data)) for run in RUNS
-                                        if run.harness == "neusight"}
+        timed = {host: {run: phase_errors(run_rows(run, cal, host, data)) for run in RUNS
+                        if run.harness == "neusight"} for host in FIT_GRID["host_us"]}
+        for run_bytes in FIT_GRID["wgrad_run_overhead_bytes"]:
+            cal_w = dataclasses.replace(cal, wgrad_run_overhead_bytes=run_bytes)
+            fixed = {run: phase_errors(run_rows(run, cal_w, data=data)) for run in RUNS if run.harness != "neusight"}
+            for host in FIT_GRID["host_us"]:
+                table[eff, host, run_bytes] = fixed | timed[host]
     return table
 
 
 def leave_one_gpu_out(data: Path = DATA) -> None:
     """Print table 2: each GPU predicted with the constants fitted on the others."""
     table = error_table(data)
-    print("| held-out GPU | precision | fitted winograd_efficiency, host µs | held-out error f / d / w "
+    print("| held-out GPU | precision | fitted winograd_efficiency, host µs, wgrad run overhead B "
+          "| held-out error f / d / w "
           "| with all-GPU fit f / d / w |")
     print("|---|---|---|---|---|")
     everyone = fit(RUNS, table)
     for gpu in dict.fromkeys(run.gpu for run in RUNS):
         key = fit([run for run in RUNS if run.gpu != gpu], table)
         for run in (r for r in RUNS if r.gpu == gpu):
-            print(f"| {gpu} | {run.precision} | {key[0]:g}, {key[1]:g} | {_fmt(table[key][run])} "
+            print(f"| {gpu} | {run.precision} | {key[0]:g}, {key[1]:g}, {key[2]:g} | {_fmt(table[key][run])} "
                   f"| {_fmt(table[everyone][run])} |")
-    print(f"\nall-GPU fit: winograd_efficiency = {everyone[0]:g}, NeuSight host overhead = {everyone[1]:g} µs")
+    print(f"\nall-GPU fit: winograd_efficiency = {everyone[0]:g}, NeuSight host overhead = {everyone[1]:g} µs, "
+          f"wgrad_run_overhead_bytes = {everyone[2]:g}")
 
 
 CLOCK_REFERENCE = "p100"  # P100 SXM2 runs at its 1480 MHz boost clock on DeepBench (its rows' bias is 0.95–1.03)
@@ -293,6 +304,47 @@ def clock_table(data: Path = DATA) -> None:
         print(f"| {name} | {gpu.clock_mhz:g} | {gpu.sm_clock_hz / 1e6:g} | {ratios} | {clocks} |")
 
 
+# Multiples of the TDP-derived core energy per FLOP tried by ``power_table`` (1: the energy model's own).
+POWER_CORE_SCALES = (1.0, 2.0, 3.0)
+
+
+def power_rows(run: Run, data: Path = DATA) -> list[tuple[str, float, float, float, float, float]]:
+    """Per row of a run: (phase, measured s, kernel s, harness host s, core J, DRAM J)."""
+    gpu = load_gpu(run.gpu)
+    measured = padded_channels(observations(read_deepbench_csv(data / run.file, run.precision)), run.pad_channels)
+    host = NEUSIGHT_HOST_US * 1e-6 if run.harness == "neusight" else 0.0
+    out = []
+    for o in measured:
+        r = estimate_layer(gpu, o.layer, o.phase, run.precision, CALIBRATION, None, run.selection, run.library, o.algo)
+        energy = r.energy_breakdown_j
+        out.append((o.phase, o.measured_s, r.time_s, host, energy["core"], energy["dram"]))
+    return out
+
+
+def power_table(data: Path = DATA) -> None:
+    """Print table 6: the board-power floor, kernel time ≥ (core + DRAM J) / (TDP − static), on every run,
+    with the energy model's core energy per FLOP and with multiples of it (docs/gpu_scale.md §6)."""
+    print("| GPU | precision | phase | error without floor | " + " | ".join(
+        f"with floor, core J × {k:g} (rows it binds)" for k in POWER_CORE_SCALES) + " |")
+    print("|---|---|---|---|" + "---|" * len(POWER_CORE_SCALES))
+    for run in RUNS:
+        gpu = load_gpu(run.gpu)
+        budget = gpu.power.tdp_w - gpu.power.static_w
+        rows = power_rows(run, data)
+        for phase in PHASES:
+            mine = [r for r in rows if r[0] == phase]
+            if not mine:
+                continue
+            cells = []
+            for k in POWER_CORE_SCALES:
+                floors = [(k * core + dram) / budget for *_, core, dram in mine]
+                capped = [(max(r[2], f) + r[3]) / r[1] for r, f in zip(mine, floors, strict=True)]
+                binds = sum(f > r[2] for r, f in zip(mine, floors, strict=True))
+                cells.append(f"{_pct(geomean_abs_error(capped))} ({binds})")
+            plain = geomean_abs_error([(r[2] + r[3]) / r[1] for r in mine])
+            print(f"| {run.gpu} | {run.precision} | {phase} | {_pct(plain)} | {' | '.join(cells)} |")
+
+
 def _fmt(errors: dict[str, float]) -> str:
     return " / ".join(f"{errors[p] * 100:.1f}" if p in errors else "–" for p in PHASES)
 
@@ -309,6 +361,8 @@ def main() -> None:
                              "live in the team's shared data folder)")
     parser.add_argument("--clocks", action="store_true",
                         help="also the SM clock each DeepBench card ran at, from its measured times against the P100's")
+    parser.add_argument("--power", action="store_true",
+                        help="also the board-power floor (time >= energy / (TDP - static)) on every run")
     parser.add_argument("--gpu-correction", default="none", choices=CORRECTIONS,
                         help="table 1 with the learned correction (antsim.gpu.learned; its own leave-one-GPU-out: "
                              "scripts/fit_gpu_correction.py); the other tables stay the physical model's")
@@ -328,6 +382,9 @@ def main() -> None:
     if args.loo:
         print()
         leave_one_gpu_out(args.data)
+    if args.power:
+        print()
+        power_table(args.data)
     if args.clocks:
         print()
         clock_table(args.data)

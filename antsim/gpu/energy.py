@@ -39,3 +39,16 @@ def energy_breakdown(gpu: GpuSpec, precision: Precision, time_s: float, executed
         "dram": dram_bytes * 8 * gpu.dram.pj_per_bit * 1e-12,
         "static": gpu.power.static_w * time_s,
     }
+
+
+def power_floor_s(gpu: GpuSpec, precision: Precision, executed_flops: float, dram_bytes: float) -> float:
+    """Shortest time in which a kernel's core and DRAM energy fit the board power (s).
+
+    A card cannot draw more than ``tdp_w`` for long, and static power is paid per second, so
+    ``time ≥ (core + dram energy) / (tdp_w − static_w)``. With the TDP-derived ``joules_per_flop`` this
+    never binds on a card at or below its boost clock: a kernel at the full FLOP rate and datasheet DRAM
+    bandwidth meets it with equality, any slower one clears it (docs/gpu_scale.md §6). The estimate does not
+    apply it; it bounds nothing until the per-FLOP energy is measured independently of TDP.
+    """
+    energy = energy_breakdown(gpu, precision, 0.0, executed_flops, dram_bytes)
+    return (energy["core"] + energy["dram"]) / (gpu.power.tdp_w - gpu.power.static_w)

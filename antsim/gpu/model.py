@@ -79,6 +79,17 @@ class Calibration:
             accumulator sets per output tile, so they run smaller register tiles than an implicit
             GEMM [assumption, fitted: ``scripts/validate_gpu.py`` refits it per leave-one-GPU-out fold;
             Winograd-forward rows of DeepBench and NeuSight run 0.55–0.9× the speed the full rate gives].
+        wgrad_run_overhead_bytes: DRAM cost of opening one short run, in bytes of streaming transfer,
+            paid by wgrad's operand reads on NCHW tensors (``wgrad_stream_efficiency``). An implicit-GEMM
+            wgrad walks both operands along its reduction axis (n, p, q), the contiguous axis of an NCHW
+            plane, so each main-loop step reads only ``tile.k`` consecutive elements (32 B on the fp32
+            SIMT tiles, 64 B on the 32-deep fp16 tensor-core tiles) from each of ``tile.m + tile.n``
+            rows a channel plane apart, and the next run of a row comes one step later: the DRAM serves
+            short scattered runs, not streams [assumption, fitted: ``scripts/validate_gpu.py`` refits it
+            per leave-one-GPU-out fold; on every DeepBench sheet, the 1×1 wgrads of 4 K–16 K weights
+            on 56²–112² planes move their compulsory bytes at 0.14–0.30 of datasheet DRAM bandwidth on
+            HBM2, GDDR5, GDDR5X and GDDR6 alike, where the fprop of the same layer reaches 0.3–0.7
+            (docs/gpu_scale.md §6)].
     """
 
     simt_efficiency: float = 0.8
@@ -92,6 +103,7 @@ class Calibration:
     max_split_k: int = 32
     atomic_sectors: float = 2.0
     winograd_efficiency: float = 0.65
+    wgrad_run_overhead_bytes: float = 112.0
 
     def to_dict(self) -> dict[str, float]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -282,7 +294,7 @@ def plan_gemm(gpu: GpuSpec, g: Gemm, precision: Precision, tile: Tile, split: in
     structured = _structured(gpu, g, precision)
     t = _traffic(gpu, g, tile, split, k_slice, ob, gpu.sms * resident, cal, structured)
     l2_bw, dram_bw = gpu.l2.bandwidth_gbs * 1e9, gpu.dram_bytes_per_s
-    l2_s, dram_s = t.l2_load / l2_bw, t.dram_load / dram_bw
+    l2_s, dram_s = t.l2_load / l2_bw, t.dram_load / (dram_bw * wgrad_stream_efficiency(g, tile, ob, cal))
     store = max(t.store_l2 / l2_bw, t.store_dram / dram_bw)
     reduce = max(t.reduce_l2 / l2_bw, t.reduce_dram / dram_bw)
     launches = cal.kernels_per_call + (1 if split > 1 and not g.scatter else 0)
@@ -292,6 +304,17 @@ def plan_gemm(gpu: GpuSpec, g: Gemm, precision: Precision, tile: Tile, split: in
                 reduce, launches + len(g.side), time, t.l2_load + t.store_l2 + t.reduce_l2,
                 t.dram_load + t.store_dram + t.reduce_dram + sum(k.elements for k in g.side) * ob,
                 ctas * tile.m * tile.n * k_slice // (2 if structured else 1), side)
+
+
+def wgrad_stream_efficiency(g: Gemm, tile: Tile, operand_bytes: int, cal: Calibration = CALIBRATION) -> float:
+    """Fraction of DRAM bandwidth a plan's main-loop operand reads reach: ``run / (run + overhead)`` for an
+    implicit-GEMM wgrad on NCHW tensors, whose reads are runs of ``tile.k`` elements along the reduction
+    (``Calibration.wgrad_run_overhead_bytes``); 1 otherwise. cuDNN 8's NHWC kernels (``gather_width`` > 1)
+    read channel vectors, the tile's long side, and keep the full rate."""
+    if g.phase != "wgrad" or not g.gathered or g.gather_width > 1:
+        return 1.0
+    run = tile.k * operand_bytes
+    return run / (run + cal.wgrad_run_overhead_bytes)
 
 
 def split_candidates(g: Gemm, tile: Tile, sms: int, cal: Calibration = CALIBRATION) -> list[int]:

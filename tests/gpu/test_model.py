@@ -209,3 +209,41 @@ def test_two_four_needs_sparse_tensor_cores_and_a_tensor_precision(gpu: str, pre
                                                                    message: str) -> None:
     with pytest.raises(AntsimError, match=message):
         estimate_gpu(gpu, SMALL, precision=precision, structured=pattern)
+
+
+def test_wgrad_nchw_reads_pay_the_run_overhead_and_nothing_else_does() -> None:
+    # Calibration.wgrad_run_overhead_bytes: an NCHW implicit-GEMM wgrad reads tile.k elements per row and step,
+    # served at run / (run + overhead) of DRAM bandwidth; fprop, dgrad, explicit GEMMs and NHWC kernels keep it all.
+    from antsim.gpu.model import wgrad_stream_efficiency
+    from antsim.gpu.tiles import SIMT_WGRAD_TILES, TENSOR_TILES
+
+    simt, mma = SIMT_WGRAD_TILES[0], TENSOR_TILES[0]
+    wgrad = Gemm(M=64, N=256, K=25088, a_unique=1, b_unique=1, c_unique=1, useful_macs=0, phase="wgrad", k_slabs=8)
+    cal = dataclasses.replace(CALIBRATION, wgrad_run_overhead_bytes=96.0)
+    assert wgrad_stream_efficiency(wgrad, simt, 4, cal) == pytest.approx(32 / (32 + 96))  # 8 fp32 = 32 B runs
+    assert wgrad_stream_efficiency(wgrad, mma, 2, cal) == pytest.approx(64 / (64 + 96))  # 32 fp16 = 64 B runs
+    assert wgrad_stream_efficiency(wgrad, simt, 4, dataclasses.replace(cal, wgrad_run_overhead_bytes=0.0)) == 1.0
+    others = ({"phase": "fprop"}, {"phase": "dgrad"}, {"algorithm": "winograd_nonfused"}, {"gather_width": 8})
+    for other in (dataclasses.replace(wgrad, **change) for change in others):
+        assert wgrad_stream_efficiency(other, simt, 4, cal) == 1.0
+
+
+def test_dram_bound_1x1_wgrad_time_follows_the_run_rule_and_fprop_does_not_move() -> None:
+    # A 1x1 wgrad on a 112x112 plane with a 64x64 output (DeepBench's N8 C64 K64 layer) is DRAM-bound once its
+    # reads run at a quarter of the bandwidth; on a card with 2x the bandwidth it takes about half the time
+    # (its compute is unchanged); fprop of the same layer is the same with or without the rule.
+    layer = Layer("c64_112", N=8, C=64, K=64, H=112, W=112, R=1, S=1, stride=1, pad=0)
+    off = dataclasses.replace(CALIBRATION, wgrad_run_overhead_bytes=0.0)
+    on = dataclasses.replace(CALIBRATION, wgrad_run_overhead_bytes=96.0)
+    t4 = load_gpu("t4")
+    wide = t4.model_copy(update={"dram": t4.dram.model_copy(update={"bandwidth_gbs": 640.0})})
+    slow, fast = (estimate_layer(g, layer, "wgrad", "fp32", on, selection="heuristic", library="cudnn7")
+                  for g in (t4, wide))
+    assert slow.details["bound"] == "dram"
+    unit = slow.details["dram_s"] / fast.details["dram_s"]
+    assert unit == pytest.approx(2.0, rel=0.01)
+    assert slow.time_s > estimate_layer(t4, layer, "wgrad", "fp32", off, selection="heuristic",
+                                        library="cudnn7").time_s
+    for phase in ("fprop", "dgrad"):
+        assert (estimate_layer(t4, layer, phase, "fp32", on).time_s
+                == estimate_layer(t4, layer, phase, "fp32", off).time_s)
