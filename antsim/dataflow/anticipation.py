@@ -306,7 +306,8 @@ class _ScreenTable:
         has — all the pairs of a single-I cell then issue. (Per fetch set it would find a few more, at a cost above
         what they save on ResNet-18.)"""
         present = np.flatnonzero(np.bincount(self.code, minlength=self.issued_table.shape[1]))
-        passes_all = self.issued_table[:, present].all(axis=1)
+        seen = self.issued_table if len(present) == self.issued_table.shape[1] else self.issued_table[:, present]
+        passes_all = np.asarray(seen.all(axis=1))
         return passes_all[self.row][i0]  # per I-vector, then per cell: one gather per cell
 
 

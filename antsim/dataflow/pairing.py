@@ -71,11 +71,10 @@ def _walk_order(stationary_class: np.ndarray, classes: StrideClasses, n_groups: 
     cells = per_fiber * n_groups
     if len(per_fiber) and per_fiber.min() == per_fiber.max():
         n_fibers, width = len(per_fiber), int(per_fiber[0])
-        group = np.tile(np.repeat(np.arange(n_groups, dtype=np.int64), width), n_fibers)
-        if width == 1:
-            return cells, group, np.repeat(table[stationary_class, 0], n_groups)
-        pair = np.tile(np.arange(width, dtype=np.int64), n_groups * n_fibers)
-        return cells, group, table[np.repeat(stationary_class, width * n_groups), pair]
+        shape = (n_fibers, n_groups, width)  # each a broadcast copied once (no per-cell index arrays), writable
+        group = np.array(np.broadcast_to(np.arange(n_groups, dtype=np.int64)[None, :, None], shape)).reshape(-1)
+        partner = np.array(np.broadcast_to(table[stationary_class, :width][:, None, :], shape)).reshape(-1)
+        return cells, group, partner
     fiber = np.repeat(np.arange(len(stationary_class), dtype=np.int64), cells)
     rank = np.arange(len(fiber), dtype=np.int64) - np.repeat(np.cumsum(cells) - cells, cells)
     group, pair = np.divmod(rank, per_fiber[fiber])
@@ -97,13 +96,10 @@ def make_cells(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, st
     per_fiber = np.array([sum(1 for a, _ in classes.groups if a == cls) for cls in range(classes.n_stationary)],
                          np.int64)[stationary_class] * tiling.n_groups
     ends = np.cumsum(per_fiber)
-    index = _StreamedIndex.of(streamed)
-    if not len(per_fiber):
-        return _cells_of(problem, tiling, classes, stationary, _FiberBatch(0, image, channel, pe, stationary_class),
-                         index)
     dtypes = cell_dtypes(stationary, streamed)
-    columns = _Columns(int(ends[-1]), dtypes)
-    # The per-fiber terms in the cells' widths before they are repeated over the cells (half the bytes moved when
+    index = _StreamedIndex.of(streamed, dtypes)
+    columns = _Columns(int(ends[-1]) if len(ends) else 0, dtypes, index)
+    # The per-fiber terms in the cells' widths before they are gathered over the cells (half the bytes moved when
     # int32; the same values: ``cell_dtypes`` bounds them).
     stationary = replace(stationary, fiber_vec0=stationary.fiber_vec0.astype(dtypes["i0"]),
                          fiber_nvec=stationary.fiber_nvec.astype(dtypes["n_i"]),
@@ -113,7 +109,7 @@ def make_cells(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, st
         last = max(first + 1, int(np.searchsorted(ends, (ends[first] - per_fiber[first]) + _CELL_BATCH, "right")))
         fibers = slice(first, last)
         batch = _FiberBatch(first, image[fibers], channel[fibers], pe[fibers], stationary_class[fibers])
-        columns.append(_cells_of(problem, tiling, classes, stationary, batch, index))
+        _fill_cells(problem, tiling, classes, stationary, batch, columns)
         first = last
     return columns.cells()
 
@@ -153,19 +149,21 @@ def cell_dtypes(stationary: Vectors, streamed: StreamedOperand) -> dict[str, np.
 
 class _Columns:
     """The fields of ``Cells`` preallocated at the cells before the inert ones are dropped (``capacity``), in the
-    dtypes ``cell_dtypes`` proved wide enough, filled batch by batch and shrunk to the cells kept: the cells are
-    held once, with one batch's parts beside them, instead of every batch's parts and their concatenation (and
-    untouched pages of the capacity are never resident)."""
+    dtypes ``cell_dtypes`` proved wide enough, filled batch by batch in place (``reserve``, ``commit``) and shrunk to
+    the cells kept: the cells are held once, with no per-batch copy of them beside (and untouched pages of the
+    capacity are never resident). ``index`` finds the streamed fiber of each cell."""
 
-    def __init__(self, capacity: int, dtypes: dict[str, np.dtype]) -> None:
-        self.capacity = capacity
+    def __init__(self, capacity: int, dtypes: dict[str, np.dtype], index: _StreamedIndex) -> None:
+        self.capacity, self.index = capacity, index
         self.filled = 0
         self.arrays = {name: np.empty(capacity, dtype) for name, dtype in dtypes.items()}
 
-    def append(self, part: Cells) -> None:
-        n = len(part.slot)
-        for name, column in self.arrays.items():
-            column[self.filled:self.filled + n] = getattr(part, name)  # int64 → int32 only within the bound
+    def reserve(self, n: int) -> dict[str, np.ndarray]:
+        """Views of the next ``n`` rows of every field (room the batch's cells, live or not, always have)."""
+        return {name: column[self.filled:self.filled + n] for name, column in self.arrays.items()}
+
+    def commit(self, n: int) -> None:
+        """The next ``n`` rows hold cells."""
         self.filled += n
 
     def cells(self) -> Cells:
@@ -173,6 +171,14 @@ class _Columns:
             if self.filled < self.capacity:
                 column.resize(self.filled, refcheck=False)  # realloc: the tail is returned, no copy is held
         return Cells(**self.arrays)
+
+
+def _gather_into(out: np.ndarray, values: np.ndarray, index: np.ndarray) -> None:
+    """``out[:] = values[index]`` without a temporary when the dtypes agree (int64 ``index``, in range)."""
+    if values.dtype == out.dtype:
+        np.take(values, index, out=out, mode="clip")  # "clip": unbuffered; every index is in range anyway
+    else:
+        out[...] = values[index]  # narrowed within the bound ``cell_dtypes`` proved
 
 
 @dataclass(frozen=True)
@@ -186,80 +192,83 @@ class _FiberBatch:
     stationary_class: np.ndarray
 
 
-def _cells_of(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, stationary: Vectors,
-              batch: _FiberBatch, index: _StreamedIndex) -> Cells:
-    """The non-inert cells of the stationary fibers of ``batch`` (streamed fibers found through ``index``): each
-    fiber's terms repeated over its cells."""
-    streamed = index.streamed
+def _fill_cells(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, stationary: Vectors,
+                batch: _FiberBatch, columns: _Columns) -> None:
+    """The non-inert cells of the stationary fibers of ``batch``, written into the next rows of ``columns`` (their
+    streamed fibers found through ``columns.index``): each fiber's terms gathered over its cells, straight into the
+    fields."""
+    index = columns.index
     Nt, Ct = problem.streamed_shape[:2]
     G, n_pes = tiling.n_groups, tiling.n_pes
     cells, group, b_class_of = _walk_order(batch.stationary_class, classes, G)
     fibers = slice(batch.first, batch.first + len(batch.image))
-
+    fiber_of_cell = np.repeat(np.arange(len(cells), dtype=np.int64), cells)
+    out = columns.reserve(len(fiber_of_cell))
     block_of_fiber = ((batch.image if Nt > 1 else 0) * Ct + (batch.channel if Ct > 1 else 0)) * G
-    stream_key = np.repeat(np.broadcast_to(block_of_fiber, batch.image.shape).astype(np.int64), cells)
+    stream_key = out["stream_key"]
+    _gather_into(stream_key, np.broadcast_to(block_of_fiber, batch.image.shape).astype(np.int64), fiber_of_cell)
     stream_key += group
     stream_key *= classes.n_streamed
     stream_key += b_class_of  # (block · n_classes + class): also the flat index of ``unfiltered_nnz``
-    nnz_t_all = streamed.unfiltered_nnz.ravel()[stream_key]
-    live = nnz_t_all > 0
-    if live.all():  # each fiber's terms repeated over its cells
-        def per_cell(values: np.ndarray) -> np.ndarray:
-            return np.repeat(values, cells)
-    else:  # gathered for the live cells only (one repeat of the fiber index instead of one per field, then a filter)
+    _gather_into(out["nnz_t_all"], index.streamed.unfiltered_nnz.ravel(), stream_key)
+    live = out["nnz_t_all"] > 0
+    if not live.all():  # the live cells moved to the front of the rows reserved
         keep = np.flatnonzero(live)
-        fiber_of_cell = np.repeat(np.arange(len(cells), dtype=np.int64), cells)[keep]
-        stream_key, nnz_t_all, group = stream_key[keep], nnz_t_all[keep], group[keep]
-
-        def per_cell(values: np.ndarray) -> np.ndarray:
-            return values[fiber_of_cell]
-    slot = per_cell((batch.image * G) * n_pes + batch.pe).astype(np.int64)
-    slot += group * n_pes
-    arrays = {"slot": slot, "stream_key": stream_key, "nnz_t_all": nnz_t_all,
-              "set": per_cell(streamed.layout.set_of_pe[batch.pe]), "i0": per_cell(stationary.fiber_vec0[fibers]),
-              "n_i": per_cell(stationary.fiber_nvec[fibers]), "nnz_s": per_cell(stationary.fiber_nnz[fibers])}
-    key = arrays["stream_key"] * streamed.layout.n_sets
-    key += arrays.pop("set")  # the streamed fiber key: ((block · n_classes + class) · n_sets + fetch set)
-    f0, n_f, nnz_t = index.fibers(key)
-    return Cells(f0=f0, n_f=n_f, nnz_t=nnz_t, **arrays)
+        fiber_of_cell, group = fiber_of_cell[keep], group[keep]
+        for name in ("stream_key", "nnz_t_all"):
+            out[name][:len(keep)] = out[name][keep]
+        out = {name: column[:len(keep)] for name, column in out.items()}
+    columns.commit(len(fiber_of_cell))
+    _gather_into(out["slot"], (batch.image * G) * n_pes + batch.pe.astype(np.int64), fiber_of_cell)
+    group *= n_pes
+    out["slot"] += group
+    for name, values in (("i0", stationary.fiber_vec0[fibers]), ("n_i", stationary.fiber_nvec[fibers]),
+                         ("nnz_s", stationary.fiber_nnz[fibers])):
+        _gather_into(out[name], values, fiber_of_cell)
+    key = out["stream_key"] * index.streamed.layout.n_sets
+    key += index.streamed.layout.set_of_pe[batch.pe][fiber_of_cell]
+    index.fill(key, out)  # the streamed fiber key: ((block · n_classes + class) · n_sets + fetch set)
 
 
 @dataclass(frozen=True)
 class _StreamedIndex:
     """Where each streamed fiber key lies in ``streamed.vectors.fiber_keys``: a lookup table over the key space when
-    it is at most ``_KEY_TABLE_PER_FIBER`` entries per fiber (one gather per cell), else a binary search. The table
-    sends a key without a fiber to a zero fiber appended past the last (``padded``: first F-vector, F-vector count,
-    non-zeros), so its lookups are plain gathers."""
+    it is at most ``_KEY_TABLE_PER_FIBER`` entries per fiber (one gather per cell; int32 positions, half the table to
+    fill), else a binary search. The table sends a key without a fiber to a zero fiber appended past the last
+    (``padded``: first F-vector, F-vector count, non-zeros, in the cells' dtypes), so its lookups are plain gathers."""
 
     streamed: StreamedOperand
     position: np.ndarray | None
     padded: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     @classmethod
-    def of(cls, streamed: StreamedOperand) -> _StreamedIndex:
+    def of(cls, streamed: StreamedOperand, dtypes: dict[str, np.dtype]) -> _StreamedIndex:
         layout, vectors = streamed.layout, streamed.vectors
         keys = vectors.fiber_keys
         key_space = layout.n_blocks * layout.n_classes * layout.n_sets
         if key_space > _KEY_TABLE_PER_FIBER * len(keys) + (1 << 16):
             return cls(streamed, None)
-        position = np.full(key_space, len(keys), np.int64)
+        position = np.full(key_space, len(keys), np.int32 if len(keys) < _INT32_MAX else np.int64)
         position[keys] = np.arange(len(keys))
-        padded = (np.append(vectors.fiber_vec0, 0), np.append(vectors.fiber_nvec, 0), np.append(vectors.fiber_nnz, 0))
-        return cls(streamed, position, padded)
+        padded = tuple(np.append(values, 0).astype(dtypes[name]) for name, values in (
+            ("f0", vectors.fiber_vec0), ("n_f", vectors.fiber_nvec), ("nnz_t", vectors.fiber_nnz)))
+        return cls(streamed, position, padded)  # type: ignore[arg-type]  # three arrays
 
-    def fibers(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """First F-vector, F-vector count and non-zeros of each key's fiber (0 where the fetch filter emptied it)."""
+    def fill(self, keys: np.ndarray, out: dict[str, np.ndarray]) -> None:
+        """First F-vector, F-vector count and non-zeros of each key's fiber (0 where the fetch filter emptied it)
+        into ``out``'s ``f0``, ``n_f``, ``nnz_t``."""
         vectors = self.streamed.vectors
         if not len(vectors.fiber_keys):
-            zeros = np.zeros(len(keys), np.int64)
-            return zeros, zeros.copy(), zeros.copy()
-        if self.position is not None and self.padded is not None:
-            idx = self.position[keys]
-            vec0, nvec, nnz = self.padded
-            return vec0[idx], nvec[idx], nnz[idx]
-        idx, found = vectors.fiber_index(keys)
-        return (np.where(found, vectors.fiber_vec0[idx], 0), np.where(found, vectors.fiber_nvec[idx], 0),
-                np.where(found, vectors.fiber_nnz[idx], 0))
+            for name in ("f0", "n_f", "nnz_t"):
+                out[name][...] = 0
+        elif self.position is not None and self.padded is not None:
+            idx = self.position[keys].astype(np.int64)  # once: three gathers by an int32 index would each convert it
+            for name, values in zip(("f0", "n_f", "nnz_t"), self.padded, strict=True):
+                _gather_into(out[name], values, idx)
+        else:
+            idx, found = vectors.fiber_index(keys)
+            for name, values in (("f0", vectors.fiber_vec0), ("n_f", vectors.fiber_nvec), ("nnz_t", vectors.fiber_nnz)):
+                out[name][...] = np.where(found, values[idx], 0)
 
 
 # Streamed-fiber lookup table entries per fiber up to which ``_StreamedIndex`` takes a table (8 bytes an entry)

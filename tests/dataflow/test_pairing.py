@@ -83,22 +83,25 @@ def test_walk_order_by_hand():
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("n_groups", [1, 3])
 @pytest.mark.parametrize("partners", [1, 2])
-def test_walk_order_of_classes_with_as_many_partners(partners):
-    """Every class with the same number of partners (the walk without a division) equals the reference."""
+def test_walk_order_of_classes_with_as_many_partners(partners, n_groups):
+    """Every class with the same number of partners (the walk without a division) equals the reference; the groups
+    come back writable (``_fill_cells`` scales them in place), also from a broadcast of one group."""
     groups = tuple((a, (a + k) % 3) for a in range(3) for k in range(partners))
     classes = StrideClasses((1, 3), (1, 3), groups)
     stationary_class = np.array([2, 0, 1, 1, 0, 2, 2])
-    for got, want in zip(_walk_order(stationary_class, classes, 3),
-                         _reference_walk_counts(stationary_class, classes, 3), strict=True):
-        np.testing.assert_array_equal(got, want)
+    got = _walk_order(stationary_class, classes, n_groups)
+    for value, want in zip(got, _reference_walk_counts(stationary_class, classes, n_groups), strict=True):
+        np.testing.assert_array_equal(value, want)
+    assert got[1].flags.writeable
 
 
 def _one_batch_cells(problem, tiling, classes, stationary, streamed) -> Cells:
-    """The cells built as one batch of every fiber, int64 (what ``make_cells`` returned before it preallocated)."""
-    image, channel, pe, cls = pairing._decode_stationary(problem, tiling, classes, stationary.fiber_keys)
-    return pairing._cells_of(problem, tiling, classes, stationary, pairing._FiberBatch(0, image, channel, pe, cls),
-                             pairing._StreamedIndex.of(streamed))
+    """The cells by the loops over the definition (``_brute_force_cells``), int64 (the width ``make_cells`` used
+    before it narrowed its columns)."""
+    want = _brute_force_cells(problem, tiling, classes, stationary, streamed)
+    return Cells(**{name: np.array(values, np.int64).reshape(-1) for name, values in want.items()})
 
 
 def _phase_operands(layer, phase, density, seed, rows=3, cols=2, kc=2):
@@ -212,7 +215,7 @@ def test_cells_equal_the_brute_force(layer, phase, density, searched, monkeypatc
         monkeypatch.setattr(pairing, "_KEY_TABLE_PER_FIBER", -(1 << 20))
     operands = _phase_operands(layer, phase, density, 5)
     want = _brute_force_cells(*operands)
-    assert searched == (pairing._StreamedIndex.of(operands[4]).position is None)
+    assert searched == (pairing._StreamedIndex.of(operands[4], cell_dtypes(*operands[3:])).position is None)
     for batch in (1, 5, 1 << 20):
         monkeypatch.setattr(pairing, "_CELL_BATCH", batch)
         cells = make_cells(*operands)
