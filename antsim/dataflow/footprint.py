@@ -399,8 +399,15 @@ def _tap_links(problem: PhaseProblem, tiling: Tiling, plane: tuple[int, int], ta
     return _kept_tap_links(problem.dims, _geometry_key(tiling), plane, taps)
 
 
-# Population counts of every byte value: a group of 8 output channels is one byte of a bit-packed row.
+# Population counts of every byte value (a group of 8 output channels is one byte of a bit-packed row), for numpy
+# < 2.0, which lacks the ``bitwise_count`` ufunc (pyproject allows numpy 1.26; 2.x counts ~100× faster).
 _POPCOUNT = np.array([bin(value).count("1") for value in range(256)], np.uint8)
+
+
+def _byte_counts(packed: np.ndarray) -> np.ndarray:
+    """The set bits of every byte of uint8 ``packed``, uint8 of the same shape."""
+    count = getattr(np, "bitwise_count", None)
+    return count(packed) if count is not None else _POPCOUNT[packed]
 
 
 def _group_counts(packed: np.ndarray, n_channels: int, kc: int) -> np.ndarray:
@@ -411,8 +418,9 @@ def _group_counts(packed: np.ndarray, n_channels: int, kc: int) -> np.ndarray:
         bits = np.unpackbits(packed, axis=1, count=n_channels, bitorder="little")
         return np.add.reduceat(bits, np.arange(0, n_channels, kc), axis=1, dtype=np.int64)
     n_bytes = n_groups * kc // 8  # whole bytes per group; zero bits past the last channel
-    per_byte = np.zeros((len(packed), n_bytes), np.uint8)
-    per_byte[:, :min(n_bytes, packed.shape[1])] = _POPCOUNT[packed[:, :n_bytes]]
+    per_byte = _byte_counts(packed[:, :n_bytes])
+    if per_byte.shape[1] < n_bytes:
+        per_byte = np.concatenate((per_byte, np.zeros((len(packed), n_bytes - per_byte.shape[1]), np.uint8)), axis=1)
     return per_byte if kc == 8 else per_byte.reshape(len(packed), n_groups, kc // 8).sum(axis=2, dtype=np.int64)
 
 
@@ -563,14 +571,17 @@ class _WgradLayout:
         pes: the occupied PEs (P,). positions: (P, T) each PE's positions ``y · Xs + x``, padded with ``Ys · Xs``
             (an empty position). linked: (taps, Ys · Xs + 1) the dY position ``u · V + v`` a tap links each
             stationary position to, ``U · V`` (an empty dY position) where none, and for the padding.
+            by_pe: (Ys · Xs,) the positions ordered by PE (stable); pe_index: the index in ``pes`` of each one's PE.
     """
 
     pes: np.ndarray
     positions: np.ndarray
     linked: np.ndarray
+    by_pe: np.ndarray
+    pe_index: np.ndarray
 
     @classmethod
-    def build(cls, problem: PhaseProblem, tiling: Tiling, plane: tuple[int, int], taps: tuple[int, int]
+    def build(cls, dims: tuple[DimMap, DimMap], tiling: Tiling, plane: tuple[int, int], taps: tuple[int, int]
               ) -> _WgradLayout:
         (Ys, Xs), (U, V) = plane, taps
         pe_stat = tiling.pe_of_stationary().ravel()
@@ -578,14 +589,31 @@ class _WgradLayout:
         pes, first, count = np.unique(pe_stat[order], return_index=True, return_counts=True)
         positions = np.full((len(pes), int(count.max())), Ys * Xs, np.int64)
         positions[np.repeat(np.arange(len(pes)), count), np.arange(len(order)) - np.repeat(first, count)] = order
-        inv_h = [_inverse(pair, U) for pair in links(problem.dims[0], Ys, U, True)]
-        inv_w = [_inverse(pair, V) for pair in links(problem.dims[1], Xs, V, True)]
+        inv_h = [_inverse(pair, U) for pair in links(dims[0], Ys, U, True)]
+        inv_w = [_inverse(pair, V) for pair in links(dims[1], Xs, V, True)]
         linked = np.full((len(inv_h) * len(inv_w), Ys * Xs + 1), U * V, np.int64)
         for tap, (rows_of, cols_of) in enumerate((h, w) for h in inv_h for w in inv_w):
             (u,), (v,) = np.nonzero(rows_of >= 0), np.nonzero(cols_of >= 0)
             stationary_at = (rows_of[u][:, None] * Xs + cols_of[v][None, :]).ravel()
             linked[tap, stationary_at] = (u[:, None] * V + v[None, :]).ravel()
-        return cls(pes, positions, linked)
+        arrays = (pes, positions, linked, order, np.repeat(np.arange(len(pes)), count))
+        for array in arrays:  # a kept geometry is shared by every call with its key
+            array.flags.writeable = False
+        return cls(*arrays)
+
+
+@lru_cache(maxsize=_GEOMETRIES)
+def _kept_wgrad_layout(dims: tuple[DimMap, DimMap], tiling: Tiling, plane: tuple[int, int], taps: tuple[int, int]
+                       ) -> _WgradLayout:
+    return _WgradLayout.build(dims, tiling, plane, taps)
+
+
+def _wgrad_layout(problem: PhaseProblem, tiling: Tiling, plane: tuple[int, int], taps: tuple[int, int]
+                  ) -> _WgradLayout:
+    """``_WgradLayout.build`` of ``problem``'s dimension maps, kept while small (``_KEPT_LINKS``)."""
+    if plane[0] * plane[1] * taps[0] * taps[1] > _KEPT_LINKS:
+        return _WgradLayout.build(problem.dims, tiling, plane, taps)
+    return _kept_wgrad_layout(problem.dims, _geometry_key(tiling), plane, taps)
 
 
 def tap_footprint(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.ndarray, streamed_mask: np.ndarray,
@@ -596,9 +624,8 @@ def tap_footprint(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.nda
     (on the PE holding it): the valid pairs of a slot are, over the PE's positions, the stationary channels
     non-zero there times the group's dY non-zeros linked to it (``_wgrad_valid``). The accumulator entries a PE
     holds for a tap, ``(ch, ko)``, are those with a non-zero pair on one of its positions in one of the batch
-    tile's images (``_held_counts``: per-PE BLAS products over the tile, or per-PE subset sums of the channels'
-    non-zero patterns when a PE holds few (image, position) pairs); the distinct entries over PEs are the
-    non-zeros of the tile's whole dW.
+    tile's images (``_held_counts``: bit-packed dY rows OR-ed per (tap, channel, PE)); the distinct entries over
+    PEs are the non-zeros of the tile's whole dW.
 
     ``tile_of_image`` (N,) groups consecutive images into batch tiles whose partial sums accumulate in
     the same accumulator entries: a tile's partial and written outputs are the union of its images',
@@ -609,7 +636,7 @@ def tap_footprint(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.nda
     Ko, U, V = streamed_mask.shape[2:]
     n_pes, G = tiling.n_pes, tiling.n_groups
     tiles = np.arange(N) if tile_of_image is None else np.asarray(tile_of_image)
-    layout = _WgradLayout.build(problem, tiling, (Ys, Xs), (U, V))
+    layout = _wgrad_layout(problem, tiling, (Ys, Xs), (U, V))
     stationary = stationary_mask.reshape(N, Cs, Ys * Xs)
     streamed = streamed_mask.reshape(N, Ko, U * V)
     valid = _wgrad_valid(layout, tiling, stationary, streamed)
@@ -620,11 +647,6 @@ def tap_footprint(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.nda
         partial[images[-1]], out_values[images[-1]] = _held_counts(layout, tiling, stationary[images],
                                                                    streamed[images])
     return Footprint(valid.ravel(), partial.ravel(), np.zeros(N * G * n_pes, np.int64), out_values.ravel())
-
-
-def _per_group(per_out_channel: np.ndarray, kc: int) -> np.ndarray:
-    """Sums of ``per_out_channel`` (…, Ko) over each group's ``kc`` output channels ``ko // kc``: (…, G)."""
-    return np.add.reduceat(per_out_channel, np.arange(0, per_out_channel.shape[-1], kc), axis=-1)
 
 
 def _wgrad_valid(layout: _WgradLayout, tiling: Tiling, stationary: np.ndarray, streamed: np.ndarray) -> np.ndarray:
@@ -649,21 +671,26 @@ def _wgrad_valid(layout: _WgradLayout, tiling: Tiling, stationary: np.ndarray, s
     return valid
 
 
-# A wgrad batch tile's held entries are counted in blocks of at most 2^16 per-PE pair counts (256 KB of float32:
-# a block stays in a core's L2 cache through its product, threshold, sums and union). Memory and speed only:
-# blocks partition the same sums. [choice] Measured here (1 MB L2, ResNet-18 CIFAR wgrad at batch 16, loaded
-# machine): 2^14, 2^16 and 2^18 within 20 % of each other, 2^16 never the slowest (docs/footprint_speed.md).
-_HELD_BLOCK = 1 << 16
+def _dy_bits(streamed: np.ndarray) -> np.ndarray:
+    """(U·V · n, words) uint64 of a tile's dY masks (n, Ko, U·V): row ``u · n + image`` holds bit ``ko``
+    (little-endian) where the dY value is non-zero."""
+    n, Ko, n_dy = streamed.shape
+    by_position = np.zeros((n_dy * n, -(-Ko // 64) * 64), bool)
+    by_position[:, :Ko] = np.ascontiguousarray(streamed.reshape(n * Ko, n_dy).T).reshape(n_dy * n, Ko)
+    return np.packbits(by_position, axis=1, bitorder="little").view(np.uint64)
 
-# A PE's held entries come from subset sums over its channels' non-zero patterns (``_held_by_patterns``) instead
-# of per-PE BLAS products (``_held_by_products``) when its m (position, image) pairs give
-# ``_PATTERN_COST`` · 2^m · m ≤ Cs · taps · Ko (the subset sums' additions against the per-PE pair counts), m ≤ 24
-# (exact float32 patterns) and the pattern tables (P · 2^m int32) fit 2^22 entries (16 MB). Speed only: both give
-# the same integers (tests/dataflow/test_footprint_taps.py). [choice] Measured here (one core, uniform 0.1,
-# ResNet-18 CIFAR wgrad layers, loaded machine): at m = 1–8 the subset sums took 0.03–0.4× the products' time; at
-# m = 16 about 1× on 16 PEs and 1.5–5× on 64 (runs differ); a factor 4 keeps m = 16 on the products.
-_PATTERN_COST = 4
-_PATTERN_TABLE = 1 << 22
+
+def _cell_blocks(cell: np.ndarray, per_block: int) -> list[tuple[int, int]]:
+    """``[start, stop)`` ranges of ``cell`` (non-decreasing keys) of about ``per_block`` entries (at least one
+    whole cell each) that never cut a run of equal keys."""
+    starts = np.append(_starts(cell), len(cell))
+    blocks, k0 = [], 0
+    while k0 < len(cell):
+        k1 = int(starts[np.searchsorted(starts, k0 + per_block, side="right") - 1])
+        k1 = k1 if k1 > k0 else int(starts[np.searchsorted(starts, k0, side="right")])
+        blocks.append((k0, k1))
+        k0 = k1
+    return blocks
 
 
 def _held_counts(layout: _WgradLayout, tiling: Tiling, stationary: np.ndarray, streamed: np.ndarray
@@ -671,85 +698,42 @@ def _held_counts(layout: _WgradLayout, tiling: Tiling, stationary: np.ndarray, s
     """Held accumulator entries of one batch tile, summed over taps: per slot ``group · n_pes + pe`` the
     distinct ``(ch, ko)`` a PE holds (G · n_pes,), and per group the distinct ones over PEs (G,).
 
+    A stationary non-zero ``(ch, y)`` of an image pairs, through tap ``t``, with the dY non-zeros at the position
+    ``t`` links ``y`` to in the same image: OR-ing their bit-packed dY rows over the tile's non-zeros of channel
+    ``ch`` on one PE gives the ``ko`` the PE holds with ``(ch, t)``; OR-ed over PEs, the tile's dW non-zeros.
+
     Args:
         stationary: (n, Cs, plane) the tile's stationary masks. streamed: (n, Ko, U·V) its dY masks.
     """
-    n, Cs, plane = stationary.shape
-    n_pes_occupied, T = layout.positions.shape
-    bits, per_tap = n * T, Cs * streamed.shape[1] * len(layout.linked)
-    # Rows per position (the empty one last), each the tile's images × channels, so that gathering a PE's
-    # positions (or a tap's linked dY positions) copies whole contiguous rows.
-    a_rows = np.zeros((plane + 1, n, Cs), np.float32)
-    a_rows[:-1] = np.ascontiguousarray(stationary.transpose(2, 0, 1))  # bytes transposed, then cast
-    d_rows = np.zeros((streamed.shape[2] + 1, n, streamed.shape[1]), np.float32)
-    d_rows[:-1] = np.ascontiguousarray(streamed.transpose(2, 0, 1))
-    patterns = (bits <= 24 and _PATTERN_COST * (1 << bits) * bits <= per_tap
-                and n_pes_occupied * (1 << bits) <= _PATTERN_TABLE)
-    held, outputs = (_held_by_patterns if patterns else _held_by_products)(layout, a_rows, d_rows)
-    partial = np.zeros((tiling.n_groups, tiling.n_pes), np.int64)
-    partial[:, layout.pes] = _per_group(held, tiling.kc).T
-    return partial.ravel(), _per_group(outputs, tiling.kc)
-
-
-def _held_by_products(layout: _WgradLayout, a_rows: np.ndarray, d_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Per tap, per-PE float32 BLAS products ``(Cs × T·n) @ (T·n × Ko)`` of the tile's masks (``a_rows``
-    (plane + 1, n, Cs), ``d_rows`` (U·V + 1, n, Ko), last rows empty) on the PEs the tap links to a dY position:
-    held entries (P, Ko) summed over taps, distinct over PEs (Ko,). A pair count is a sum of T·n products of 0/1
-    values, so it is > 0 exactly when a pair exists (sums of non-negative floats do not cancel); the held
-    entries are those booleans, counted over the Cs channels in uint16 (Cs < 2^16) or int64."""
-    n, Cs, Ko = a_rows.shape[1], a_rows.shape[2], d_rows.shape[2]
-    P, T = layout.positions.shape
-    empty = d_rows.shape[0] - 1
-    a_pe = a_rows[layout.positions].reshape(P, T * n, Cs)
-    held = np.zeros((P, Ko), np.int64)
-    outputs = np.zeros(Ko, np.int64)
-    per_block = max(1, _HELD_BLOCK // (Cs * Ko))
-    count_dtype = np.uint16 if Cs < 1 << 16 else np.int64
-    for linked in layout.linked:
-        dy_at = linked[layout.positions]  # (P, T) dY rows
-        active = np.flatnonzero((dy_at != empty).any(axis=1))
-        union = np.zeros((Cs, Ko), bool)
-        for start in range(0, len(active), per_block):
-            pes = active[start:start + per_block]
-            counts = np.matmul(a_pe[pes].transpose(0, 2, 1), d_rows[dy_at[pes]].reshape(len(pes), T * n, Ko))
-            pairs = counts > 0  # (pb, Cs, Ko) held entries
-            held[pes] += np.add.reduce(pairs.view(np.uint8), axis=1, dtype=count_dtype)
-            np.logical_or(union, np.logical_or.reduce(pairs, axis=0), out=union)
-        outputs += np.add.reduce(union.view(np.uint8), axis=0, dtype=count_dtype)
-    return held, outputs
-
-
-def _held_by_patterns(layout: _WgradLayout, a_rows: np.ndarray, d_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``_held_by_products`` by subset sums: a channel's non-zeros over a PE's m = T·n (position, image) pairs
-    form an m-bit pattern; the PE holds ``(ch, ko)`` unless ch's pattern lies inside the complement of ko's linked
-    dY pattern, and ``within[p, q]`` (the channels whose pattern is a subset of q, a zeta transform of the
-    patterns' histogram) counts those that do not meet it. Distinct entries over PEs: the non-zeros of the tile's
-    whole dW, one BLAS product ``(Cs × plane·n) @ (plane·n × Ko)`` per tap. Patterns are float32 sums of
-    distinct powers of two below 2^m ≤ 2^30, hence exact only below 2^24: m ≤ 24 is required."""
-    n, Cs, Ko = a_rows.shape[1], a_rows.shape[2], d_rows.shape[2]
-    plane = a_rows.shape[0] - 1
-    P, T = layout.positions.shape
-    bits = T * n
-    if bits > 24:  # pragma: no cover - invariant (``_held_counts`` picks this path only below)
-        raise AssertionError(f"_held_by_patterns: {bits}-bit patterns are not exact in float32")
-    weight = (2.0 ** np.arange(bits)).astype(np.float32)
-    a_code = (weight @ a_rows[layout.positions].reshape(P, bits, Cs)).astype(np.int64)  # (P, Cs)
-    within = np.bincount(((np.arange(P) << bits)[:, None] + a_code).ravel(), minlength=P << bits).astype(np.int32)
-    for bit in range(bits):  # zeta transform: within[p, q] = channels whose pattern ⊆ q
-        view = within.reshape(P, -1, 2, 1 << bit)
-        view[:, :, 1, :] += view[:, :, 0, :]
-    within = within.reshape(P, 1 << bits)
-    held = np.zeros((P, Ko), np.int64)
-    outputs = np.zeros(Ko, np.int64)
-    a_all = a_rows[:-1].reshape(plane * n, Cs).T
-    full, pe = (1 << bits) - 1, np.arange(P)[:, None]
-    count_dtype = np.uint16 if Cs < 1 << 16 else np.int64
-    for linked in layout.linked:
-        d_code = (weight @ d_rows[linked[layout.positions]].reshape(P, bits, Ko)).astype(np.int64)  # (P, Ko)
-        held += Cs - within[pe, full ^ d_code]  # minus the channels that meet none of its pairs
-        dw = a_all @ d_rows[linked[:-1]].reshape(plane * n, Ko)  # the tile's dW pair counts of this tap
-        outputs += np.add.reduce((dw > 0).view(np.uint8), axis=0, dtype=count_dtype)
-    return held, outputs
+    n, Cs = stationary.shape[:2]
+    Ko, n_dy = streamed.shape[1:]
+    P, n_taps, G = len(layout.pes), len(layout.linked), tiling.n_groups
+    d_bits = _dy_bits(streamed)
+    # Non-zeros by channel, then PE (positions in PE order), then position and image: a (channel, PE) cell's run.
+    ch, rank, image = np.nonzero(np.ascontiguousarray(stationary[:, :, layout.by_pe].transpose(1, 2, 0)))
+    position, pe = layout.by_pe[rank], layout.pe_index[rank]
+    held = np.zeros((P, G), np.int64)
+    written = np.zeros((n_taps * Cs, d_bits.shape[1]), np.uint64)  # per (tap, channel): the dW row's ko bits
+    for k0, k1 in _cell_blocks(ch * P + pe, max(1, _PAIR_BLOCK // n_taps)):
+        dy = layout.linked[:, position[k0:k1]]  # (taps, block): linked dY position, n_dy where none
+        tap, k = np.nonzero(dy != n_dy)  # pairs by tap, then non-zero
+        if len(k) == 0:
+            continue
+        k_all = k + k0
+        key = (tap * Cs + ch[k_all]) * P + pe[k_all]  # non-decreasing: (tap, channel, PE)
+        first = _starts(key)
+        ored = np.bitwise_or.reduceat(d_bits[dy[tap, k] * n + image[k_all]], first, axis=0)  # per (tap, ch, PE)
+        cell_pe = (key[first] % P).astype(np.uint16 if P < 1 << 16 else np.int64)  # uint16: a radix sort
+        by_pe = np.argsort(cell_pe, kind="stable")
+        pe_first = _starts(cell_pe[by_pe])
+        held[cell_pe[by_pe[pe_first]]] += np.add.reduceat(_group_counts(ored[by_pe].view(np.uint8), Ko, tiling.kc),
+                                                          pe_first, axis=0, dtype=np.int64)
+        tap_channel = key[first] // P
+        runs = _starts(tap_channel)
+        written[tap_channel[runs]] |= np.bitwise_or.reduceat(ored, runs, axis=0)
+    partial = np.zeros((G, tiling.n_pes), np.int64)
+    partial[:, layout.pes] = held.T
+    return partial.ravel(), _group_counts(written.view(np.uint8), Ko, tiling.kc).sum(axis=0, dtype=np.int64)
 
 
 def fast_footprint(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.ndarray, streamed_mask: np.ndarray,

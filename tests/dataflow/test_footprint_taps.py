@@ -1,7 +1,7 @@
 """Footprint taps. fprop/dgrad: the dense BLAS product and the scipy sparse one of a tap give the
 same footprint, and both equal the dense per-tap path (an independent algorithm: touched-output arrays);
-so does the stacked product of every tap at once.
-wgrad: one product per (tap, batch tile) equals the per-image products of commit 0ab16c6 (kept below)."""
+so does the stacked path (every tap at once, bit-packed).
+wgrad: the bit-packed held entries per batch tile equal the per-image products of commit 0ab16c6 (kept below)."""
 
 from __future__ import annotations
 
@@ -47,16 +47,17 @@ def test_blas_and_sparse_tap_products_give_the_same_footprint(layer, phase, dens
 @pytest.mark.parametrize("density", [0.05, 0.4, 1.0])
 @pytest.mark.parametrize("grid", [(3, 2, 4), (4, 4, 3), (1, 1, 16)])
 def test_stacked_taps_equal_the_per_tap_paths(layer, phase, density, grid, monkeypatch):
-    """Every tap in one BLAS product per batch of images (links summed per PE and output) gives the footprint of
-    the per-tap sparse products and of the dense touched-output arrays (independent algorithms), also when
-    the images are taken one per product, on grids with more PEs than rows or columns, and with more channels
-    than positions ("deep": the counts, not the weights, are put in tap order)."""
+    """Every tap at once (bit-packed weight rows OR-ed per (PE, output) group of links, valid pairs from one
+    narrow product per image) gives the footprint of the per-tap sparse products and of the dense touched-output
+    arrays (independent algorithms), also when the pairs are OR-ed one group a block, on grids with more PEs
+    than rows or columns, with more channels than positions ("deep"), with fprop's output-channels-first
+    weights (a transposed view) and dgrad's channels-first ones."""
     problem = phase_problem(layer, phase)
     tiling = make_tiling(problem, *grid)
     t = random_tensors(layer, density, seed=5)
     S, T = problem.stationary(t) != 0, problem.streamed(t) != 0
     stacked = footprint.plane_footprint_stacked(problem, tiling, S, T)
-    monkeypatch.setattr(footprint, "_STACKED_ENTRIES", 1)  # one image per product
+    monkeypatch.setattr(footprint, "_PAIR_BLOCK", 1)  # one (PE, output) group per block of pairs
     one_by_one = footprint.plane_footprint_stacked(problem, tiling, S, T)
     sparse = footprint.plane_footprint_sparse(problem, tiling, S, T)
     dense = footprint.plane_footprint_dense(problem, tiling, S, T)
@@ -149,21 +150,14 @@ WGRAD_LAYERS = [
 
 @pytest.mark.parametrize("layer", WGRAD_LAYERS, ids=lambda layer: layer.name)
 @pytest.mark.parametrize("density", [0.1, 0.5])
-@pytest.mark.parametrize(("held", "grid", "block"), [
-    ("products", (2, 3, 4), 1 << 16), ("products", (2, 3, 4), 1), ("products", (4, 4, 3), 1 << 16),
-    ("patterns", (4, 4, 3), 1 << 16), ("patterns", (3, 5, 2), 1 << 16)])
-def test_wgrad_tile_products_equal_the_per_image_products(layer, density, held, grid, block, monkeypatch):
-    """The held entries of a batch tile counted by per-PE BLAS products (in blocks of PEs, down to one a block)
-    or by subset sums of the channels' patterns, and valid pairs counted per position, give the footprint of
-    one sparse product per (tap, image), for single-image tiles, one tile and uneven tiles."""
-    monkeypatch.setattr(footprint, "_HELD_BLOCK", block)
-    if held == "products":
-        monkeypatch.setattr(footprint, "_PATTERN_TABLE", 0)
-    else:  # subset sums wherever the patterns are exact (m ≤ 24 bits) and their tables fit
-        monkeypatch.setattr(footprint, "_PATTERN_COST", 0)
-    taken = []
-    for name in ("_held_by_products", "_held_by_patterns"):
-        monkeypatch.setattr(footprint, name, _recording(getattr(footprint, name), taken))
+@pytest.mark.parametrize(("grid", "pair_block"), [((2, 3, 4), 1 << 18), ((2, 3, 4), 1), ((4, 4, 3), 1 << 18),
+                                                  ((3, 5, 8), 1 << 18), ((3, 5, 16), 7), ((1, 1, 2), 1 << 18)])
+def test_wgrad_tile_bits_equal_the_per_image_products(layer, density, grid, pair_block, monkeypatch):
+    """The held entries of a batch tile from bit-packed dY rows OR-ed per (tap, channel, PE) (in blocks of
+    whole cells, down to one cell a block; groups of 2, 3, 4 channels through unpacked bits, 8 and 16 through
+    byte counts), and valid pairs counted per position, give the footprint of one sparse product per (tap,
+    image), for single-image tiles, one tile and uneven tiles."""
+    monkeypatch.setattr(footprint, "_PAIR_BLOCK", pair_block)
     problem = phase_problem(layer, "wgrad")
     tiling = make_tiling(problem, *grid)
     t = random_tensors(layer, density, seed=11)
@@ -174,32 +168,53 @@ def test_wgrad_tile_products_equal_the_per_image_products(layer, density, held, 
         for name in FIELDS:
             np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
         assert got.valid_products.sum() > 0
-    assert f"_held_by_{held}" in taken
 
 
-def _recording(function, taken):
-    def recorded(*args):
-        taken.append(function.__name__)
-        return function(*args)
-    return recorded
+@pytest.mark.parametrize("n_channels", [1, 7, 8, 13, 64, 65, 130])
+@pytest.mark.parametrize("kc", [1, 3, 8, 16, 24, 64, 200])
+def test_group_counts_are_the_set_bits_per_group(n_channels, kc):
+    """``_group_counts`` of bit-packed rows (whole uint64 words, zero-padded) equals counting the unpacked 0/1
+    values of each group ``ko // kc`` one by one, also for a last group shorter than kc or wider than the row."""
+    rng = np.random.default_rng(n_channels * 1000 + kc)
+    bits = rng.random((5, n_channels)) < 0.4
+    padded = np.zeros((5, -(-n_channels // 64) * 64), bool)
+    padded[:, :n_channels] = bits
+    packed = np.packbits(padded, axis=1, bitorder="little")
+    want = np.array([[bits[r, g * kc:(g + 1) * kc].sum() for g in range(-(-n_channels // kc))] for r in range(5)])
+    got = footprint._group_counts(packed, n_channels, kc)
+    assert got.shape == want.shape and np.array_equal(got, want)
 
 
-def test_held_patterns_equal_products_on_every_path_choice():
-    """Both held-entry counts on the same tile give the same arrays, and the pattern path refuses patterns
-    too wide for exact float32 sums (an invariant ``_held_counts`` keeps)."""
-    layer = Layer("s1", N=3, C=9, K=13, H=8, W=8, R=3, S=3, stride=1, pad=1)
-    problem = phase_problem(layer, "wgrad")
-    tiling = make_tiling(problem, 4, 4, 5)
-    t = random_tensors(layer, 0.3, seed=3)
-    S, T = problem.stationary(t) != 0, problem.streamed(t) != 0
-    layout = footprint._WgradLayout.build(problem, tiling, (8, 8), (8, 8))
-    a_rows = np.zeros((65, 3, 9), np.float32)
-    a_rows[:-1] = S.reshape(3, 9, 64).transpose(2, 0, 1)
-    d_rows = np.zeros((65, 3, 13), np.float32)
-    d_rows[:-1] = T.reshape(3, 13, 64).transpose(2, 0, 1)
-    for got, want in zip(footprint._held_by_patterns(layout, a_rows, d_rows),
-                         footprint._held_by_products(layout, a_rows, d_rows), strict=True):
-        np.testing.assert_array_equal(got, want)
-    wide = footprint._WgradLayout.build(problem, make_tiling(problem, 1, 1, 5), (8, 8), (8, 8))  # 64 positions × 3
-    with pytest.raises(AssertionError, match="not exact"):
-        footprint._held_by_patterns(wide, a_rows, d_rows)
+@pytest.mark.parametrize(("channels", "out_channels", "kernel"), [(5, 70, 3), (9, 8, 1), (3, 13, 3), (2, 3, 2)])
+def test_packed_weights_are_packbits_of_both_memory_layouts(channels, out_channels, kernel):
+    """Row ``tap · Cs + c`` of ``_packed_weights`` is ``np.packbits`` of that weight row over the output channels,
+    for weights laid out channels-first (dgrad) and output-channels-first (fprop's transposed view)."""
+    rng = np.random.default_rng(channels)
+    weights = rng.random((channels, out_channels, kernel, kernel)) < 0.3
+    rows = weights.reshape(channels, out_channels, -1).transpose(2, 0, 1).reshape(-1, out_channels)
+    padded = np.zeros((len(rows), -(-out_channels // 64) * 64), bool)
+    padded[:, :out_channels] = rows
+    want = np.packbits(padded, axis=1, bitorder="little")
+    fprop_view = np.ascontiguousarray(weights.transpose(1, 0, 2, 3)).transpose(1, 0, 2, 3)
+    for mask in (weights, fprop_view):
+        assert np.array_equal(footprint._packed_weights(mask[None]), want)
+
+
+def test_kept_geometries_are_the_built_ones():
+    """A kept geometry is shared by tilings that differ only in channels per group and images, equals the one
+    ``build`` returns, cannot be written, and is not shared by a tiling that moves positions."""
+    layer = Layer("s1", N=2, C=9, K=13, H=8, W=8, R=3, S=3, stride=1, pad=1)
+    for phase, kept, build in (("fprop", footprint._tap_links, footprint._TapLinks.build),
+                               ("wgrad", footprint._wgrad_layout, footprint._WgradLayout.build)):
+        problem = phase_problem(layer, phase)
+        plane, taps = problem.stationary_shape[2:], problem.streamed_shape[3:]
+        first = kept(problem, make_tiling(problem, 4, 4, 5), plane, taps)
+        assert kept(problem, make_tiling(problem, 4, 4, 3), plane, taps) is first
+        other = kept(problem, make_tiling(problem, 2, 4, 5), plane, taps)
+        for got, tiling in ((first, make_tiling(problem, 4, 4, 5)), (other, make_tiling(problem, 2, 4, 5))):
+            want = build(problem.dims, tiling, plane, taps)
+            for name, array in vars(want).items():
+                assert np.array_equal(getattr(got, name), array), (phase, name)
+                assert not getattr(got, name).flags.writeable
+        moved = first.pe if phase == "fprop" else first.positions  # which PE holds a position
+        assert other is not first and not np.array_equal(moved, other.pe if phase == "fprop" else other.positions)
