@@ -135,15 +135,20 @@ class _Enumerator:
         return self.context.banks.bank(k_local, entry, per_channel)
 
 
-# Offset added to the streamed row term of a padded F-slot (an F-vector narrower than the widest sampled
-# one): its output row lands ≥ 2^29 − |α·y + γ| > every extent, so the slot is never a valid product.
-# [choice] Any value above twice the largest coordinate term whose sum with one stays below 2^31 (int32).
+# Offset added to the row term of a padded slot (an F- or I-vector narrower than its grid): its output row
+# lands ≥ 2^29 − |the other term| > every extent, so the slot is never a valid product; both padded stay at
+# ≈ 2^30. [choice] Any value above twice the largest coordinate term whose double stays below 2^31 (int32).
 _PADDED_SLOT = 1 << 29
 
 # Pairs per product grid of the conflict sample. [choice] Speed only: 2^13 pairs × 16 slots of int32 keep a
 # grid's temporaries near the L2 cache (−10 % against 2^15 on a ResNet-18 step's samples); results do not
 # depend on it.
 _GRID_PAIRS = 1 << 13
+
+# Padding slots a width's pairs may add to ride in the next wider width's grid rather than take one of their
+# own. [choice] Speed only: a grid's fixed cost (some 30 numpy calls to build, up to 63 comparators to sort)
+# is about that of 2^14 slots; results do not depend on it (padded slots are never valid).
+_MERGE_SLOTS = 1 << 14
 
 
 @dataclass(frozen=True)
@@ -221,10 +226,11 @@ def _streamed_slots(context: MappingContext, ids: np.ndarray, row_width: int) ->
 
 
 def _stationary_slots(context: MappingContext, ids: np.ndarray, row_width: int) -> _OperandSlots:
-    """The stationary terms of the I-vectors ``ids`` (I', len(ids)); padded slots are never read."""
+    """The stationary terms of the I-vectors ``ids`` (I', len(ids)); a padded slot's row term lies
+    ``_PADDED_SLOT`` beyond, so a grid wider than its I-vector never finds it valid."""
     problem, stationary = context.problem, context.stationary
     row_dim, col_dim = problem.dims
-    element, _ = _element_slots(stationary, ids)
+    element, padded = _element_slots(stationary, ids)
     row = stationary.sp1[element].astype(np.int32)
     row *= np.int32(row_dim.alpha)
     row += np.int32(row_dim.gamma)
@@ -240,6 +246,7 @@ def _stationary_slots(context: MappingContext, ids: np.ndarray, row_width: int) 
         entry += col
         if block is not None:
             entry += block
+    np.add(row, np.int32(_PADDED_SLOT), out=row, where=padded)
     return _OperandSlots(row, col, entry, block)
 
 
@@ -377,24 +384,41 @@ def _may_conflict(context: MappingContext, pairs: PairBatch, tables: _PairTables
     return _MAY_CONFLICT[code]
 
 
+def _width_spans(size_i: np.ndarray, f_slots: int) -> list[tuple[int, int, int]]:
+    """(first, end, width) of the runs of ``size_i`` (sorted I-vector widths) that share one grid: each
+    width's pairs join the next wider width's grid while the padding that adds (pairs × F' × the width
+    step) stays within ``_MERGE_SLOTS``."""
+    bounds = np.searchsorted(size_i, np.arange(1, int(size_i.max(initial=0)) + 2))
+    widths = [w for w in range(1, len(bounds)) if bounds[w] > bounds[w - 1]]
+    spans, first = [], int(bounds[0])
+    for at, width in enumerate(widths):
+        end = int(bounds[width])
+        if at + 1 < len(widths) and (end - first) * f_slots * (widths[at + 1] - width) <= _MERGE_SLOTS:
+            continue  # a few narrow pairs ride in the wider grid (their extra I-slots are padding: never valid)
+        spans.append((first, end, width))
+        first = end
+    return spans
+
+
 def _product_grids(context: MappingContext, pairs: PairBatch, tables: _PairTables, chosen: np.ndarray
                    ) -> Iterator[tuple[np.ndarray, _SlotGrid]]:
     """The product slots of the pairs at positions ``chosen`` of ``pairs`` as ``_SlotGrid``s of ≤
-    ``_GRID_PAIRS`` pairs whose I-vectors have one width, each with the positions in ``pairs`` of its pairs.
-    Which products are valid and the bank of each are those of ``_Enumerator.batch`` (same maps and hash),
-    laid out as dense (F', w, pairs) grids without a per-product gather; padded F-slots are never valid."""
-    size_i = context.stationary.vec_size[pairs.i[chosen]]
-    order = chosen[np.argsort(size_i, kind="stable")]
-    size_i = np.sort(size_i, kind="stable")
+    ``_GRID_PAIRS`` pairs whose I-vectors have one width (or a few narrower ones, ``_width_spans``), each
+    with the positions in ``pairs`` of its pairs. Which products are valid and the bank of each are those of
+    ``_Enumerator.batch`` (same maps and hash), laid out as dense (F', w, pairs) grids without a per-product
+    gather; padded slots are never valid."""
+    size_i = tables.i_size[tables.i_at[chosen]].astype(np.uint8 if len(tables.stationary.row) < 256 else np.int64)
+    by_width = np.argsort(size_i, kind="stable")  # a radix sort on narrow widths
+    order, size_i = chosen[by_width], size_i[by_width]
     f_at, i_at = tables.f_at[order], tables.i_at[order]
     window_term = None  # per pair, minus its PE window's origin index: gathered for the chosen pairs only
     if tables.pe_window is not None:
         window_term = tables.pe_window[context.cells.slot[pairs.cell[order]] % context.tiling.n_pes]
-    bounds = np.searchsorted(size_i, np.arange(1, int(size_i.max(initial=0)) + 2))
-    for width in range(1, len(bounds)):
-        for lo in range(int(bounds[width - 1]), int(bounds[width]), _GRID_PAIRS):
-            hi = min(lo + _GRID_PAIRS, int(bounds[width]))
-            valid, bank = _width_grid(context, tables.streamed.take(f_at[lo:hi], len(tables.streamed.row)),
+    f_slots = len(tables.streamed.row)
+    for first, end, width in _width_spans(size_i, f_slots):
+        for lo in range(first, end, _GRID_PAIRS):
+            hi = min(lo + _GRID_PAIRS, end)
+            valid, bank = _width_grid(context, tables.streamed.take(f_at[lo:hi], f_slots),
                                       tables.stationary.take(i_at[lo:hi], width),
                                       None if window_term is None else window_term[lo:hi], tables.row_width,
                                       tables.per_channel)
