@@ -221,7 +221,7 @@ def test_refitting_on_tests_data_reproduces_the_shipped_correction(test_rows: li
 
 # Leave-one-GPU-out on tests/data (λ chosen without the held-out GPU, nested), as reached: the mean over the
 # 24 (file, phase) groups and the worst group, rounded up (docs/gpu_learned.md §3).
-LOO_REACHED_MEAN, LOO_REACHED_MAX = 0.26, 0.37
+LOO_REACHED_MEAN, LOO_REACHED_MAX = 0.24, 0.32
 
 
 @pytest.fixture(scope="module")
@@ -235,7 +235,15 @@ def test_leave_one_gpu_out_on_tests_data_as_reached(loo: dict[str, float], test_
     assert len(loo) == 24
     assert sum(loo.values()) / len(loo) <= LOO_REACHED_MEAN
     assert max(loo.values()) <= LOO_REACHED_MAX
-    physical = group_errors(None, test_rows)  # held out, the option is still better than none on average
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="since wgrad's short DRAM runs (docs/gpu_scale.md §6.2) the physical model "
+                                       "alone is better held out: mean 22.9 % vs the option's 23.2 % "
+                                       "(docs/gpu_learned.md §3)")
+def test_held_out_the_option_beats_the_physical_model_on_average(loo: dict[str, float],
+                                                                  test_rows: list[FitRow]) -> None:
+    physical = group_errors(None, test_rows)
     assert sum(loo.values()) < sum(physical.values())
 
 
