@@ -112,7 +112,8 @@ def _screened_cells(context: MappingContext) -> tuple[np.ndarray, np.ndarray, _C
         return rest, pairs, skipped
     issued = _multi_sums(context, verdict, multi)
     nnz_s = cells.nnz_s[multi].astype(np.int64)
-    multi_skipped = _CellSums(cells.n_pairs[multi] - issued.pairs, nnz_s * cells.nnz_t[multi] - issued.products,
+    n_pairs = np.multiply(cells.n_i[multi], cells.n_f[multi], dtype=np.int64)
+    multi_skipped = _CellSums(n_pairs - issued.pairs, nnz_s * cells.nnz_t[multi] - issued.products,
                               nnz_s * cells.n_f[multi] - issued.reads)
     return np.concatenate([rest, multi]), np.concatenate([pairs, issued.pairs]), _CellSums(
         *(np.concatenate([getattr(skipped, name), getattr(multi_skipped, name)]) for name in ("pairs", "products",

@@ -75,11 +75,30 @@ def choose_tile_size(requested: int, per_image: np.ndarray, capacity_values: flo
 
 
 def chunk_order(tiles: BatchTiles, n_groups: int) -> np.ndarray:
-    """Indices ``n · n_groups + g`` of the image-major chunks in execution order (tile, group, image)."""
-    order = [images * n_groups + g
-             for images in np.array_split(np.arange(tiles.n_images), np.arange(tiles.size, tiles.n_images, tiles.size))
-             for g in range(n_groups)]
-    return np.concatenate(order).astype(np.int64)
+    """Indices ``n · n_groups + g`` of the image-major chunks in execution order (tile, group, image).
+
+    Built by placing each chunk, without a loop: chunk (n, g) of tile t (first image ``t · size``, ``m_t`` images)
+    runs after the ``t · size · n_groups`` chunks of the earlier tiles, the ``g · m_t`` of its earlier groups and
+    the images of its group before n."""
+    image = np.arange(tiles.n_images, dtype=np.int64)
+    first = image // tiles.size * tiles.size  # each image's tile's first image
+    images_in_tile = np.minimum(tiles.size, tiles.n_images - first)
+    position = (first * n_groups + image - first)[:, None] + np.arange(n_groups, dtype=np.int64) * images_in_tile[
+        :, None]
+    order = np.empty(tiles.n_images * n_groups, np.int64)
+    order[position.ravel()] = np.arange(tiles.n_images * n_groups, dtype=np.int64)
+    return order
+
+
+def _run_bounds(tile: np.ndarray, group: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per chunk in execution order: first of its tile, first of its (tile, group) run, last of that run."""
+    starts_tile = np.ones(len(tile), bool)
+    np.not_equal(tile[1:], tile[:-1], out=starts_tile[1:])
+    starts_run = starts_tile.copy()
+    starts_run[1:] |= group[1:] != group[:-1]
+    ends_run = np.ones(len(tile), bool)
+    ends_run[:-1] = starts_run[1:]
+    return starts_tile, starts_run, ends_run
 
 
 def batch_tiled(work: PhaseWork, tiles: BatchTiles, n_groups: int, per_image: np.ndarray,
@@ -96,24 +115,23 @@ def batch_tiled(work: PhaseWork, tiles: BatchTiles, n_groups: int, per_image: np
     """
     order = chunk_order(tiles, n_groups)
     image, group = np.divmod(order, n_groups)
-    tile = tiles.tile_of_image[image]
-    starts_run = np.r_[True, (tile[1:] != tile[:-1]) | (group[1:] != group[:-1])]  # first image of (tile, g)
-    ends_run = np.r_[starts_run[1:], True]
-    starts_tile = np.r_[True, tile[1:] != tile[:-1]]
-    streamed = work.streamed_dram_values[order]
+    tile = image // tiles.size
+    starts_tile, starts_run, ends_run = _run_bounds(tile, group)
+    # One image per tile keeps SCNN's image-major order: the per-chunk arrays are kept as they are (no gather).
+    in_order = tiles.size == 1
+    moved = {} if in_order else {name: getattr(work, name)[order] for name in (*PER_PE_FIELDS, "lockstep_pairs")}
+    streamed = work.streamed_dram_values if in_order else work.streamed_dram_values[order]
     if not streamed_per_image:
         streamed = np.where(starts_run, streamed, 0)
     per_tile = np.add.reduceat(per_image.sum(axis=1), np.arange(0, tiles.n_images, tiles.size))
-    outputs = work.output_values[order]
+    outputs = work.output_values if in_order else work.output_values[order]
     accumulates = work.phase == "wgrad"
     drains = ends_run if accumulates else np.ones(len(order), bool)
     readback = np.where(drains & (tile > 0), outputs, 0) if accumulates else np.zeros(len(order), np.int64)
-    moved = {name: getattr(work, name)[order] for name in PER_PE_FIELDS}
     return replace(
         work, **moved, streamed_dram_values=streamed, output_values=outputs,
         stationary_dram_values=np.where(starts_tile, per_tile[tile], 0).astype(np.int64),
         output_readback_values=readback.astype(np.int64), drains=drains, chunk_tile=tile,
-        chunk_group=group, chunk_image=image, lockstep_pairs=work.lockstep_pairs[order],
-        stationary_resident=resident_values(per_image, tiles.size),
+        chunk_group=group, chunk_image=image, stationary_resident=resident_values(per_image, tiles.size),
         tiling={**work.tiling, "batch_tile": tiles.size, "batch_tiles": tiles.n_tiles},
     )

@@ -33,10 +33,65 @@ def _loop_nest(n_images: int, n_groups: int, tile: int) -> list[tuple[int, int, 
     return nest
 
 
-@pytest.mark.parametrize("tile", [1, 2, 3, 5])
-def test_chunk_order_is_tile_group_image(tile: int) -> None:
-    order = chunk_order(BatchTiles(tile, 7), 3)
-    assert [(n // 3 // tile, n % 3, n // 3) for n in order] == _loop_nest(7, 3, tile)
+@pytest.mark.parametrize("groups", [1, 3, 4])
+@pytest.mark.parametrize("tile", [1, 2, 3, 5, 7, 9])
+def test_chunk_order_is_tile_group_image(tile: int, groups: int) -> None:
+    """Every tile size, a last tile shorter than the others or not, one group or several."""
+    order = chunk_order(BatchTiles(tile, 7), groups)
+    assert order.dtype == np.int64
+    assert [(n // groups // tile, n % groups, n // groups) for n in order] == _loop_nest(7, groups, tile)
+
+
+def _loop_nest_work(work, n_groups: int, tile: int, per_image: np.ndarray, streamed_per_image: bool) -> dict:
+    """Every field ``batch_tiled`` sets, chunk by chunk over the loop nest (``_loop_nest``), from the definitions in
+    ``antsim.dataflow.batching``'s docstring."""
+    nest = _loop_nest(per_image.shape[0], n_groups, tile)
+    want: dict = {name: [] for name in ("order", "streamed_dram_values", "stationary_dram_values", "drains",
+                                        "output_readback_values")}
+    for step, (t, g, n) in enumerate(nest):
+        chunk = n * n_groups + g
+        first_of_run = step == 0 or nest[step - 1][:2] != (t, g)
+        last_of_run = step == len(nest) - 1 or nest[step + 1][:2] != (t, g)
+        first_of_tile = step == 0 or nest[step - 1][0] != t
+        drains = last_of_run if work.phase == "wgrad" else True
+        want["order"].append(chunk)
+        want["streamed_dram_values"].append(int(work.streamed_dram_values[chunk])
+                                            if streamed_per_image or first_of_run else 0)
+        want["stationary_dram_values"].append(int(per_image[t * tile:(t + 1) * tile].sum()) if first_of_tile else 0)
+        want["drains"].append(drains)
+        want["output_readback_values"].append(int(work.output_values[chunk])
+                                              if work.phase == "wgrad" and drains and t > 0 else 0)
+    return want
+
+
+@pytest.mark.parametrize("tile", [1, 2, 5])
+@pytest.mark.parametrize("phase", ["fprop", "wgrad"])
+def test_batch_tiled_equals_the_loop_nest_field_by_field(phase: str, tile: int) -> None:
+    """``batch_tiled`` on an image-major work: every per-PE and per-chunk field moved to the loop nest's order
+    (one image per tile: the image-major order itself), the DRAM terms and drains as the loop nest counts them."""
+    from antsim.dataflow import mapper
+    from antsim.dataflow.batching import batch_tiled
+    from antsim.dataflow.work import PER_PE_FIELDS
+
+    seen = []
+    real = mapper.batch_tiled
+    t = random_tensors(LAYER, 0.4, seed=8)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(mapper, "batch_tiled", lambda *args, **kwargs: seen.append((args, kwargs)) or real(*args,
+                                                                                                          **kwargs))
+        map_phase(_arch(tile), LAYER, phase, t)
+    (work, tiles, n_groups, per_image), kwargs = seen[0]
+    got = batch_tiled(work, tiles, n_groups, per_image, **kwargs)
+    want = _loop_nest_work(work, n_groups, tile, per_image, kwargs["streamed_per_image"])
+    order = np.array(want.pop("order"))
+    for name in (*PER_PE_FIELDS, "output_values", "lockstep_pairs"):
+        np.testing.assert_array_equal(getattr(got, name), getattr(work, name)[order], err_msg=name)
+    for name, values in want.items():
+        np.testing.assert_array_equal(getattr(got, name), np.array(values, getattr(got, name).dtype), err_msg=name)
+    np.testing.assert_array_equal(got.chunk_image, order // n_groups)
+    np.testing.assert_array_equal(got.chunk_group, order % n_groups)
+    np.testing.assert_array_equal(got.chunk_tile, order // n_groups // tile)
+    assert got.tiling["batch_tile"] == tile and got.tiling["batch_tiles"] == -(-LAYER.N // tile)
 
 
 @pytest.mark.parametrize("tile", [1, 2, 5])
