@@ -126,7 +126,7 @@ def _uniform(shape: tuple[int, ...], density: float, rng: np.random.Generator, p
 def _smooth_field(shape: tuple[int, ...], rng: np.random.Generator, params: FieldParams) -> np.ndarray:
     field = rng.standard_normal(shape)
     if params.spatial_sigma > 0:
-        from scipy.ndimage import gaussian_filter  # here: ~0.3 s of import that uniform/channel runs never need
+        from scipy.ndimage import gaussian_filter  # here: 0.15-0.25 s of import that uniform/channel never need
         sigma = (0, 0, params.spatial_sigma, params.spatial_sigma)
         # In place: scipy filters the second axis in place already (its output is that pass's input); each line
         # is read into a buffer before it is written, so the first axis gives the same values too.
