@@ -247,3 +247,22 @@ def test_dram_bound_1x1_wgrad_time_follows_the_run_rule_and_fprop_does_not_move(
     for phase in ("fprop", "dgrad"):
         assert (estimate_layer(t4, layer, phase, "fp32", on).time_s
                 == estimate_layer(t4, layer, phase, "fp32", off).time_s)
+
+
+@pytest.mark.parametrize("gpu", ["t4", "m40", "p100"])
+def test_a_larger_wgrad_run_overhead_is_never_faster_and_moves_only_wgrad(gpu: str) -> None:
+    spec = load_gpu(gpu)
+    layers = [Layer("c64_56", N=8, C=64, K=64, H=56, W=56, R=3, S=3, stride=1, pad=1),
+              Layer("c256_14_s2", N=8, C=256, K=512, H=14, W=14, R=1, S=1, stride=2, pad=0),
+              Layer("c128_28", N=16, C=128, K=512, H=28, W=28, R=1, S=1, stride=1, pad=0)]
+    moved = 0
+    for layer in layers:
+        for phase in PHASES:
+            times = [estimate_layer(spec, layer, phase, "fp32",
+                                    dataclasses.replace(CALIBRATION, wgrad_run_overhead_bytes=b),
+                                    selection="heuristic", library="cudnn7").time_s for b in (0.0, 64.0, 112.0, 256.0)]
+            assert times == sorted(times), (layer.name, phase)
+            if phase != "wgrad":
+                assert len(set(times)) == 1, (layer.name, phase)
+            moved += times[-1] > times[0]
+    assert moved >= 1  # the 1x1 wgrads on 14² and 28² planes become DRAM-bound at some overhead
