@@ -333,13 +333,14 @@ class _Geometry:
     def decode(self, slot: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``u, v, ko, image`` of laid-out slots (int64). A slot's place within its image-channel's slice of the
         layout (``n_groups · n_classes`` fibers) fixes ``u, v, ko``: read from tables over the slice when it holds
-        at most as many slots as are decoded (or 2^16), else worked out per slot."""
+        at most half as many places as there are slots to decode (a table costs about what decoding its places
+        would), else worked out per slot."""
         Nt, Ct = self.shape[:2]
         per_channel = self.n_groups * self.n_classes * self.fiber_length
         image = np.zeros(len(slot), np.int64)
         if Nt > 1:
             image = slot // (per_channel * Ct)
-        if per_channel > max(len(slot), 1 << 16):
+        if 2 * per_channel > len(slot):
             return (*self._coordinates(slot), image)
         # ``slot mod per_channel`` as a floor division and a multiply-subtract (~2× faster than ``%``).
         within = slot // per_channel
@@ -711,7 +712,7 @@ def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClass
     # (per (block, position), not per element); every block's non-zeros when the sets together receive every
     # position.
     block_nnz = base.fiber_nnz.reshape(n_blocks, n_classes).sum(axis=1)
-    reached = reach.member.any(axis=0)
+    reached = np.asarray(reach.member.any(axis=0))
     fetched = block_nnz if reached.all() else counts.sum(axis=1, where=reached[None, :])
     delivered = reach.per_set(counts, int(block_nnz.max(initial=0)))
     del counts  # (n_blocks, U·V): freed before the fibers are laid out
@@ -732,8 +733,8 @@ def _key_order(keys: np.ndarray, key_space: int) -> np.ndarray:
     at most ``_KEY_TABLE_PER_KEY`` entries per key (no sort), else the sort."""
     if key_space > _KEY_TABLE_PER_KEY * len(keys) + (1 << 16):
         return np.argsort(keys)
-    index = np.int32 if len(keys) < 1 << 31 else np.int64  # half the table's bytes to fill and scan
-    position = np.full(key_space, -1, index)
+    index = np.dtype(np.int32 if len(keys) < 1 << 31 else np.int64)  # half the table's bytes to fill and scan
+    position: np.ndarray = np.full(key_space, -1, index)
     position[keys] = np.arange(len(keys), dtype=index)
     return position[position >= 0]
 

@@ -1,7 +1,9 @@
 """The streamed operand as it was built before it stopped replicating elements per fetch set (commit
 0ab16c6, ``antsim/dataflow/fibers.py``): every streamed non-zero is copied into each fetch set that can
 reach it, the copies are sorted by fiber key and cut into vectors. Kept only as the reference that
-``test_fibers.py`` compares the shared representation against, vector by vector.
+``test_fibers.py`` compares the shared representation against, vector by vector. Also the stationary
+vectors as built before session 9 (a 4-D ``np.nonzero``, a class test per element, a stable sort of the
+fiber keys), the reference ``test_fibers_cells.py`` compares ``stationary_vectors`` against.
 """
 
 from __future__ import annotations
@@ -19,6 +21,24 @@ from antsim.dataflow.fibers import (
 from antsim.dataflow.options import MappingOptions
 from antsim.dataflow.tiling import StrideClasses, Tiling
 from antsim.phases import PhaseProblem
+
+
+def reference_stationary_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses,
+                                 stationary_tensor: np.ndarray, dense: bool, width: int) -> Vectors:
+    """I-vectors of the stationary plane: every non-zero's ``(n, ch, y, x)``, those in classes that pair with
+    nothing dropped, sorted (stably) by fiber key ``((n · Cs + ch) · n_pes + pe) · n_classes + class``."""
+    n, ch, y, x = np.nonzero(nonzero_mask(stationary_tensor, dense))
+    cls = classes.stationary_class(y, x)
+    used = np.isin(cls, [a for a, _ in classes.groups])
+    n, ch, y, x, cls = n[used], ch[used], y[used], x[used], cls[used]
+    pe = tiling.pe_of_stationary()[y, x]
+    Cs = problem.stationary_shape[1] if problem.channel_matched else 1
+    ch_key = ch if problem.channel_matched else np.zeros_like(ch)
+    fiber = ((n * Cs + ch_key) * tiling.n_pes + pe) * classes.n_stationary + cls
+    order = np.argsort(fiber, kind="stable")
+    values = np.asarray(stationary_tensor, dtype=np.float64)[n, ch, y, x]
+    return reference_pack_vectors(fiber[order], Elements(y[order], x[order], ch[order], n[order], values[order]),
+                                  width)
 
 
 def reference_pack_vectors(fiber: np.ndarray, elements: Elements, width: int) -> Vectors:
