@@ -380,8 +380,9 @@ class _Geometry:
 class _BaseFibers:
     """The streamed non-zeros sorted once into their unfiltered fibers ``(block, class)`` (fiber index
     ``block · n_classes + class``), each fiber in the streamed order: ``slot``, each non-zero's laid-out index
-    (ascending: base order), and its value; per cell (``_Geometry``), the base index of its first non-zero
-    (``cell_start``, one past the end last); per fiber its non-zero count; the non-empty fibers (runs)."""
+    (ascending: base order), and its value (in the tensor's dtype); per cell (``_Geometry``), the base index of
+    its first non-zero (``cell_start``, one past the end last; meaningful within a fiber only for fibers ordered
+    (u', v', ko)); per fiber its non-zero count; the non-empty fibers (runs)."""
 
     geometry: _Geometry
     slot: np.ndarray
@@ -417,7 +418,7 @@ def _base_fibers(tiling: Tiling, classes: StrideClasses, streamed_tensor: np.nda
         slot = np.flatnonzero(_fiber_layout(np.ones(streamed_tensor.shape, bool), split, axes))
     else:
         slot = np.flatnonzero(laid_out != 0)  # ~2× faster than a nonzero scan of floats
-    value = laid_out[slot].astype(np.float64)
+    value = laid_out[slot]  # the tensor's dtype (float32: half the bytes); float64 once the store is gathered
     del laid_out
     cells_per_fiber = geometry.rows * geometry.cols
     cell_counts = np.bincount(geometry.cell_of(slot), minlength=geometry.n_fibers * cells_per_fiber)
@@ -755,6 +756,7 @@ def _segment_vectors(geometry: _Geometry, elements: tuple[np.ndarray, np.ndarray
     slot, value = elements
     if segments.store is not None:
         slot, value = slot[segments.store], value[segments.store]
+    value = value.astype(np.float64)
     u, v, chan, image = geometry.decode(slot)
     del slot
     return Vectors(segments.key[order], vec0[segment], nvec[segment], segments.length[segment], vec_start, vec_size,
