@@ -443,13 +443,23 @@ def _pair_extra(context: MappingContext, pairs: PairBatch, screened: bool) -> np
     pairs' enumerated products, counted on their product grids): 0 without a grid for the pairs
     ``_may_conflict`` clears and, when ``screened``, for those the screen drops (``_screened``)."""
     extra = np.zeros(len(pairs.f), np.int64)
+    at, gridded = _gridded_extra(context, pairs, screened)
+    extra[at] = gridded
+    return extra
+
+
+def _gridded_extra(context: MappingContext, pairs: PairBatch, screened: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``_pair_extra`` of the pairs that get a grid, as their positions in ``pairs`` and their extra cycles
+    (every other pair's are 0)."""
     tables = _pair_tables(context, pairs)
     loaded = _screened(context, pairs, np.flatnonzero(_may_conflict(context, pairs, tables)), screened)
+    positions, extras = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
     for at, grid in _product_grids(context, pairs, tables, loaded):
         slots, width, n = grid.bank.shape
-        extra[at] = column_max_load_extra(grid.bank.reshape(slots * width, n), grid.valid.reshape(slots * width, n),
-                                          context.banks.banks)
-    return extra
+        positions.append(at)
+        extras.append(column_max_load_extra(grid.bank.reshape(slots * width, n),
+                                            grid.valid.reshape(slots * width, n), context.banks.banks))
+    return np.concatenate(positions), np.concatenate(extras)
 
 
 def _pair_loads(context: MappingContext, pairs: PairBatch) -> np.ndarray:
@@ -513,20 +523,22 @@ def _pairs_every(cells: Cells, first: int, step: int) -> PairBatch:
     """``_pairs_at(cells, np.arange(first, total, step))`` without a search: a systematic sample puts
     ``ceil((end − first) / step)`` picks below a cell's end, so each cell's picks are counted in closed form
     and spread by ``np.repeat``; int32 arithmetic when every candidate-pair index fits (else int64)."""
-    counts = cells.n_pairs
-    ends = np.cumsum(counts)
+    n_i, n_f = cells.n_i, cells.n_f
+    bound = int(n_i.max(initial=0)) * int(n_f.max(initial=0)) * len(n_i)  # ≥ the candidate pairs
+    index = np.int32 if bound < np.iinfo(np.int32).max else np.int64
+    counts = np.multiply(n_i, n_f, dtype=index)
+    ends = np.cumsum(counts, dtype=index)
     total = int(ends[-1]) if len(ends) else 0
-    index = np.int32 if total < np.iinfo(np.int32).max else np.int64
-    below = np.maximum(ends - first + (step - 1), 0) // step  # picks before each cell's end
-    per_cell = np.diff(below, prepend=0)
-    cell = np.repeat(np.arange(len(counts), dtype=index), per_cell)
-    local = np.arange(first, total, step, dtype=index)
-    local -= (ends - counts).astype(index)[cell]
-    n_i = cells.n_i.astype(index, copy=False)[cell]
-    if int(cells.n_i.max(initial=0)) <= 1:  # one I-vector per cell (most fprop/dgrad cells): no division
-        f_local, i_local = local, np.zeros_like(local)
-    else:
-        f_local, i_local = np.divmod(local, np.maximum(n_i, 1))
+    below = ends + index(step - 1 - first)  # picks before each cell's end: ceil((end − first) / step), ≥ 0
+    np.maximum(below, 0, out=below)
+    below //= index(step)
+    cell = np.repeat(np.arange(len(counts), dtype=index), np.diff(below, prepend=0))
+    pick = np.arange(first, total, step, dtype=index)
+    ends -= counts  # each cell's first candidate-pair index
+    if int(n_i.max(initial=0)) <= 1:  # one I-vector per cell (most fprop/dgrad cells): f = f0 + pick − start
+        return PairBatch(cell, pick + (cells.f0 - ends)[cell],
+                         cells.i0.astype(index, copy=False)[cell])
+    f_local, i_local = np.divmod(pick - ends[cell], np.maximum(n_i.astype(index, copy=False)[cell], 1))
     return PairBatch(cell, cells.f0.astype(index, copy=False)[cell] + f_local,
                      cells.i0.astype(index, copy=False)[cell] + i_local)
 
@@ -618,8 +630,8 @@ def sampled_conflicts(context: MappingContext, policy: Policy, budget: int = _CO
         if sample_step == 1:  # one sequence per slot
             drain[sequence_key] = queues.drain()
     else:
-        extra = _pair_extra(context, pairs, _screen_pays(context, policy))
-        extra_sum = np.bincount(slot, weights=extra, minlength=n_slots).astype(np.float64)
+        at, extra = _gridded_extra(context, pairs, _screen_pays(context, policy))  # every other pair: 0
+        extra_sum = np.bincount(slot[at], weights=extra, minlength=n_slots).astype(np.float64)
     if sample_step == 1 or issued_pairs is None:
         return ConflictEstimate(np.rint(extra_sum * sample_step).astype(np.int64) + drain, sample_step)
     return ConflictEstimate(_shrunk(extra_sum, slot, n_slots, issued_pairs) + drain, sample_step)
