@@ -100,14 +100,20 @@ def _check(context: MappingContext) -> int:
     pairs = _every_pair(context)
     want = _reference_loads(context, pairs)
     want_extra = np.array([max(1, max(c.values(), default=0)) - 1 for c in want], np.int64)
-    for screened in (False, True):  # the screen drops only pairs with no valid product: same counts
-        got = exact_mod._pair_extra(context, pairs, screened)
-        assert got.dtype == np.int64 and np.array_equal(got, want_extra), screened
     want_loads = np.zeros((len(want), context.banks.banks), np.int32)
     for row, count in enumerate(want):
         for bank, n in count.items():
             want_loads[row, bank] = n
-    assert np.array_equal(exact_mod._pair_loads(context, pairs), want_loads)
+    # Grids cut to 3 pairs or whole, each I-vector width in a grid of its own or every width in the widest
+    # one (padded I-slots), and the rule's own choice: the same counts.
+    for grid_pairs, merge_slots in ((exact_mod._GRID_PAIRS, exact_mod._MERGE_SLOTS), (3, 0), (1 << 20, 1 << 40)):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(exact_mod, "_GRID_PAIRS", grid_pairs)
+            patch.setattr(exact_mod, "_MERGE_SLOTS", merge_slots)
+            for screened in (False, True):  # the screen drops only pairs with no valid product: same counts
+                got = exact_mod._pair_extra(context, pairs, screened)
+                assert got.dtype == np.int64 and np.array_equal(got, want_extra), (screened, grid_pairs, merge_slots)
+            assert np.array_equal(exact_mod._pair_loads(context, pairs), want_loads), (grid_pairs, merge_slots)
     cleared = ~exact_mod._may_conflict(context, pairs, exact_mod._pair_tables(context, pairs))
     assert all(max(want[p].values(), default=0) <= 1 for p in np.flatnonzero(cleared))
     return int(cleared.sum())
