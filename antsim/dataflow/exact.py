@@ -526,18 +526,17 @@ def _pairs_every(cells: Cells, first: int, step: int) -> PairBatch:
     n_i, n_f = cells.n_i, cells.n_f
     bound = int(n_i.max(initial=0)) * int(n_f.max(initial=0)) * len(n_i)  # ≥ the candidate pairs
     index = np.int32 if bound < np.iinfo(np.int32).max else np.int64
-    counts = np.multiply(n_i, n_f, dtype=index)
-    ends = np.cumsum(counts, dtype=index)
+    counts: np.ndarray = np.multiply(n_i, n_f, dtype=index)
+    ends: np.ndarray = np.cumsum(counts, dtype=index)
     total = int(ends[-1]) if len(ends) else 0
-    below = ends + index(step - 1 - first)  # picks before each cell's end: ceil((end − first) / step), ≥ 0
+    below = ends + (step - 1 - first)  # picks before each cell's end: ceil((end − first) / step), ≥ 0
     np.maximum(below, 0, out=below)
-    below //= index(step)
+    below //= step
     cell = np.repeat(np.arange(len(counts), dtype=index), np.diff(below, prepend=0))
     pick = np.arange(first, total, step, dtype=index)
     ends -= counts  # each cell's first candidate-pair index
     if int(n_i.max(initial=0)) <= 1:  # one I-vector per cell (most fprop/dgrad cells): f = f0 + pick − start
-        return PairBatch(cell, pick + (cells.f0 - ends)[cell],
-                         cells.i0.astype(index, copy=False)[cell])
+        return PairBatch(cell, pick + (cells.f0 - ends)[cell], cells.i0.astype(index, copy=False)[cell])
     f_local, i_local = np.divmod(pick - ends[cell], np.maximum(n_i.astype(index, copy=False)[cell], 1))
     return PairBatch(cell, cells.f0.astype(index, copy=False)[cell] + f_local,
                      cells.i0.astype(index, copy=False)[cell] + i_local)
