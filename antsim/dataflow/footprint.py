@@ -710,19 +710,18 @@ def _held_counts(layout: _WgradLayout, tiling: Tiling, stationary: np.ndarray, s
     P, n_taps, G = len(layout.pes), len(layout.linked), tiling.n_groups
     d_bits = _dy_bits(streamed)
     # Non-zeros by channel, then PE (positions in PE order), then position and image: a (channel, PE) cell's run.
-    ch, rank, image = np.nonzero(np.ascontiguousarray(stationary[:, :, layout.by_pe].transpose(1, 2, 0)))
-    position, pe = layout.by_pe[rank], layout.pe_index[rank]
+    ch, rank, image = np.nonzero(stationary.transpose(1, 2, 0)[:, layout.by_pe])
+    position, cell = layout.by_pe[rank], ch * P + layout.pe_index[rank]
     held = np.zeros((P, G), np.int64)
     written = np.zeros((n_taps * Cs, d_bits.shape[1]), np.uint64)  # per (tap, channel): the dW row's ko bits
-    for k0, k1 in _cell_blocks(ch * P + pe, max(1, _PAIR_BLOCK // n_taps)):
+    for k0, k1 in _cell_blocks(cell, max(1, _PAIR_BLOCK // n_taps)):
         dy = layout.linked[:, position[k0:k1]]  # (taps, block): linked dY position, n_dy where none
         tap, k = np.nonzero(dy != n_dy)  # pairs by tap, then non-zero
         if len(k) == 0:
             continue
-        k_all = k + k0
-        key = (tap * Cs + ch[k_all]) * P + pe[k_all]  # non-decreasing: (tap, channel, PE)
+        key = tap * (Cs * P) + cell[k + k0]  # non-decreasing: (tap, channel, PE)
         first = _starts(key)
-        ored = np.bitwise_or.reduceat(d_bits[dy[tap, k] * n + image[k_all]], first, axis=0)  # per (tap, ch, PE)
+        ored = np.bitwise_or.reduceat(d_bits[dy[tap, k] * n + image[k + k0]], first, axis=0)  # per (tap, ch, PE)
         cell_pe = (key[first] % P).astype(np.uint16 if P < 1 << 16 else np.int64)  # uint16: a radix sort
         by_pe = np.argsort(cell_pe, kind="stable")
         pe_first = _starts(cell_pe[by_pe])
