@@ -59,7 +59,7 @@ def count_pairs(context: MappingContext, policy: Policy) -> PairCounts:
 
     ``none`` issues every pair: a cell's products are ``nnz_s · nnz_t`` and its stationary reads ``nnz_s · n_f``
     (each F-vector meets every I-vector of the fiber once). ``ant`` issues those less what its screen skips, counted
-    on the cells it screens only: the cells whose pairs all pass (``_ScreenTable.issued_whole``, about half of
+    on the cells it screens only: the cells whose pairs all pass (``_ScreenTable.screened``, about half of
     ResNet-18's 3×3 cells) and the empty ones skip nothing."""
     cells, n_slots = context.cells, context.n_slots
     n_pairs = cells.n_pairs  # a fresh int64 array: also the per-cell count ``none`` issues (and ``ant``'s base)
@@ -99,14 +99,15 @@ def _screened_cells(context: MappingContext) -> tuple[np.ndarray, np.ndarray, _C
     verdict = _Verdict(context, table)
     runs = cells.n_f > 0
     if table is not None:
-        runs &= ~table.issued_whole(cells.i0)
+        runs &= table.screened(cells.i0)
     if not all_single:
         runs &= single
     rest = np.flatnonzero(runs)
     n_f = cells.n_f[rest]
     pairs, streamed = verdict.run_sums(cells.i0[rest], cells.f0[rest], n_f)
     nnz_s = cells.nnz_s[rest].astype(np.int64)
-    skipped = _CellSums(n_f - pairs, nnz_s * (cells.nnz_t[rest] - streamed), nnz_s * (n_f - pairs))
+    skipped_pairs = n_f - pairs
+    skipped = _CellSums(skipped_pairs, nnz_s * (cells.nnz_t[rest] - streamed), nnz_s * skipped_pairs)
     multi = np.zeros(0, np.int64) if all_single else np.flatnonzero(~single & (cells.n_f > 0))
     if not len(multi):
         return rest, pairs, skipped
@@ -181,18 +182,15 @@ class _Verdict:
         self.flat_table = None if table is None else table.issued_table.ravel()
 
     def run_sums(self, i: np.ndarray, f0: np.ndarray, n_f: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Issued pairs and the streamed non-zeros they hold, per run (I-vector ``i`` with the ``n_f`` F-vectors from
-        ``f0``; a run with none counts 0), int64. Column by column: the k-th F-vector of every run longer than k at
+        """Issued pairs and the streamed non-zeros they hold, per run (I-vector ``i`` with the ``n_f`` ≥ 1 F-vectors
+        from ``f0``), int64. Column by column: the k-th F-vector of every run longer than k at
         once — runs are short (one or two F-vectors on ResNet-18), so each pair is gathered once, with no per-pair
         index arithmetic; the F-vectors past ``_COLUMN_PASSES`` of longer runs are expanded pair by pair (a bound on
         the passes)."""
         sizes = self.sizes
-        if not len(sizes):  # no streamed vector: every run is empty
-            return np.zeros(len(n_f), np.int64), np.zeros(len(n_f), np.int64)
         f = f0.astype(np.int64)  # once: each gather by an int32 index would convert it again
         row = self._rows(i)
-        ok = self.issued(row, f)  # the first column: every run (an empty one reads F-vector 0, masked out)
-        np.logical_and(ok, n_f, out=ok)
+        ok = self.issued(row, f)  # the first column: every run
         issued, streamed = ok.astype(np.int64), sizes[f]
         streamed *= ok
         active = np.flatnonzero(n_f > 1)
@@ -302,14 +300,14 @@ class _ScreenTable:
         flat += self.code[pairs.f]
         return self.issued_table.ravel()[flat]
 
-    def issued_whole(self, i0: np.ndarray) -> np.ndarray:
-        """Per cell (first I-vector ``i0``): True when that I-vector's box passes every streamed box some F-vector
-        has — all the pairs of a single-I cell then issue. (Per fetch set it would find a few more, at a cost above
-        what they save on ResNet-18.)"""
+    def screened(self, i0: np.ndarray) -> np.ndarray:
+        """Per cell (first I-vector ``i0``): False when that I-vector's box passes every streamed box some F-vector
+        has — all the pairs of a single-I cell then issue, with no need to screen them. (Per fetch set it would find
+        a few more, at a cost above what they save on ResNet-18.)"""
         present = np.flatnonzero(np.bincount(self.code, minlength=self.issued_table.shape[1]))
         seen = self.issued_table if len(present) == self.issued_table.shape[1] else self.issued_table[:, present]
-        passes_all = np.asarray(seen.all(axis=1))
-        return passes_all[self.row][i0]  # per I-vector, then per cell: one gather per cell
+        fails_some = ~np.asarray(seen.all(axis=1))
+        return fails_some[self.row][i0]  # per I-vector, then per cell: one gather per cell
 
 
 @dataclass(frozen=True)

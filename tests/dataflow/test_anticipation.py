@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from dataflow_helpers import config_with, random_tensors, small_arch
@@ -175,7 +177,7 @@ def test_ant_counts_on_random_layers_equal_the_per_pair_reach_screen(seed, monke
 @pytest.mark.parametrize("case", range(5))
 def test_the_screen_table_gives_screen_on_every_pair_and_whole_cells_issue_every_pair(case, monkeypatch):
     """Brute force: the table's verdict and ``screen``'s on every candidate pair are ``DimMap.reach``'s, and every pair
-    of a single-I cell ``issued_whole`` marks passes it."""
+    of a single-I cell ``screened`` clears passes it."""
     from dataflow_helpers import MAPPING_CASES
 
     from antsim.dataflow.anticipation import _ScreenTable, screen
@@ -188,12 +190,15 @@ def test_the_screen_table_gives_screen_on_every_pair_and_whole_cells_issue_every
             if table is None:  # wgrad on the 13×11 plane: 11^4 · 13^2 streamed boxes per stationary box pair
                 assert phase == "wgrad"
                 continue
-            whole = table.issued_whole(context.cells.i0) & (context.cells.n_i == 1)
+            whole = ~table.screened(context.cells.i0) & (context.cells.n_i == 1)
             for batch in iter_pairs(context.cells):
                 want = _reach_screen(context.problem, context.stationary, context.streamed_vectors, batch)
                 np.testing.assert_array_equal(table.issued(batch), want)
                 np.testing.assert_array_equal(screen(context.problem, context.stationary, context.streamed_vectors,
                                                      batch), want)
+                narrow = [replace(v, box=v.box.astype(np.int32)) for v in (context.stationary, context.streamed_vectors)
+                          ]
+                np.testing.assert_array_equal(screen(context.problem, *narrow, batch), want)  # int32 boxes: the same
                 assert want[whole[batch.cell]].all()
             if phase == "fprop":  # most fprop cells lie inside the plane: every pair issues
                 assert whole.any()
