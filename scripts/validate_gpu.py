@@ -37,11 +37,13 @@ from pathlib import Path
 from antsim.gpu import CALIBRATION, load_gpu
 from antsim.gpu.check import (
     CheckRow,
+    Observation,
     bias,
     check_measured,
     family_rows,
     gemm_observations,
     geomean_abs_error,
+    harness_host_time_s,
     observations,
     oracle_rows,
     padded_channels,
@@ -55,10 +57,10 @@ from antsim.workloads.layers import PHASES, Layer
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
 # NeuSight's harness: CUDA events around a Python torch.nn.Conv2d call, so the dispatch time lands in
-# each interval (neusight/README.md: 0.1–0.3 ms on rows under ~0.3 ms) [fitted per fold with --loo].
-# It cannot exceed the fastest call measured on any of its machines: 38 A100 rows of the full NeuSight
-# file take under 100 µs, the fastest 59 µs (kernels included), so the grid stops at 60 µs.
-NEUSIGHT_HOST_US = 60.0
+# each interval (neusight/README.md: 0.1–0.3 ms on rows under ~0.3 ms). It is a property of the harness and
+# its host machine, read off each file's own least-work rows (``antsim.gpu.check.harness_host_time_s``;
+# docs/gpu_scale.md §7), not a constant shared by the GPUs: 122 µs on the A100 machine, 342 µs on the
+# P100 PCIe one, 310 µs on the P4 one (full files).
 
 
 # DeepBench's conv_bench pads C and K up to a multiple of 8 before timing a tensor-core ("half") training
@@ -96,22 +98,37 @@ RUNS: tuple[Run, ...] = (
     Run("neusight/neusight_conv_fwd_P4.csv", "p4", "fp32", "cudnn8", "timed", "neusight"),
 )
 # Candidate values of the fitted constants for leave-one-GPU-out (around the defaults).
-FIT_GRID = {"winograd_efficiency": (0.5, 0.6, 0.65, 0.7, 0.8), "host_us": (20.0, 40.0, 60.0),
+# NeuSight's host time is no grid constant: each file's own (``harness_host_s``), recomputed in every fold.
+FIT_GRID = {"winograd_efficiency": (0.5, 0.6, 0.65, 0.7, 0.8),
             "wgrad_run_overhead_bytes": (0.0, 64.0, 96.0, 112.0, 128.0, 160.0)}
-Key = tuple[float, float, float]  # (winograd_efficiency, host_us, wgrad_run_overhead_bytes)
+Key = tuple[float, float]  # (winograd_efficiency, wgrad_run_overhead_bytes)
 
 
-def run_rows(run: Run, cal: Calibration = CALIBRATION, host_us: float = NEUSIGHT_HOST_US,
-             data: Path = DATA, floor: bool = False, correction: KernelCorrection | None = None) -> list[CheckRow]:
+def harness_host_s(run: Run, measured: Sequence[Observation], cal: Calibration = CALIBRATION) -> float:
+    """The per-call host time inside a run's timed intervals: none for DeepBench (300 back-to-back calls
+    divided), NeuSight's read off the file's own least-work rows (``harness_host_time_s``)."""
+    if run.harness != "neusight":
+        return 0.0
+    return harness_host_time_s(load_gpu(run.gpu), measured, run.precision, cal, run.selection, run.library)
+
+
+def run_rows(run: Run, cal: Calibration = CALIBRATION, data: Path = DATA, floor: bool = False,
+             correction: KernelCorrection | None = None) -> list[CheckRow]:
     """The check rows of one run (``floor``: the plan-space floor's rows instead; ``correction``: the
     learned correction of ``antsim.gpu.learned``, not applied to the floor)."""
     gpu = load_gpu(run.gpu)
     measured = padded_channels(observations(read_deepbench_csv(data / run.file, run.precision)), run.pad_channels)
-    host = host_us * 1e-6 if run.harness == "neusight" else 0.0
+    host = harness_host_s(run, measured, cal)
     if floor:
         return oracle_rows(gpu, measured, run.precision, cal, library=run.library, host_overhead_s=host)
     return check_measured(gpu, measured, run.precision, cal, selection=run.selection, library=run.library,
                           host_overhead_s=host, correction=correction)
+
+
+def host_time_us(run: Run, data: Path = DATA) -> float:
+    """``harness_host_s`` of a run's file, in µs."""
+    measured = padded_channels(observations(read_deepbench_csv(data / run.file, run.precision)), run.pad_channels)
+    return harness_host_s(run, measured) * 1e6
 
 
 def gemm_path_rows(run: Run, data: Path = DATA) -> tuple[list[CheckRow], list[CheckRow]]:
@@ -215,8 +232,7 @@ def _cell(logs: Sequence[float]) -> str:
 
 
 def fit(runs: Sequence[Run], table: dict[Key, dict[Run, dict[str, float]]]) -> Key:
-    """The (winograd_efficiency, host_us, wgrad_run_overhead_bytes) minimising the mean per-phase error
-    over ``runs``."""
+    """The (winograd_efficiency, wgrad_run_overhead_bytes) minimising the mean per-phase error over ``runs``."""
     def objective(key: Key) -> float:
         errors = [e for run in runs for e in table[key][run].values()]
         return sum(errors) / len(errors)
@@ -225,25 +241,23 @@ def fit(runs: Sequence[Run], table: dict[Key, dict[Run, dict[str, float]]]) -> K
 
 
 def error_table(data: Path = DATA) -> dict[Key, dict[Run, dict[str, float]]]:
-    """Per-phase errors of every run at every grid point (host overhead only moves NeuSight runs, the
-    wgrad run overhead only wgrad rows: NeuSight has none)."""
+    """Per-phase errors of every run at every grid point (the wgrad run overhead only moves wgrad rows:
+    NeuSight, which has none, is scored once per Winograd efficiency)."""
     table: dict[Key, dict[Run, dict[str, float]]] = {}
     for eff in FIT_GRID["winograd_efficiency"]:
         cal = dataclasses.replace(CALIBRATION, winograd_efficiency=eff)
-        timed = {host: {run: phase_errors(run_rows(run, cal, host, data)) for run in RUNS
-                        if run.harness == "neusight"} for host in FIT_GRID["host_us"]}
+        timed = {run: phase_errors(run_rows(run, cal, data)) for run in RUNS if run.harness == "neusight"}
         for run_bytes in FIT_GRID["wgrad_run_overhead_bytes"]:
             cal_w = dataclasses.replace(cal, wgrad_run_overhead_bytes=run_bytes)
-            fixed = {run: phase_errors(run_rows(run, cal_w, data=data)) for run in RUNS if run.harness != "neusight"}
-            for host in FIT_GRID["host_us"]:
-                table[eff, host, run_bytes] = fixed | timed[host]
+            fixed = {run: phase_errors(run_rows(run, cal_w, data)) for run in RUNS if run.harness != "neusight"}
+            table[eff, run_bytes] = fixed | timed
     return table
 
 
 def leave_one_gpu_out(data: Path = DATA) -> None:
     """Print table 2: each GPU predicted with the constants fitted on the others."""
     table = error_table(data)
-    print("| held-out GPU | precision | fitted winograd_efficiency, host µs, wgrad run overhead B "
+    print("| held-out GPU | precision | fitted winograd_efficiency, wgrad run overhead B "
           "| held-out error f / d / w "
           "| with all-GPU fit f / d / w |")
     print("|---|---|---|---|---|")
@@ -251,10 +265,9 @@ def leave_one_gpu_out(data: Path = DATA) -> None:
     for gpu in dict.fromkeys(run.gpu for run in RUNS):
         key = fit([run for run in RUNS if run.gpu != gpu], table)
         for run in (r for r in RUNS if r.gpu == gpu):
-            print(f"| {gpu} | {run.precision} | {key[0]:g}, {key[1]:g}, {key[2]:g} | {_fmt(table[key][run])} "
+            print(f"| {gpu} | {run.precision} | {key[0]:g}, {key[1]:g} | {_fmt(table[key][run])} "
                   f"| {_fmt(table[everyone][run])} |")
-    print(f"\nall-GPU fit: winograd_efficiency = {everyone[0]:g}, NeuSight host overhead = {everyone[1]:g} µs, "
-          f"wgrad_run_overhead_bytes = {everyone[2]:g}")
+    print(f"\nall-GPU fit: winograd_efficiency = {everyone[0]:g}, wgrad_run_overhead_bytes = {everyone[1]:g}")
 
 
 CLOCK_REFERENCE = "p100"  # P100 SXM2 runs at its 1480 MHz boost clock on DeepBench (its rows' bias is 0.95–1.03)
@@ -312,7 +325,7 @@ def power_rows(run: Run, data: Path = DATA) -> list[tuple[str, float, float, flo
     """Per row of a run: (phase, measured s, kernel s, harness host s, core J, DRAM J)."""
     gpu = load_gpu(run.gpu)
     measured = padded_channels(observations(read_deepbench_csv(data / run.file, run.precision)), run.pad_channels)
-    host = NEUSIGHT_HOST_US * 1e-6 if run.harness == "neusight" else 0.0
+    host = harness_host_s(run, measured)
     out = []
     for o in measured:
         r = estimate_layer(gpu, o.layer, o.phase, run.precision, CALIBRATION, None, run.selection, run.library, o.algo)
@@ -369,8 +382,9 @@ def main() -> None:
     args = parser.parse_args()
     score_table(args.data, resolve_correction(args.gpu_correction))
     print()
-    print("calibration:", ", ".join(f"{k}={v}" for k, v in CALIBRATION.to_dict().items()),
-          f"; NeuSight host overhead {NEUSIGHT_HOST_US:g} µs")
+    print("calibration:", ", ".join(f"{k}={v}" for k, v in CALIBRATION.to_dict().items()))
+    print("NeuSight host time per call (each file's least-work rows):", ", ".join(
+        f"{run.gpu} {host_time_us(run, args.data):.0f} µs" for run in RUNS if run.harness == "neusight"))
     if args.gpu_correction != "none":
         print("table 1 with the learned correction (antsim/gpu/learned_table.py); floor and other tables without")
     if args.gemm:

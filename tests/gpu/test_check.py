@@ -6,11 +6,12 @@ implicit GEMM (the kernels the model describes). Design target: ≤ 20 % per pha
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
-from antsim.errors import WorkloadError
+from antsim.errors import AntsimError, WorkloadError
 from antsim.gpu import load_gpu
 from antsim.gpu.check import (
     batch_inversions,
@@ -134,3 +135,40 @@ def test_batch_inversions_flag_a_smaller_batch_that_ran_longer(deepbench: Path) 
     p100 = batch_inversions(read_deepbench_csv(deepbench / FILES["p100"], "fp32"))
     assert ("Resnet-71", "dgrad", 8, 16, 0.273e-3, 0.254e-3) in [(*r[:4], round(r[4], 7), round(r[5], 7)) for r in p100]
     assert batch_inversions(read_deepbench_csv(deepbench / FILES["titanxp"], "fp32")) == []
+
+
+def _synthetic_harness(host_s: float, jitter_s: float = 0.0) -> tuple[object, list]:
+    """Observations whose measured time is the model's kernel time plus a per-call host time (plus a
+    row-dependent jitter on the large rows only): what a framework harness timed around each call records."""
+    from antsim.gpu.check import Observation
+
+    gpu = load_gpu("p4")
+    layers = [Layer(f"l{i}", N=n, C=c, K=c, H=h, W=h, R=3, S=3, stride=1, pad=1)
+              for i, (n, c, h) in enumerate((n, c, h) for n in (1, 8, 32) for c in (16, 64, 256) for h in (7, 28, 56))]
+    obs = []
+    for i, layer in enumerate(layers):
+        kernel = estimate_layer(gpu, layer, "fprop", "fp32", selection="timed", library="cudnn8").time_s
+        obs.append(Observation(layer, "fprop", kernel + host_s + (jitter_s * (i % 3) if layer.macs > 1e8 else 0.0)))
+    return gpu, obs
+
+
+def test_harness_host_time_is_read_off_the_least_work_rows() -> None:
+    from antsim.gpu.check import HOST_PROBE_MIN_ROWS, harness_host_time_s
+
+    for host in (0.0, 120e-6, 340e-6):
+        gpu, obs = _synthetic_harness(host, jitter_s=1e-3)  # the large rows' jitter does not reach the probe
+        got = harness_host_time_s(gpu, obs, "fp32", selection="timed", library="cudnn8")
+        assert got == pytest.approx(host, abs=1e-9)
+        rows = check_measured(gpu, [o for o in obs if o.layer.macs <= 1e8], "fp32", selection="timed",
+                              library="cudnn8", host_overhead_s=got)
+        assert all(r.ratio == pytest.approx(1.0) for r in rows)
+    # a harness cannot give time back: a model slower than every probe reads 0, not a negative host time
+    gpu, obs = _synthetic_harness(0.0)
+    faster = [dataclasses.replace(o, measured_s=o.measured_s / 2) for o in obs]
+    assert harness_host_time_s(gpu, faster, "fp32", selection="timed", library="cudnn8") == 0.0
+    # the probe is the least-work rows, at least HOST_PROBE_MIN_ROWS of them: with a host time on those only
+    probes = sorted(obs, key=lambda o: o.layer.macs)[:HOST_PROBE_MIN_ROWS]
+    marked = [dataclasses.replace(o, measured_s=o.measured_s + 200e-6) if o in probes else o for o in obs]
+    assert harness_host_time_s(gpu, marked, "fp32", selection="timed", library="cudnn8") == pytest.approx(200e-6)
+    with pytest.raises(AntsimError, match="no measured rows"):
+        harness_host_time_s(gpu, [], "fp32")
