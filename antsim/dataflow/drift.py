@@ -42,6 +42,9 @@ def lockstep_pairs(cells: Cells, cell_pairs: np.ndarray, n_chunks: int, n_pes: i
     working = cell_pairs > 0
     if not working.any():
         return out
+    by_table = _windows_by_table(cells, cell_pairs, working, (n_chunks, n_pes), fifo_values)
+    if by_table is not None:
+        return by_table
     fields = (cells.slot, cells.stream_key, cells.nnz_t_all, cell_pairs)
     slot, key, values, pairs = fields if working.all() else (a[working] for a in fields)
     chunk, pe = np.divmod(slot, n_pes)
@@ -65,3 +68,39 @@ def lockstep_pairs(cells: Cells, cell_pairs: np.ndarray, n_chunks: int, n_pes: i
     worst = per_pe.reshape(n_windows, n_pes).max(axis=1)
     np.add.at(out, block_chunk[first_of_window], np.rint(worst).astype(np.int64))
     return out
+
+
+# ``lockstep_pairs`` numbers its windows through dense (chunk, stream key) and (chunk, window, PE) tables (no ranking
+# of the blocks) when the first holds at most 2 entries per cell and the second at most 4 per cell (plus 2^16).
+# Speed only: both give the same integers (tests/dataflow/test_drift.py). [choice] Measured here (one core, every
+# lock-step call of a ResNet-18 CIFAR step): docs/footprint_speed.md.
+_TABLE_PER_CELL = 2
+_WINDOWS_PER_CELL = 4
+
+
+def _windows_by_table(cells: Cells, cell_pairs: np.ndarray, working: np.ndarray, shape: tuple[int, int],
+                      fifo_values: int) -> np.ndarray | None:
+    """``lockstep_pairs`` through dense tables, or None when they would not fit: a block's start is the running sum,
+    along its chunk's row of a (chunk, stream key) table, of the values of the blocks with working cells (0 where
+    a key has none), its window the start over D; per (chunk, window, PE) the cells' pairs are summed (the idle
+    cells' are 0), and each chunk sums its windows' busiest PE (a window without pairs adds 0)."""
+    n_chunks, n_pes = shape
+    n_keys = int(cells.stream_key.max()) + 1
+    if n_chunks * n_keys > _TABLE_PER_CELL * len(cell_pairs):
+        return None
+    chunk, pe = np.divmod(cells.slot, n_pes)
+    block = chunk * n_keys + cells.stream_key
+    sent = np.zeros((n_chunks, n_keys), np.int64)
+    sent.ravel()[block[working]] = cells.nnz_t_all[working]  # every cell of a block carries its broadcast size
+    before = np.cumsum(sent, axis=1)
+    before -= sent
+    depth = max(1, fifo_values)
+    n_windows = int(before[:, -1].max()) // depth + 1  # no block starts later than its chunk's last key
+    if n_chunks * n_windows * n_pes > _WINDOWS_PER_CELL * len(cell_pairs) + (1 << 16):
+        return None
+    window = before // depth
+    window += np.arange(n_chunks)[:, None] * n_windows
+    pairs = cell_pairs if working.all() else np.where(working, cell_pairs, 0)
+    per_pe = np.bincount(window.ravel()[block] * n_pes + pe, weights=pairs, minlength=n_chunks * n_windows * n_pes)
+    worst = np.rint(per_pe.reshape(n_chunks, n_windows, n_pes).max(axis=2)).astype(np.int64)
+    return worst.sum(axis=1)

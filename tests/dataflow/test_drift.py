@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from dataflow_helpers import random_tensors, small_arch
 
-from antsim.dataflow import map_phase
+from antsim.dataflow import drift, map_phase
 from antsim.dataflow.drift import lockstep_pairs
 from antsim.dataflow.pairing import Cells
 from antsim.simulate import simulate_layer
@@ -86,9 +86,14 @@ def _reference_lockstep(cells: Cells, pairs: np.ndarray, n_chunks: int, n_pes: i
 
 
 @pytest.mark.parametrize("seed", range(12))
-def test_lockstep_equals_plain_loops_over_the_definition(seed: int) -> None:
+@pytest.mark.parametrize("path", ["as chosen", "tables", "ranks"])
+def test_lockstep_equals_plain_loops_over_the_definition(seed: int, path: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """Random chunks, PEs, stream keys (dense and sparse key spaces: both ``footprint.rank_keys`` paths), block sizes,
-    idle cells and FIFO depths from one value to the whole stream."""
+    idle cells and FIFO depths from one value to the whole stream; windows numbered through the dense tables or
+    through the ranked blocks (forced), or as ``lockstep_pairs`` chooses."""
+    if path != "as chosen":
+        monkeypatch.setattr(drift, "_TABLE_PER_CELL", 10 ** 9 if path == "tables" else 0)
+        monkeypatch.setattr(drift, "_WINDOWS_PER_CELL", 10 ** 9)
     rng = np.random.default_rng(seed)
     n_chunks, n_pes = int(rng.integers(1, 6)), int(rng.integers(1, 9))
     n_keys = int(rng.choice([3, 40, 5000]))
@@ -101,4 +106,6 @@ def test_lockstep_equals_plain_loops_over_the_definition(seed: int) -> None:
     for fifo_values in (0, 1, 7, 60, 10 ** 6):
         expected = _reference_lockstep(cells, pairs, n_chunks, n_pes, fifo_values)
         assert lockstep_pairs(cells, pairs, n_chunks, n_pes, fifo_values).tolist() == expected
+        by_table = drift._windows_by_table(cells, pairs, pairs > 0, (n_chunks, n_pes), fifo_values)
+        assert (by_table is not None) == (path == "tables") or path == "as chosen"
     assert lockstep_pairs(cells, np.zeros(n_cells, np.int64), n_chunks, n_pes, 7).tolist() == [0] * n_chunks
