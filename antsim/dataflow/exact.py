@@ -221,7 +221,7 @@ def _streamed_slots(context: MappingContext, ids: np.ndarray, row_width: int) ->
     if row_dim.delta == 1 and col_dim.delta == 1:
         entry = row * np.int32(row_width)
         entry += col
-    np.add(row, np.int32(_PADDED_SLOT), out=row, where=padded)
+    row += padded * np.int32(_PADDED_SLOT)  # arithmetic: a masked add runs 10× slower
     return _OperandSlots(row, col, entry, k_local)
 
 
@@ -246,7 +246,7 @@ def _stationary_slots(context: MappingContext, ids: np.ndarray, row_width: int) 
         entry += col
         if block is not None:
             entry += block
-    np.add(row, np.int32(_PADDED_SLOT), out=row, where=padded)
+    row += padded * np.int32(_PADDED_SLOT)  # arithmetic: a masked add runs 10× slower
     return _OperandSlots(row, col, entry, block)
 
 
