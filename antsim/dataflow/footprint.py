@@ -427,14 +427,16 @@ def _group_counts(packed: np.ndarray, n_channels: int, kc: int) -> np.ndarray:
 
 def _pack_leading(bits: np.ndarray) -> np.ndarray:
     """``np.packbits(bits, axis=0, bitorder="little")`` of a C-contiguous (K, R) uint8 0/1 array, by shifted ORs of
-    whole rows (numpy's packbits along a leading axis walks it element by element)."""
+    whole rows (numpy's packbits along a leading axis walks it element by element). A 0/1 byte shifted by fewer
+    than 8 bits stays inside its byte, so rows of a multiple of 8 bytes are shifted and OR-ed as uint64 words."""
     full = len(bits) // 8
     out = np.zeros((-(-len(bits) // 8), bits.shape[1]), np.uint8)
-    eights = bits[:8 * full].reshape(full, 8, bits.shape[1])
+    word = np.uint64 if bits.shape[1] % 8 == 0 else np.uint8
+    eights, packed = bits[:8 * full].reshape(full, 8, bits.shape[1]).view(word), out.view(word)
     for bit in range(8):
-        out[:full] |= eights[:, bit] << bit
+        packed[:full] |= eights[:, bit] << word(bit)
     for bit in range(len(bits) - 8 * full):
-        out[full] |= bits[8 * full + bit] << bit
+        packed[full] |= bits[8 * full + bit].view(word) << word(bit)
     return out
 
 

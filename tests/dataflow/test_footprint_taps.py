@@ -218,3 +218,12 @@ def test_kept_geometries_are_the_built_ones():
                 assert not getattr(got, name).flags.writeable
         moved = first.pe if phase == "fprop" else first.positions  # which PE holds a position
         assert other is not first and not np.array_equal(moved, other.pe if phase == "fprop" else other.positions)
+
+
+@pytest.mark.parametrize("rows", [1, 3, 8, 13, 70])
+@pytest.mark.parametrize("width", [1, 9, 16, 4608])
+def test_pack_leading_is_packbits_along_the_first_axis(rows, width):
+    """Shifted ORs of whole rows (as uint64 words when a row is a multiple of 8 bytes, else bytes) equal
+    ``np.packbits(axis=0, bitorder="little")``, also with a last partial byte."""
+    bits = (np.random.default_rng(rows * width).random((rows, width)) < 0.4).view(np.uint8)
+    assert np.array_equal(footprint._pack_leading(bits), np.packbits(bits, axis=0, bitorder="little"))
