@@ -434,9 +434,9 @@ def _pack_leading(bits: np.ndarray) -> np.ndarray:
     word = np.uint64 if bits.shape[1] % 8 == 0 else np.uint8
     eights, packed = bits[:8 * full].reshape(full, 8, bits.shape[1]).view(word), out.view(word)
     for bit in range(8):
-        packed[:full] |= eights[:, bit] << word(bit)
+        np.bitwise_or(packed[:full], np.left_shift(eights[:, bit], word(bit)), out=packed[:full])
     for bit in range(len(bits) - 8 * full):
-        packed[full] |= bits[8 * full + bit].view(word) << word(bit)
+        np.bitwise_or(packed[full], np.left_shift(bits[8 * full + bit].view(word), word(bit)), out=packed[full])
     return out
 
 
