@@ -144,19 +144,34 @@ def nonzero_mask(array: np.ndarray, dense: bool) -> np.ndarray:
 def _used_stationary(tiling: Tiling, classes: StrideClasses, stationary: np.ndarray, dense: bool
                      ) -> tuple[np.ndarray, np.ndarray]:
     """The stationary non-zeros that pair with something: their flat index into ``stationary`` (N, Cs, Ys, Xs)
-    and ``pe · n_classes + class`` of each (tables over the plane, read per non-zero)."""
+    and ``pe · n_classes + class`` of each — worked out per plane position and read per non-zero, or per
+    non-zero where there are fewer non-zeros than positions."""
     Ys, Xs = stationary.shape[2:]
     flat = np.arange(stationary.size) if dense else np.flatnonzero(stationary != 0)  # ~2× faster than on floats
     position = flat // (Ys * Xs)
     position *= Ys * Xs
     np.subtract(flat, position, out=position)
-    y, x = (a.ravel() for a in np.meshgrid(np.arange(Ys), np.arange(Xs), indexing="ij"))
-    cls = classes.stationary_class(y, x)
-    used = np.isin(cls, [a for a, _ in classes.groups])
-    if not used.all():
-        kept = used[position]
-        flat, position = flat[kept], position[kept]
-    return flat, (tiling.pe_of_stationary().ravel() * classes.n_stationary + cls)[position]
+    per_element = len(flat) < Ys * Xs
+    point = position if per_element else np.arange(Ys * Xs)
+    y = point // Xs
+    x = point - y * Xs
+    pe_class = tiling.pe_of_stationary()[y, x]
+    used_class = np.zeros(classes.n_stationary, bool)
+    used_class[[a for a, _ in classes.groups]] = True
+    used = None
+    if classes.n_stationary > 1:
+        cls = classes.stationary_class(y, x)
+        pe_class *= classes.n_stationary
+        pe_class += cls
+        used = used_class[cls]
+    elif not used_class[0]:
+        used = np.zeros(len(point), bool)
+    if not per_element:
+        pe_class = pe_class[position]
+        used = None if used is None else used[position]
+    if used is not None and not used.all():
+        flat, pe_class = flat[used], pe_class[used]
+    return flat, pe_class
 
 
 def _stable_order(keys: np.ndarray) -> np.ndarray:
@@ -329,6 +344,25 @@ class _Geometry:
             per_cell = per_cell.transpose(0, 3, 1, 4, 2)
         grid = per_cell.reshape(len(per_cell), self.rows * mh, self.cols * mw)[:, :n_u, :n_v]
         return grid.reshape(len(grid), n_u * n_v)
+
+    def positions(self, slot: np.ndarray) -> np.ndarray:
+        """``u · V + v`` of laid-out slots (int64): the place of the slot's cell within its fiber — itself when
+        there is one stride phase (the fiber's cells are the ``U × V`` grid in C order) — else read from a
+        (class, cell) table."""
+        cells = self.rows * self.cols
+        cell = self.cell_of(slot)
+        fiber = cell // cells
+        within = fiber * cells
+        np.subtract(cell, within, out=within)
+        if self.n_classes == 1:
+            return within
+        (mh, mw), n_v = self.mt, self.shape[4]
+        cls, u_, v_ = np.meshgrid(np.arange(self.n_classes), np.arange(self.rows), np.arange(self.cols), indexing="ij")
+        table = (u_ * mh + cls // mw) * n_v + v_ * mw + cls % mw
+        fiber %= self.n_classes
+        fiber *= cells
+        fiber += within
+        return table.ravel()[fiber]
 
     def decode(self, slot: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """``u, v, ko, image`` of laid-out slots (int64). A slot's place within its image-channel's slice of the
@@ -586,6 +620,8 @@ def _kept_elements(base: _BaseFibers, reach: _Reach, image_channel: np.ndarray, 
     tested (``_kept_by_position``). ``bounds``: the first fiber and the first run of each image-channel (one
     past the end last)."""
     fiber_bound, run_bound = bounds
+    if not len(image_channel):  # no set cuts a wanted channel (one fetch set, or every set keeps all)
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
     if base.geometry.channel_inner:
         by_rows = reach.row_intervals()[fetch_set // len(reach.col_pat), 0] >= 0
         order = np.concatenate((np.flatnonzero(by_rows), np.flatnonzero(~by_rows)))
@@ -636,19 +672,18 @@ def _kept_by_position(base: _BaseFibers, reach: _Reach, image_channel: np.ndarra
     against the set's positions; blocks of pairs, in order."""
     n_sets, n_positions = len(reach.member), reach.member.shape[1]
     sizes = element_bound[image_channel + 1] - element_bound[image_channel]
+    position = base.geometry.positions(base.slot)
+    fiber = base.slot // base.geometry.fiber_length
     parts = []
     for lo, hi in _item_blocks(sizes):
         element = _concatenated_ranges(element_bound[image_channel[lo:hi]], sizes[lo:hi])
         element_set = np.repeat(fetch_set[lo:hi], sizes[lo:hi])
-        u, v, _, _ = base.geometry.decode(base.slot[element])
         flat = element_set * n_positions
-        flat += u * reach.col_pat.shape[1]
-        flat += v
-        del u, v
+        flat += position[element]
         keep = reach.member.ravel()[flat]
         del flat
         element = element[keep]
-        key = base.slot[element] // base.geometry.fiber_length * n_sets
+        key = fiber[element] * n_sets
         key += element_set[keep]
         parts.append((element, key))
     return parts
@@ -748,16 +783,18 @@ _KEY_TABLE_PER_KEY = 16
 def _segment_vectors(geometry: _Geometry, elements: tuple[np.ndarray, np.ndarray], segments: _Segments, width: int,
                      key_space: int) -> Vectors:
     """The vectors of every segment and the elements of the store, decoded from their laid-out slots
-    (``elements``: the base fibers' slots and values); each fiber key points at its segment's vectors, keys
-    ascending."""
+    (``elements``: the base fibers' slots and values; the base decoded and gathered where the store holds
+    more than twice as many elements); each fiber key points at its segment's vectors, keys ascending."""
     vec0, nvec, vec_start, vec_size = cut_segments(segments.length, width, segments.start)
     order = _key_order(segments.key, key_space)
     segment = segments.segment[order]
     slot, value = elements
-    if segments.store is not None:
-        slot, value = slot[segments.store], value[segments.store]
-    value = value.astype(np.float64)
-    u, v, chan, image = geometry.decode(slot)
+    store = segments.store
+    if store is not None and len(store) > 2 * len(slot):  # copies outnumber the base: decode it, then gather
+        u, v, chan, image = (a[store] for a in geometry.decode(slot))
+    else:
+        u, v, chan, image = geometry.decode(slot if store is None else slot[store])
+    value = (value if store is None else value[store]).astype(np.float64)
     del slot
     return Vectors(segments.key[order], vec0[segment], nvec[segment], segments.length[segment], vec_start, vec_size,
                    _vector_boxes(u, v, vec_start, vec_size, width, geometry.channel_inner), u, v, chan, image, value)

@@ -1,10 +1,10 @@
 """The pieces the streamed and stationary vectors are built from, each against a brute force.
 
-``_Geometry.decode`` (a laid-out slot's ``u, v, ko, image``) against the layout itself: the tensor of each
-element's own flat index, laid out by ``_fiber_layout``, names the element at every slot. ``_Reach.cell_ranges``
-against the membership table: a (set, class) keeps cell ``(u', v')`` exactly when its position
-``(u' · mh + pu, v' · mw + pv)`` exists and the set receives it, and the ranges are the maximal runs of those
-cells. ``_Reach.per_set`` against an integer product, on both sides of float32's exact range.
+``_Geometry.decode`` (a laid-out slot's ``u, v, ko, image``) and ``positions`` against the layout itself: the
+tensor of each element's own flat index, laid out by ``_fiber_layout``, names the element at every slot.
+``_Reach.cell_ranges`` against the membership table: a (set, class) keeps cell ``(u', v')`` exactly when its
+position ``(u' · mh + pu, v' · mw + pv)`` exists and the set receives it, and the ranges are the maximal runs
+of those cells. ``_Reach.per_set`` against an integer product, on both sides of float32's exact range.
 ``_stable_order`` against numpy's stable sort. ``stationary_vectors`` byte for byte against the formulation
 it replaced (``streamed_reference.reference_stationary_vectors``).
 """
@@ -52,6 +52,9 @@ def test_decode_names_the_element_at_each_slot(seed):
         for name, have, want in zip(("u", "v", "ko", "image"), got, (u, v, ko, image), strict=True):
             assert have.dtype == np.int64, name
             np.testing.assert_array_equal(have, want[where], err_msg=name)
+        positions = geometry.positions(chosen)
+        assert positions.dtype == np.int64
+        np.testing.assert_array_equal(positions, (u * V + v)[where])
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -121,8 +124,9 @@ def test_stationary_vectors_are_the_sorted_nonzeros_byte_for_byte(seed, phase):
             assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes(), name
 
 
+@pytest.mark.parametrize("density", [0.5, 0.05])  # more non-zeros than plane positions, and fewer
 @pytest.mark.parametrize("phase", PHASES)
-def test_stationary_vectors_drop_the_classes_that_pair_with_nothing(phase):
+def test_stationary_vectors_drop_the_classes_that_pair_with_nothing(phase, density):
     """A 1×1 kernel at stride 2 with stride phases: in wgrad only the input positions a tap lands on, even
     (y, x), pair with a gradient, so three of the four stationary classes are dropped; the same bytes as the
     reference in every phase."""
@@ -131,7 +135,8 @@ def test_stationary_vectors_drop_the_classes_that_pair_with_nothing(phase):
     tiling, classes = make_tiling(problem, 3, 2, 2), stride_classes(problem, True)
     if phase == "wgrad":
         assert len({a for a, _ in classes.groups}) == 1 < classes.n_stationary
-    tensor = problem.stationary(random_tensors(layer, 0.5, 7))
+    tensor = problem.stationary(random_tensors(layer, density, 7))
+    assert (np.count_nonzero(tensor) >= tensor.shape[2] * tensor.shape[3]) == (density == 0.5)
     got = stationary_vectors(problem, tiling, classes, tensor, False, 3)
     want = reference_stationary_vectors(problem, tiling, classes, tensor, False, 3)
     assert 0 < len(got.value) < np.count_nonzero(tensor) or phase != "wgrad"
