@@ -202,3 +202,37 @@ def test_the_screen_table_gives_screen_on_every_pair_and_whole_cells_issue_every
                 assert want[whole[batch.cell]].all()
             if phase == "fprop":  # most fprop cells lie inside the plane: every pair issues
                 assert whole.any()
+
+
+def test_screen_reuses_only_the_table_of_its_own_live_operands(monkeypatch):
+    """``count_pairs`` leaves its joint table for ``screen``: looked up for the very operands it tabulates (the same
+    verdicts as ``DimMap.reach``), never for other operands — another phase's, or equal copies of its own — and
+    dropped once its operands are freed."""
+    import gc
+
+    from dataflow_helpers import MAPPING_CASES
+
+    from antsim.dataflow import anticipation
+    from antsim.dataflow.pairing import iter_pairs
+
+    layer, density, rows, cols, kc = MAPPING_CASES[0]
+    fprop = _contexts(layer, density, rows, cols, kc, "fprop", monkeypatch)[0]
+    dgrad = _contexts(layer, density, rows, cols, kc, "dgrad", monkeypatch)[0]
+    memo = anticipation._LAST_TABLE
+    for remembered, other in ((fprop, dgrad), (dgrad, fprop)):
+        anticipation.count_pairs(remembered, "ant")
+        assert memo.recall(remembered.problem, remembered.stationary, remembered.streamed_vectors) is not None
+        assert memo.recall(other.problem, other.stationary, other.streamed_vectors) is None
+        copies = [replace(v) for v in (remembered.stationary, remembered.streamed_vectors)]
+        assert memo.recall(remembered.problem, *copies) is None  # equal values, other objects: not recalled
+        for context in (remembered, other):
+            for batch in iter_pairs(context.cells):
+                want = _reach_screen(context.problem, context.stationary, context.streamed_vectors, batch)
+                np.testing.assert_array_equal(anticipation.screen(context.problem, context.stationary,
+                                                                  context.streamed_vectors, batch), want)
+    table = memo.table
+    assert table is not None
+    memo.remember(other.problem, *copies, table)
+    del copies
+    gc.collect()
+    assert memo.table is None and memo.operands is None  # its operands freed: the table dropped
