@@ -717,14 +717,15 @@ def _held_counts(layout: _WgradLayout, tiling: Tiling, stationary: np.ndarray, s
     position, cell = layout.by_pe[rank], ch * P + layout.pe_index[rank]
     held = np.zeros((P, G), np.int64)
     written = np.zeros((n_taps * Cs, d_bits.shape[1]), np.uint64)  # per (tap, channel): the dW row's ko bits
+    reaches = layout.linked != n_dy  # (taps, positions + 1): the tap links the position to a dY position
     for k0, k1 in _cell_blocks(cell, max(1, _PAIR_BLOCK // n_taps)):
-        dy = layout.linked[:, position[k0:k1]]  # (taps, block): linked dY position, n_dy where none
-        tap, k = np.nonzero(dy != n_dy)  # pairs by tap, then non-zero
+        tap, k = np.nonzero(reaches[:, position[k0:k1]])  # pairs by tap, then non-zero
         if len(k) == 0:
             continue
-        key = tap * (Cs * P) + cell[k + k0]  # non-decreasing: (tap, channel, PE)
+        k += k0
+        key = tap * (Cs * P) + cell[k]  # non-decreasing: (tap, channel, PE)
         first = _starts(key)
-        ored = np.bitwise_or.reduceat(d_bits[dy[tap, k] * n + image[k + k0]], first, axis=0)  # per (tap, ch, PE)
+        ored = np.bitwise_or.reduceat(d_bits[layout.linked[tap, position[k]] * n + image[k]], first, axis=0)  # per cell
         cell_pe = (key[first] % P).astype(np.uint16 if P < 1 << 16 else np.int64)  # uint16: a radix sort
         by_pe = np.argsort(cell_pe, kind="stable")
         pe_first = _starts(cell_pe[by_pe])
