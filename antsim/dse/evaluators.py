@@ -70,18 +70,36 @@ def _generated(workload: Workload, seed: int) -> dict[str, Any]:
     gives it — also inside a proxy subset, so proxy and full evaluations see the same operands and an
     exported arch re-run with ``antsim simulate`` on the same layers and seed reproduces the trial.
     """
-    dens = check_densities(workload.densities)
-    out = {}
-    for layer, index in zip(workload.layers, workload.indices, strict=True):
-        key = (tuple(sorted(layer.to_dict().items(), key=str)), tuple(sorted(dens.items())),
-               workload.sparsity, seed, index)
-        if key not in _GENERATED and isinstance(layer, Gemm):  # as simulate_network makes a GEMM layer's
+    return {layer.name: generated_tensors(workload, position, seed) for position, layer in enumerate(workload.layers)}
+
+
+def generated_key(workload: Workload, position: int, seed: int) -> tuple[Any, ...]:
+    """The cache key of the operands of ``workload.layers[position]``: everything they are made from."""
+    fields = {k: tuple(v) if isinstance(v, list) else v for k, v in workload.layers[position].to_dict().items()}
+    dens = check_densities(workload.densities)  # (an unequal stride or padding is a list in to_dict: made a tuple)
+    return (tuple(sorted(fields.items(), key=str)), tuple(sorted(dens.items())), workload.sparsity, seed,
+            workload.indices[position])
+
+
+def generated_tensors(workload: Workload, position: int, seed: int) -> Any:
+    """The operands of ``workload.layers[position]`` (``Tensors``; ``GemmTensors`` for a GEMM layer), made on
+    first use in this process and kept."""
+    key = generated_key(workload, position, seed)
+    if key not in _GENERATED:
+        layer, index = workload.layers[position], workload.indices[position]
+        dens = check_densities(workload.densities)
+        if isinstance(layer, Gemm):  # as simulate_network makes a GEMM layer's
             _GENERATED[key] = make_gemm_tensors(layer, dens, workload.sparsity, layer_seed(seed, index))
-        elif key not in _GENERATED:
+        else:
             _GENERATED[key] = make_tensors(layer, dens["w"], dens["a"], dens["g"], model=workload.sparsity,
                                            seed=layer_seed(seed, index), density_a_saved=dens.get("a_saved"))
-        out[layer.name] = _GENERATED[key]
-    return out
+    return _GENERATED[key]
+
+
+def install_generated(workload: Workload, position: int, seed: int, tensors: Any) -> None:
+    """Keep ``tensors`` as the operands of ``workload.layers[position]`` in this process (made by another worker
+    of the sweep, ``antsim.dse.operand_share``: the same arrays this process would make)."""
+    _GENERATED.setdefault(generated_key(workload, position, seed), tensors)
 
 
 def check_passes(arch: ArchSpec, workload: Workload) -> None:

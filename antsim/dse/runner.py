@@ -24,14 +24,17 @@ import json
 import multiprocessing
 import os
 import pickle
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import threading
 import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import optuna
@@ -42,6 +45,7 @@ from antsim.dse import attrs
 from antsim.dse import storage as st
 from antsim.dse.evaluators import Evaluator, resolve_evaluator, workload_tensors
 from antsim.dse.objective import Objective, calibrated_trials, completed_trials
+from antsim.dse.operand_share import share_operands, shareable
 from antsim.dse.progress import Monitor, Outcomes, trial_outcomes
 from antsim.dse.screen import screener_of, workload_operands
 from antsim.dse.spec import SweepSpec, grid_values, load_sweep
@@ -442,36 +446,41 @@ def _orphan_watchdog(parent_pid: int) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
-def warm_operands(spec: SweepSpec, opts: SweepOptions) -> None:
+def warm_operands(spec: SweepSpec, opts: SweepOptions, shared: Path | None = None) -> None:
     """Make the operands this process's trials will use — the generated tensors (the ``simulator`` evaluator)
     and the analytic screen's per-(layer, phase) operands — into the per-process caches of
     ``antsim.dse.evaluators`` and ``antsim.dse.screen``, which key them by exactly what the trials' calls key
     them by (the same workload, the spec's seed). A spawned worker does this while the parent creates the
-    study. Best effort: operands that cannot be made here are made (and fail) in the trial that needs them,
-    as without this call."""
+    study, dividing the layers with the sweep's other workers through the folder ``shared``
+    (``antsim.dse.operand_share``; None: every layer made here). Best effort: operands that cannot be made
+    here are made (and fail) in the trial that needs them, as without this call."""
     screens = screener_of(spec) is not None and spec.base_arch_spec is not None
     if not screens and (opts.evaluator is not None or spec.evaluator.name != "simulator"):
         return  # another evaluator (the analytic toy of the tests, a user's function) makes its own operands
+    dense = not spec.base_arch_spec.sparsity_support if screens else None  # type: ignore[union-attr]
     try:
         workload = resolve_workload(spec)
+        if shared is not None and shareable(workload):
+            share_operands(workload, spec.seed, dense, shared)
         workload_tensors(workload, spec.seed)
-        if screens:
-            workload_operands(workload, spec.seed, not spec.base_arch_spec.sparsity_support)  # type: ignore[union-attr]
+        if dense is not None:
+            workload_operands(workload, spec.seed, dense)
     except Exception:  # noqa: BLE001 - see the docstring: the trial that needs them says what went wrong
         return
 
 
 def _worker_main(spec_path: str, opts: SweepOptions, index: int, n_trials: int, deadline: float | None,
-                 parent_pid: int, messages: Any, study_ready: Any) -> None:
-    """A spawned worker: it reads the spec and makes its operands (``warm_operands``) at once, opens the study
-    when the parent sets ``study_ready`` (an Event), then runs trials. Its error becomes one line for the parent
+                 parent_pid: int, messages: Any, study_ready: Any, shared: Path) -> None:
+    """A spawned worker: it reads the spec and makes its operands (``warm_operands``, with the other workers
+    through the folder ``shared``) at once, opens the study when the parent sets ``study_ready`` (an Event),
+    then runs trials. Its error becomes one line for the parent
     (``messages``: index, line, and the ``AntsimError`` itself when it pickles, so the parent's error keeps its
     type) and an exit status."""
     _orphan_watchdog(parent_pid)
     try:
         with _quiet():
             spec = load_sweep(spec_path)
-            warm_operands(spec, opts)
+            warm_operands(spec, opts, shared)
             study_ready.wait()
             start_worker(spec, opts, index).run(n_trials, deadline)
     except AntsimError as exc:
@@ -593,13 +602,15 @@ def _run_study(spec: SweepSpec, opts: SweepOptions, progress: Progress | None, w
 
 class _Workers:
     """The worker processes of one sweep, started (``spawn``, one BLAS thread each) before the study exists:
-    each imports the model and makes its operands, then waits for ``join`` to say the study is ready."""
+    each imports the model and makes its share of the operands (in the temporary folder ``shared``, removed by
+    ``stop``), then waits for ``join`` to say the study is ready."""
 
     def __init__(self, spec: SweepSpec, opts: SweepOptions, n_trials: int, deadline: float | None) -> None:
         ctx = multiprocessing.get_context("spawn")
         self.messages, self.study_ready = ctx.SimpleQueue(), ctx.Event()
+        self.shared = Path(tempfile.mkdtemp(prefix="antsim-sweep-operands-"))
         self.procs = [ctx.Process(target=_worker_main, args=(spec.source, opts, i, n_trials, deadline, os.getpid(),
-                                                             self.messages, self.study_ready),
+                                                             self.messages, self.study_ready, self.shared),
                                   name=f"antsim-sweep-worker-{i}") for i in range(opts.workers)]
         with one_blas_thread_per_worker():
             for p in self.procs:
@@ -630,6 +641,7 @@ class _Workers:
                 p.terminate()
         for p in self.procs:
             p.join()
+        shutil.rmtree(self.shared, ignore_errors=True)
 
 
 def _fate(index: int, exitcode: int | None, message: str | None) -> str:

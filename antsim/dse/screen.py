@@ -610,17 +610,29 @@ def workload_operands(workload: Workload, seed: int, dense: bool) -> list[PhaseO
     the full evaluation uses: ``antsim.dse.evaluators`` generates or loads them)."""
     tensors = workload_tensors(workload, seed)
     out = []
-    for layer, index in zip(workload.layers, workload.indices, strict=True):
+    for position, layer in enumerate(workload.layers):
         if isinstance(layer, Gemm):
             raise SpecError(workload.name, "multi_fidelity.screen", "analytic screens conv layers only; got the"
                             f" GEMM layer {layer.name!r}", "analytic")
         for phase in workload.phases:
-            key = (workload.name, workload.tensors_path, workload.sparsity, tuple(sorted(workload.densities.items())),
-                   seed, index, layer.name, phase, dense)
+            key = operands_key(workload, seed, position, phase, dense)
             if key not in _OPERANDS:
                 _OPERANDS[key] = phase_operands(layer, phase, tensors[layer.name], dense)
             out.append(_OPERANDS[key])
     return out
+
+
+def operands_key(workload: Workload, seed: int, position: int, phase: Phase, dense: bool) -> tuple[Any, ...]:
+    """The cache key of ``workload.layers[position]``'s ``PhaseOperands`` of ``phase``."""
+    return (workload.name, workload.tensors_path, workload.sparsity, tuple(sorted(workload.densities.items())), seed,
+            workload.indices[position], workload.layers[position].name, phase, dense)
+
+
+def install_operands(workload: Workload, seed: int, position: int, phase: Phase, dense: bool,
+                     ops: PhaseOperands) -> PhaseOperands:
+    """Keep ``ops`` as ``workload.layers[position]``'s operands of ``phase`` in this process (made here or by
+    another worker of the sweep, ``antsim.dse.operand_share``); the kept one is returned."""
+    return _OPERANDS.setdefault(operands_key(workload, seed, position, phase, dense), ops)
 
 
 @dataclass(frozen=True)
