@@ -173,10 +173,9 @@ def _multi_sums(context: MappingContext, verdict: _Verdict, multi: np.ndarray) -
         ids = multi[part]
         n_i = cells.n_i[ids].astype(np.int64)
         ends = np.cumsum(n_i)
-        run_cell = np.repeat(np.arange(len(ids)), n_i)  # index into ids
         i = np.arange(int(ends[-1]), dtype=np.int64)
         i += np.repeat(cells.i0[ids] - (ends - n_i), n_i)
-        issued, streamed = verdict.run_sums(i, cells.f0[ids][run_cell], cells.n_f[ids][run_cell])
+        issued, streamed = verdict.run_sums(i, np.repeat(cells.f0[ids], n_i), np.repeat(cells.n_f[ids], n_i))
         size_i = sizes[i].astype(np.int64)
         pairs[part] = _run_sums(issued, ends)
         products[part] = _run_sums(size_i * streamed, ends)
@@ -258,7 +257,7 @@ class _Verdict:
     def _rows(self, i: np.ndarray) -> np.ndarray:
         """Each I-vector's offset into the joint table (its row times the row length), or the I-vector without one."""
         if self.row_offset is None:
-            return i.astype(np.int64)
+            return i.astype(np.int64, copy=False)  # only read (gathered by), never written
         return self.row_offset[i]
 
     def issued(self, row: np.ndarray, f: np.ndarray) -> np.ndarray:

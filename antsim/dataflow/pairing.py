@@ -56,17 +56,24 @@ def _decode_stationary(problem: PhaseProblem, tiling: Tiling, classes: StrideCla
     return n, ch, pe, cls
 
 
+def _partner_table(classes: StrideClasses) -> tuple[np.ndarray, np.ndarray]:
+    """Per stationary class, how many streamed classes it pairs with, and which (row ``cls``, in
+    ``classes.groups`` order; 0-padded)."""
+    partners = [[b for a, b in classes.groups if a == cls] for cls in range(classes.n_stationary)]
+    n_partners = np.array([len(p) for p in partners], np.int64)
+    table = np.zeros((classes.n_stationary, max(1, int(n_partners.max()))), np.int64)
+    for cls, p in enumerate(partners):
+        table[cls, :len(p)] = p
+    return n_partners, table
+
+
 def _walk_order(stationary_class: np.ndarray, classes: StrideClasses, n_groups: int
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Cells per stationary fiber, and group g and streamed class of every cell in the order a PE walks them:
     fiber-major (a PE walks its fiber through all groups), then g, then the streamed classes its class pairs
     with, in ``classes.groups`` order. Built by counting, without a sort (and without a division when every
     fiber's class has as many partners: the walk is then the same for every fiber)."""
-    partners = [[b for a, b in classes.groups if a == cls] for cls in range(classes.n_stationary)]
-    n_partners = np.array([len(p) for p in partners], np.int64)
-    table = np.zeros((classes.n_stationary, max(1, int(n_partners.max()))), np.int64)
-    for cls, p in enumerate(partners):
-        table[cls, :len(p)] = p
+    n_partners, table = _partner_table(classes)
     per_fiber = n_partners[stationary_class]
     cells = per_fiber * n_groups
     if len(per_fiber) and per_fiber.min() == per_fiber.max():
@@ -195,39 +202,102 @@ class _FiberBatch:
 def _fill_cells(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, stationary: Vectors,
                 batch: _FiberBatch, columns: _Columns) -> None:
     """The non-inert cells of the stationary fibers of ``batch``, written into the next rows of ``columns`` (their
-    streamed fibers found through ``columns.index``): each fiber's terms gathered over its cells, straight into the
-    fields."""
+    streamed fibers found through ``columns.index``): each fiber's terms spread over its cells (``_Spread``),
+    straight into the fields."""
     index = columns.index
     Nt, Ct = problem.streamed_shape[:2]
     G, n_pes = tiling.n_groups, tiling.n_pes
-    cells, group, b_class_of = _walk_order(batch.stationary_class, classes, G)
-    fibers = slice(batch.first, batch.first + len(batch.image))
-    fiber_of_cell = np.repeat(np.arange(len(cells), dtype=np.int64), cells)
-    out = columns.reserve(len(fiber_of_cell))
     block_of_fiber = ((batch.image if Nt > 1 else 0) * Ct + (batch.channel if Ct > 1 else 0)) * G
-    stream_key = out["stream_key"]
-    _gather_into(stream_key, np.broadcast_to(block_of_fiber, batch.image.shape).astype(np.int64), fiber_of_cell)
-    stream_key += group
-    stream_key *= classes.n_streamed
-    stream_key += b_class_of  # (block · n_classes + class): also the flat index of ``unfiltered_nnz``
-    _gather_into(out["nnz_t_all"], index.streamed.unfiltered_nnz.ravel(), stream_key)
+    block_of_fiber = np.broadcast_to(block_of_fiber, batch.image.shape).astype(np.int64)
+    spread, out = _stream_keys(classes, G, batch.stationary_class, block_of_fiber, columns)
+    _gather_into(out["nnz_t_all"], index.streamed.unfiltered_nnz.ravel(), out["stream_key"])
     live = out["nnz_t_all"] > 0
     if not live.all():  # the live cells moved to the front of the rows reserved
         keep = np.flatnonzero(live)
-        fiber_of_cell, group = fiber_of_cell[keep], group[keep]
+        spread = spread.kept(keep, len(batch.image))
         for name in ("stream_key", "nnz_t_all"):
             out[name][:len(keep)] = out[name][keep]
         out = {name: column[:len(keep)] for name, column in out.items()}
-    columns.commit(len(fiber_of_cell))
-    _gather_into(out["slot"], (batch.image * G) * n_pes + batch.pe.astype(np.int64), fiber_of_cell)
-    group *= n_pes
-    out["slot"] += group
+    columns.commit(len(out["slot"]))
+    fibers = slice(batch.first, batch.first + len(batch.image))
+    spread.slot(out["slot"], (batch.image * G) * n_pes + batch.pe.astype(np.int64), n_pes)
     for name, values in (("i0", stationary.fiber_vec0[fibers]), ("n_i", stationary.fiber_nvec[fibers]),
                          ("nnz_s", stationary.fiber_nnz[fibers])):
-        _gather_into(out[name], values, fiber_of_cell)
+        spread.fields(out[name], values)
     key = out["stream_key"] * index.streamed.layout.n_sets
-    key += index.streamed.layout.set_of_pe[batch.pe][fiber_of_cell]
+    spread.add(key, index.streamed.layout.set_of_pe[batch.pe])
     index.fill(key, out)  # the streamed fiber key: ((block · n_classes + class) · n_sets + fetch set)
+
+
+def _stream_keys(classes: StrideClasses, n_groups: int, stationary_class: np.ndarray, block_of_fiber: np.ndarray,
+                 columns: _Columns) -> tuple[_Spread, dict[str, np.ndarray]]:
+    """Every cell's ``stream_key`` ((block · G + g) · n_classes + streamed class) written into the rows reserved for
+    the batch's cells (all of them, inert ones too), and how the fibers' terms spread over those rows. When every
+    fiber's class has as many partners, the cells form a (fiber, g, partner) box: broadcasts, with no per-cell index;
+    else the walk order (``_walk_order``) and a gather per field."""
+    n_partners, partners = _partner_table(classes)
+    widths = n_partners[stationary_class]
+    if len(widths) and widths.min() == widths.max():
+        shape = (len(widths), n_groups, int(widths[0]))
+        out = columns.reserve(int(np.prod(shape)))
+        keys = out["stream_key"].reshape(shape)
+        np.add((block_of_fiber * classes.n_streamed)[:, None, None],
+               (np.arange(n_groups, dtype=np.int64) * classes.n_streamed)[None, :, None], out=keys)
+        keys += partners[stationary_class, :shape[2]][:, None, :]
+        return _Spread(shape=shape), out
+    cells, group, b_class_of = _walk_order(stationary_class, classes, n_groups)
+    fiber_of_cell = np.repeat(np.arange(len(cells), dtype=np.int64), cells)
+    out = columns.reserve(len(fiber_of_cell))
+    stream_key = out["stream_key"]
+    _gather_into(stream_key, block_of_fiber, fiber_of_cell)
+    stream_key += group
+    stream_key *= classes.n_streamed
+    stream_key += b_class_of
+    return _Spread(fiber_of_cell=fiber_of_cell, group=group), out
+
+
+@dataclass(frozen=True)
+class _Spread:
+    """How each fiber's terms reach its cells: a broadcast over the (fiber, g, partner) box ``shape`` of every cell, or
+    a gather by each cell's fiber (``fiber_of_cell``, with its group ``group``)."""
+
+    shape: tuple[int, int, int] | None = None
+    fiber_of_cell: np.ndarray | None = None
+    group: np.ndarray | None = None
+
+    def kept(self, keep: np.ndarray, n_fibers: int) -> _Spread:
+        """The spread to the cells ``keep`` (positions among the batch's cells) only: always a gather."""
+        if self.shape is not None:
+            _, n_groups, width = self.shape
+            fiber, rest = np.divmod(keep, n_groups * width)
+            return _Spread(fiber_of_cell=fiber, group=rest // width)
+        assert self.fiber_of_cell is not None and self.group is not None
+        return _Spread(fiber_of_cell=self.fiber_of_cell[keep], group=self.group[keep])
+
+    def fields(self, out: np.ndarray, per_fiber: np.ndarray) -> None:
+        """``out``: each cell's fiber's value."""
+        if self.shape is not None:
+            np.copyto(out.reshape(self.shape), per_fiber[:, None, None])
+        else:
+            assert self.fiber_of_cell is not None
+            _gather_into(out, per_fiber, self.fiber_of_cell)
+
+    def add(self, out: np.ndarray, per_fiber: np.ndarray) -> None:
+        """``out`` plus each cell's fiber's value, in place."""
+        if self.shape is not None:
+            out.reshape(self.shape)[...] += per_fiber[:, None, None]
+        else:
+            out += per_fiber[self.fiber_of_cell]
+
+    def slot(self, out: np.ndarray, base: np.ndarray, n_pes: int) -> None:
+        """``out``: each cell's fiber's ``base`` (image · G · n_pes + pe) plus its group times ``n_pes``."""
+        if self.shape is not None:
+            np.add(base[:, None, None], (np.arange(self.shape[1], dtype=np.int64) * n_pes)[None, :, None],
+                   out=out.reshape(self.shape))
+        else:
+            assert self.fiber_of_cell is not None and self.group is not None
+            _gather_into(out, base, self.fiber_of_cell)
+            out += self.group * n_pes
 
 
 @dataclass(frozen=True)

@@ -225,3 +225,28 @@ def test_cells_equal_the_brute_force(layer, phase, density, searched, monkeypatc
         problem, tiling, classes, stationary, _ = operands
         _, _, _, cls = pairing._decode_stationary(problem, tiling, classes, stationary.fiber_keys)
         assert len(want["slot"]) < int(_walk_order(cls, classes, tiling.n_groups)[0].sum())  # inert cells dropped
+
+
+@pytest.mark.parametrize("pairing_groups", [
+    ((0, 0), (0, 1), (1, 1), (2, 2), (2, 3), (3, 3)),  # two partners for classes 0 and 2, one for 1 and 3: walked
+    tuple((a, b) for a in range(4) for b in (a, (a + 1) % 4)),  # two partners each, varying by class: a box
+    ((0, 3), (2, 1), (3, 0)),  # class 1 pairs with nothing: walked, fibers without cells
+])
+@pytest.mark.parametrize("density", [0.05, 1.0])
+def test_cells_of_other_stride_pairings_equal_the_brute_force(pairing_groups, density, monkeypatch):
+    """The stride-2 layer's four stationary and four streamed classes paired otherwise than by stride geometry, so
+    the cells are built both ways ``_stream_keys`` has — the (fiber, g, partner) box with more than one partner,
+    and the walk order for classes with different partner counts —, with inert cells dropped (sparse) or none
+    (dense), in batches of 1-7 fibers' cells: every field equals the loops over the definition."""
+    from dataclasses import replace
+
+    problem, tiling, classes, stationary, streamed = _phase_operands(LAYERS[0], "fprop", density, 9)
+    assert (classes.n_stationary, classes.n_streamed) == (4, 4)
+    operands = (problem, tiling, replace(classes, groups=pairing_groups), stationary, streamed)
+    want = _brute_force_cells(*operands)
+    assert len(want["slot"]) > 0
+    for batch in (1, 7, 1 << 20):
+        monkeypatch.setattr(pairing, "_CELL_BATCH", batch)
+        cells = make_cells(*operands)
+        for name, values in want.items():
+            np.testing.assert_array_equal(getattr(cells, name), np.array(values, np.int64).reshape(-1), err_msg=name)
