@@ -209,11 +209,11 @@ def _streamed_slots(context: MappingContext, ids: np.ndarray, row_width: int) ->
     """The streamed terms of the F-vectors ``ids`` (F', len(ids))."""
     streamed, (row_dim, col_dim), kc = context.streamed_vectors, context.problem.dims, context.tiling.kc
     element, padded = _element_slots(streamed, ids)
-    row = streamed.sp1[element].astype(np.int32)
+    row = streamed.sp1[element].astype(np.int32, copy=False)  # a fresh gather: no copy when int32 already
     row *= np.int32(row_dim.beta)
-    col = streamed.sp2[element].astype(np.int32)
+    col = streamed.sp2[element].astype(np.int32, copy=False)
     col *= np.int32(col_dim.beta)
-    k_local = streamed.chan[element].astype(np.int32)
+    k_local = streamed.chan[element].astype(np.int32, copy=False)
     if kc & (kc - 1):
         k_local %= np.int32(kc)
     else:  # channels are non-negative: the mask is the remainder
@@ -232,10 +232,10 @@ def _stationary_slots(context: MappingContext, ids: np.ndarray, row_width: int) 
     problem, stationary = context.problem, context.stationary
     row_dim, col_dim = problem.dims
     element, padded = _element_slots(stationary, ids)
-    row = stationary.sp1[element].astype(np.int32)
+    row = stationary.sp1[element].astype(np.int32, copy=False)
     row *= np.int32(row_dim.alpha)
     row += np.int32(row_dim.gamma)
-    col = stationary.sp2[element].astype(np.int32)
+    col = stationary.sp2[element].astype(np.int32, copy=False)
     col *= np.int32(col_dim.alpha)
     col += np.int32(col_dim.gamma)
     block = None
