@@ -104,9 +104,9 @@ def _check(context: MappingContext) -> int:
     for row, count in enumerate(want):
         for bank, n in count.items():
             want_loads[row, bank] = n
-    # Grids cut to 3 pairs or whole, each I-vector width in a grid of its own or every width in the widest
+    # Grids cut to 37 pairs or whole, each I-vector width in a grid of its own or every width in the widest
     # one (padded I-slots), and the rule's own choice: the same counts.
-    for grid_pairs, merge_slots in ((exact_mod._GRID_PAIRS, exact_mod._MERGE_SLOTS), (3, 0), (1 << 20, 1 << 40)):
+    for grid_pairs, merge_slots in ((exact_mod._GRID_PAIRS, exact_mod._MERGE_SLOTS), (37, 0), (1 << 20, 1 << 40)):
         with pytest.MonkeyPatch.context() as patch:
             patch.setattr(exact_mod, "_GRID_PAIRS", grid_pairs)
             patch.setattr(exact_mod, "_MERGE_SLOTS", merge_slots)
