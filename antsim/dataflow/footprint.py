@@ -11,11 +11,11 @@ outputs, halo, outputs per chunk).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
 import numpy as np
 from scipy.sparse import csr_matrix
 
+from antsim.dataflow.reuse import kept_geometry
 from antsim.dataflow.tiling import Tiling
 from antsim.phases import DimMap, PhaseProblem
 
@@ -387,7 +387,7 @@ def _geometry_key(tiling: Tiling) -> Tiling:
     return replace(tiling, kc=1, n_groups=1, n_images=1)
 
 
-@lru_cache(maxsize=_GEOMETRIES)
+@kept_geometry(_GEOMETRIES)
 def _kept_tap_links(dims: tuple[DimMap, DimMap], tiling: Tiling, plane: tuple[int, int], taps: tuple[int, int]
                     ) -> _TapLinks:
     return _TapLinks.build(dims, tiling, plane, taps)
@@ -605,7 +605,7 @@ class _WgradLayout:
         return cls(*arrays)
 
 
-@lru_cache(maxsize=_GEOMETRIES)
+@kept_geometry(_GEOMETRIES)
 def _kept_wgrad_layout(dims: tuple[DimMap, DimMap], tiling: Tiling, plane: tuple[int, int], taps: tuple[int, int]
                        ) -> _WgradLayout:
     return _WgradLayout.build(dims, tiling, plane, taps)

@@ -11,10 +11,15 @@ a caller that tried to change one in place would raise instead of corrupting lat
 
 ``tests/dataflow/test_reuse.py`` changes each parameter in turn and compares every field with a cold
 run; ``disabled()`` turns every cache off (the reference for those tests and for benchmarks).
+
+``kept_geometry`` is the second kind: a small LRU memo of a build that reads only geometry (frozen dataclasses
+and tuples, hashed by value), such as the footprints' tap links. ``clear_all`` empties those too and
+``disabled()`` bypasses them, so a cold benchmark pays every build.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterator
@@ -114,7 +119,29 @@ def disabled() -> Iterator[None]:
 
 
 def clear_all() -> None:
-    """Empty every stage cache."""
+    """Empty every stage cache and every kept geometry."""
     for cache in CACHES:
         cache.clear()
+    for clear in _GEOMETRY_CLEARS:
+        clear()
+
+
+_GEOMETRY_CLEARS: list[Callable[[], None]] = []
+
+
+def kept_geometry(maxsize: int) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """Decorator: keep the last ``maxsize`` results of a build whose arguments are all hashable geometry (the
+    key is every argument, so a hit is what the build returns); bypassed under ``disabled()``, emptied by
+    ``clear_all()``."""
+    def wrap(build: Callable[..., T]) -> Callable[..., T]:
+        kept = functools.lru_cache(maxsize=maxsize)(build)
+        _GEOMETRY_CLEARS.append(kept.cache_clear)
+
+        @functools.wraps(build)
+        def call(*args: Any) -> T:
+            return kept(*args) if _ENABLED[0] else build(*args)
+
+        return call
+
+    return wrap
 

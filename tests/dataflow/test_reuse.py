@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from antsim.dataflow import map_phase
-from antsim.dataflow.reuse import FOOTPRINTS, StageCache, array_digest, clear_all, disabled
+from antsim.dataflow.reuse import FOOTPRINTS, StageCache, array_digest, clear_all, disabled, kept_geometry
 from antsim.dataflow.work import PER_CHUNK_FIELDS, PER_PE_FIELDS
 from antsim.simulate import simulate_network
 from antsim.sparsity.generators import make_tensors
@@ -84,3 +84,22 @@ def test_cached_arrays_are_read_only_and_the_cache_is_bounded():
     assert list(cache.entries) == ["b"] and cache.held_bytes == 480
     assert array_digest(np.arange(4)) != array_digest(np.arange(4).reshape(2, 2))
     assert array_digest(np.ones(3, bool)) != array_digest(np.ones(3, np.int64))
+
+
+def test_a_kept_geometry_is_built_once_per_key_bypassed_when_disabled_and_emptied_by_clear_all():
+    builds: list[tuple[int, int]] = []
+
+    @kept_geometry(4)
+    def build(a: int, b: int) -> tuple[int, int]:
+        builds.append((a, b))
+        return a, b
+
+    assert build(1, 2) == build(1, 2) == (1, 2) and builds == [(1, 2)]
+    build(2, 1)
+    assert builds == [(1, 2), (2, 1)]  # another key builds
+    with disabled():
+        build(1, 2)
+    assert builds[-1] == (1, 2) and len(builds) == 3  # disabled: every call builds
+    clear_all()
+    build(2, 1)
+    assert len(builds) == 4  # emptied: the kept result is gone
