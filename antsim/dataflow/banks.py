@@ -122,14 +122,36 @@ def _comparators(rows: int) -> tuple[tuple[int, int], ...]:
     return tuple((i, j) for i, j in pairs if j < rows)
 
 
+# Columns up to which ``column_max_load_extra`` counts loads with one ``bincount`` rather than a sorting
+# network, whose comparators cost a fixed numpy call each (63 for 16 rows) whatever the column count.
+# [choice] Speed only, measured on random 4-, 8- and 16-row grids: the bincount is 2–7× faster at 100–1,000
+# columns and on par at 2,000, 2× slower from 8,192; both give the same maxima.
+_COUNTED_COLUMNS = 1 << 11
+
+
+def _counted_max_load_extra(bank: np.ndarray, valid: np.ndarray, banks: int) -> np.ndarray:
+    """``column_max_load_extra`` by one ``bincount`` of bank-major (bank, column) keys, invalid entries on a
+    bin of their own (arithmetic rather than a boolean mask, which runs ~10× slower), then a maximum over
+    banks."""
+    n = bank.shape[1]
+    key = bank.astype(np.int32) * np.int32(n)
+    key += np.arange(1, n + 1, dtype=np.int32)
+    key *= valid
+    loads = np.bincount(key.ravel(), minlength=banks * n + 1)[1:].reshape(banks, n)
+    return np.maximum(loads.max(axis=0) - 1, 0).astype(np.int64, copy=False)
+
+
 def column_max_load_extra(bank: np.ndarray, valid: np.ndarray, banks: int) -> np.ndarray:
     """Per column of ``bank`` (rows, n): max(1, largest number of its ``valid`` entries in one bank) − 1,
     int64 — ``max_load_extra`` for groups laid out as columns of a small fixed height (a sampled pair's
-    F×I product slots). Each column is sorted by a sorting network on narrow ints (one numpy call per
-    comparator on an n-long row, with invalid entries as −1), then its longest run of one bank is read."""
+    F×I product slots). Up to ``_COUNTED_COLUMNS`` columns one ``bincount`` counts them; otherwise each
+    column is sorted by a sorting network on narrow ints (one numpy call per comparator on an n-long row,
+    with invalid entries as −1), then its longest run of one bank is read."""
     rows, n = bank.shape
     if rows == 0 or n == 0:
         return np.zeros(n, np.int64)
+    if n <= _COUNTED_COLUMNS and banks * n <= _DENSE_LOADS:
+        return _counted_max_load_extra(bank, valid, banks)
     narrow = np.int8 if banks <= np.iinfo(np.int8).max else np.int16 if banks <= np.iinfo(np.int16).max else np.int32
     key: np.ndarray = bank.astype(narrow)
     np.bitwise_or(key, np.negative((~valid).view(np.int8), dtype=narrow), out=key)  # −1 (all bits): invalid

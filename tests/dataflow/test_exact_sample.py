@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from dataflow_helpers import MAPPING_CASES, random_tensors, small_arch
 
+from antsim.dataflow import banks as banks_mod
 from antsim.dataflow import exact as exact_mod
 from antsim.dataflow.anticipation import screen
 from antsim.dataflow.banks import BankMap, BankQueues, bank_loads, column_max_load_extra, max_load_extra
@@ -198,7 +199,11 @@ def test_the_mapped_phases_keep_every_record_with_the_reference_sampler(monkeypa
                 assert same, (policy, depth, phase, field.name)
 
 
-def test_column_max_load_matches_max_load_extra_on_every_small_height() -> None:
+@pytest.mark.parametrize("counted_columns", [0, 1 << 11, 1 << 30])
+def test_column_max_load_matches_max_load_extra_on_every_small_height(monkeypatch: pytest.MonkeyPatch,
+                                                                      counted_columns: int) -> None:
+    """The sorting network (no column counted), the rule's own choice and the bincount for every width."""
+    monkeypatch.setattr(banks_mod, "_COUNTED_COLUMNS", counted_columns)
     rng = np.random.default_rng(3)
     for rows, banks in itertools.product(range(1, 21), (1, 3, 32, 127, 128, 300, 40_000)):
         bank = rng.integers(0, banks, (rows, 257))
