@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-import simpy
 
 from antsim.sim.blocks import AccumulatorDrain, Proc, StreamFetcher
+from antsim.sim.kernel import Environment
 from antsim.sim.pe import STALL_KEYS
 from antsim.sim.schedule import Schedule
 
@@ -44,7 +44,7 @@ class PEArray:
         lookahead: Steps an anticipation unit may screen ahead of its PE.
     """
 
-    def __init__(self, env: simpy.Environment, schedule: Schedule, fetcher: StreamFetcher,
+    def __init__(self, env: Environment, schedule: Schedule, fetcher: StreamFetcher,
                  drain: AccumulatorDrain, on_release: Callable[[int], None], screening: bool,
                  lookahead: int) -> None:
         self.env = env

@@ -1,4 +1,8 @@
-"""Hardware blocks of the outer-product accelerator as simpy processes (one event per chunk, not per product).
+"""Hardware blocks of the outer-product accelerator as event processes (one event per chunk, not per product).
+
+They run on ``antsim.sim.kernel`` (simpy's scheduling rules, fewer layers); the same code runs on simpy
+(``tests/sim/test_kernel.py``), whose ``Resource(capacity=1)`` and ``Container`` the kernel's ``lock()``
+and ``slots()`` stand for.
 
 Blocks hold their ``env``, their simpy resources and their counters; behaviours are generator methods
 named after what the hardware does (docs/development.md habits 4–6). All state lives on the blocks, so several
@@ -24,11 +28,11 @@ from collections.abc import Callable, Generator
 from typing import Any
 
 import numpy as np
-import simpy
 
+from antsim.sim.kernel import Environment, Event
 from antsim.sim.schedule import Schedule
 
-Proc = Generator[simpy.Event, Any, None]
+Proc = Generator[Event, Any, None]
 
 
 class DramChannel:
@@ -39,10 +43,10 @@ class DramChannel:
         bits_per_cycle: Bandwidth in bits per core cycle (GB/s × 8 / GHz).
     """
 
-    def __init__(self, env: simpy.Environment, bits_per_cycle: float) -> None:
+    def __init__(self, env: Environment, bits_per_cycle: float) -> None:
         self.env = env
         self.bits_per_cycle = bits_per_cycle
-        self.port = simpy.Resource(env, capacity=1)
+        self.port = env.lock()
         self.read_bits = 0.0
         self.write_bits = 0.0
         self.busy_cycles = 0.0
@@ -73,13 +77,13 @@ class StreamFetcher:
         released: Per-step events fired when every PE has finished the step (frees the input buffer).
     """
 
-    def __init__(self, env: simpy.Environment, dram: DramChannel, schedule: Schedule, staging_chunks: int,
-                 released: list[simpy.Event]) -> None:
+    def __init__(self, env: Environment, dram: DramChannel, schedule: Schedule, staging_chunks: int,
+                 released: list[Event]) -> None:
         self.env = env
         self.dram = dram
         self.schedule = schedule
         self.released = released
-        self.staging = simpy.Container(env, capacity=staging_chunks, init=staging_chunks)
+        self.staging = env.slots(staging_chunks)
         self.ready = [env.event() for _ in range(schedule.n_steps)]
         self.ready_at = np.zeros(schedule.n_steps)
         env.process(self.prefetch_chunks())
@@ -118,8 +122,8 @@ class RcpAnticipator:
         lookahead: How many steps it may run ahead of its PE (its pair queue).
     """
 
-    def __init__(self, env: simpy.Environment, screen_cycles: np.ndarray, ready: list[simpy.Event],
-                 started: list[simpy.Event], lookahead: int) -> None:
+    def __init__(self, env: Environment, screen_cycles: np.ndarray, ready: list[Event],
+                 started: list[Event], lookahead: int) -> None:
         self.env = env
         self.screen_cycles = screen_cycles
         self.ready = ready
@@ -151,14 +155,14 @@ class ChunkBarrier:
         on_release: Called with the step index when the last PE arrives.
     """
 
-    def __init__(self, env: simpy.Environment, n_pes: int, n_steps: int,
+    def __init__(self, env: Environment, n_pes: int, n_steps: int,
                  on_release: Callable[[int], None]) -> None:
         self.n_pes = n_pes
         self.arrived = [0] * n_steps
         self.released = [env.event() for _ in range(n_steps)]
         self.on_release = on_release
 
-    def arrive(self, step: int) -> simpy.Event:
+    def arrive(self, step: int) -> Event:
         """Register one PE at ``step``; returns the event that fires when all have arrived."""
         self.arrived[step] += 1
         if self.arrived[step] == self.n_pes:
@@ -176,11 +180,11 @@ class AccumulatorDrain:
         schedule: Halo / reduction cycles and output bits per step.
     """
 
-    def __init__(self, env: simpy.Environment, dram: DramChannel, schedule: Schedule) -> None:
+    def __init__(self, env: Environment, dram: DramChannel, schedule: Schedule) -> None:
         self.env = env
         self.dram = dram
         self.schedule = schedule
-        self.links = simpy.Resource(env, capacity=1)
+        self.links = env.lock()
         self.drained = [env.event() for _ in range(schedule.n_steps)]
         self.halo_end = np.zeros(schedule.n_steps)
         self.drained_at = np.zeros(schedule.n_steps)

@@ -1,13 +1,11 @@
-"""Wire the blocks for one (layer, phase), run the simpy environment, collect timing and action counts."""
+"""Wire the blocks for one (layer, phase), run the event kernel, collect timing and action counts."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-
-import simpy
 
 from antsim.dataflow.work import PhaseWork
 from antsim.errors import AntsimError
@@ -15,6 +13,7 @@ from antsim.sim.array import PEArray
 from antsim.sim.blocks import AccumulatorDrain, ChunkBarrier, DramChannel, RcpAnticipator, StreamFetcher
 from antsim.sim.closed_form import ClosedFormRun
 from antsim.sim.counts import action_counts
+from antsim.sim.kernel import Environment, Event
 from antsim.sim.params import SimParams
 from antsim.sim.pe import PE, STALL_KEYS
 from antsim.sim.schedule import Densities, Schedule, build_schedule
@@ -51,11 +50,13 @@ class _Blocks:
     """All blocks of one simulation, wired together (state for one run only).
 
     The PE array is one vectorised process (``PEArray``); ``per_pe=True`` wires one ``PE`` process (and
-    one ``RcpAnticipator``) per PE instead — the reference the array is tested against.
+    one ``RcpAnticipator``) per PE instead — the reference the array is tested against. ``environment``
+    makes the event environment (default ``antsim.sim.kernel.Environment``; the tests pass a simpy one).
     """
 
-    def __init__(self, arch: ArchSpec, schedule: Schedule, params: SimParams, per_pe: bool = False) -> None:
-        self.env = simpy.Environment()
+    def __init__(self, arch: ArchSpec, schedule: Schedule, params: SimParams, per_pe: bool = False,
+                 environment: Callable[[], Environment] = Environment) -> None:
+        self.env = environment()
         env = self.env
         self.n_pes = schedule.n_pes
         self.dram = DramChannel(env, dram_bits_per_cycle(arch))
@@ -64,7 +65,7 @@ class _Blocks:
         self.pes: list[PE] = []
         self.anticipators: list[RcpAnticipator] = []
         if not per_pe:
-            released: list[simpy.Event] = []
+            released: list[Event] = []
             self.fetcher = StreamFetcher(env, self.dram, schedule, params.staging_chunks, released)
             self.array: PEArray | None = PEArray(env, schedule, self.fetcher, self.drain, self._release,
                                                  screening, params.anticipation_lookahead)
@@ -113,7 +114,8 @@ class _Blocks:
 
 def simulate_phase(arch: ArchSpec, work: PhaseWork, densities: Densities,
                    params: SimParams | None = None, per_pe: bool = False,
-                   timing: TimingModel = "events") -> PhaseTiming:
+                   timing: TimingModel = "events", *,
+                   environment: Callable[[], Environment] = Environment) -> PhaseTiming:
     """Time one (layer, phase) on ``arch`` from the dataflow's ``work``.
 
     Args:
@@ -121,9 +123,11 @@ def simulate_phase(arch: ArchSpec, work: PhaseWork, densities: Densities,
         work: Per-chunk, per-PE work from ``antsim.dataflow.map_phase``.
         densities: Densities of the stationary, streamed and output streams (compressed sizes).
         params: Link widths, staging depth and anticipation lookahead (default ``SimParams()``).
-        per_pe: Run one simpy process per PE (the reference model; slower, same timing).
-        timing: ``events`` (simpy) or ``closed_form`` (the same timing as a recurrence,
+        per_pe: Run one event process per PE (the reference model; slower, same timing).
+        timing: ``events`` (discrete events, ``antsim.sim.kernel``) or ``closed_form`` (the same timing as a recurrence,
             ``antsim.sim.closed_form``; ``per_pe`` does not apply).
+        environment: The event environment's constructor (``events`` only): the kernel by default;
+            ``tests/sim/test_kernel.py`` passes a simpy one and requires the same results.
 
     Returns:
         Cycles, per-category stall cycles averaged over PEs, action counts and details.
@@ -141,7 +145,7 @@ def simulate_phase(arch: ArchSpec, work: PhaseWork, densities: Densities,
     if model == "closed_form":
         blocks = ClosedFormRun(arch, schedule, params)
     else:
-        blocks = _Blocks(arch, schedule, params, per_pe)
+        blocks = _Blocks(arch, schedule, params, per_pe, environment)
     end = blocks.run()
     stalls = blocks.mean_stalls()
     actions = action_counts(arch, work, blocks.dram.read_bits, blocks.dram.write_bits)

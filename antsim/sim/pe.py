@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import simpy
-
 from antsim.sim.blocks import AccumulatorDrain, ChunkBarrier, Proc, RcpAnticipator, StreamFetcher
+from antsim.sim.kernel import Environment, Event
 from antsim.sim.schedule import Schedule
 
 STALL_KEYS = ("busy", "bank_conflict", "anticipation", "barrier_wait", "halo", "reduction", "memory_stall")
@@ -28,7 +27,7 @@ class PE:
         anticipator: The PE's RCP anticipation unit, or ``None``.
     """
 
-    def __init__(self, env: simpy.Environment, index: int, schedule: Schedule, fetcher: StreamFetcher,
+    def __init__(self, env: Environment, index: int, schedule: Schedule, fetcher: StreamFetcher,
                  drain: AccumulatorDrain, barrier: ChunkBarrier,
                  anticipator: RcpAnticipator | None = None) -> None:
         self.env = env
@@ -41,7 +40,7 @@ class PE:
         self.half_wait = schedule.half_wait.tolist()  # the drain that frees each step's accumulator half
         self.lockstep = schedule.lockstep.tolist()
         self.anticipator = anticipator
-        self.started: list[simpy.Event] = []  # filled by attach_anticipator: only a unit waits on them
+        self.started: list[Event] = []  # filled by attach_anticipator: only a unit waits on them
         self.stalls = dict.fromkeys(STALL_KEYS, 0.0)
         self.last_release = 0.0
         if anticipator is not None:

@@ -1,4 +1,4 @@
-"""The simpy blocks of the per-PE reference model (``antsim.sim.blocks``), driven directly and checked against
+"""The event blocks of the per-PE reference model (``antsim.sim.blocks``), driven directly and checked against
 event times worked out by hand: a serialised DRAM channel, the step barrier, the anticipation unit's lookahead;
 and, inside the per-PE model, prefetch into staging slots and the halo exchange."""
 
@@ -7,15 +7,15 @@ from __future__ import annotations
 import math
 
 import pytest
-import simpy
 
 from antsim.sim import Densities, SimParams, simulate_phase
 from antsim.sim.blocks import ChunkBarrier, DramChannel, Proc, RcpAnticipator
+from antsim.sim.kernel import Environment, Event
 
 DENSE = Densities(1.0, 1.0, 1.0)
 
 
-def _transfer_at(env: simpy.Environment, dram: DramChannel, start: float, bits: float, write: bool,
+def _transfer_at(env: Environment, dram: DramChannel, start: float, bits: float, write: bool,
                  done: dict[str, float], name: str) -> Proc:
     yield env.timeout(start)
     yield from dram.transfer(bits, write=write)
@@ -23,7 +23,7 @@ def _transfer_at(env: simpy.Environment, dram: DramChannel, start: float, bits: 
 
 
 def test_dram_transfers_are_serialised_at_bits_per_cycle() -> None:
-    env = simpy.Environment()
+    env = Environment()
     dram = DramChannel(env, bits_per_cycle=10.0)
     done: dict[str, float] = {}
     for name, start, bits, write in (("a", 0, 100, False), ("b", 0, 60, True), ("c", 30, 50, False),
@@ -35,14 +35,14 @@ def test_dram_transfers_are_serialised_at_bits_per_cycle() -> None:
     assert (dram.read_bits, dram.write_bits, dram.busy_cycles) == (150.0, 60.0, 21.0)
 
 
-def _arrive_at(env: simpy.Environment, barrier: ChunkBarrier, at: float, released: list[float]) -> Proc:
+def _arrive_at(env: Environment, barrier: ChunkBarrier, at: float, released: list[float]) -> Proc:
     yield env.timeout(at)
     yield barrier.arrive(0)
     released.append(env.now)
 
 
 def test_barrier_releases_every_pe_when_the_last_arrives() -> None:
-    env = simpy.Environment()
+    env = Environment()
     calls: list[int] = []
     barrier = ChunkBarrier(env, n_pes=3, n_steps=1, on_release=calls.append)
     released: list[float] = []
@@ -52,7 +52,7 @@ def test_barrier_releases_every_pe_when_the_last_arrives() -> None:
     assert released == [9.0, 9.0, 9.0] and calls == [0]
 
 
-def _fire_at(env: simpy.Environment, event: simpy.Event, at: float) -> Proc:
+def _fire_at(env: Environment, event: Event, at: float) -> Proc:
     yield env.timeout(at)
     event.succeed()
 
@@ -66,7 +66,7 @@ def _fire_at(env: simpy.Environment, event: simpy.Event, at: float) -> Proc:
     (1, [4.0, 10.0, 23.0]),
 ])
 def test_anticipator_screens_at_most_lookahead_steps_ahead(lookahead: int, expected: list[float]) -> None:
-    env = simpy.Environment()
+    env = Environment()
     ready = [env.event() for _ in range(3)]
     for event in ready:
         event.succeed()
