@@ -127,40 +127,60 @@ class _CellSums:
 
 def _screened_cells(context: MappingContext) -> tuple[np.ndarray, np.ndarray, _CellSums]:
     """The cells ``ant`` screens pair by pair, the pairs each issues and the products and stationary reads of the
-    pairs it skips: the single-I cells with a streamed fiber whose I-vector does not pass every streamed box present,
-    then the multi-I cells with one (``_multi_sums``). A single-I cell's pairs read its one I-vector of nnz_s
-    elements; the order pairs are counted in does not matter: the counts are sums."""
+    pairs it skips: the single-I cells with a streamed fiber whose I-vector does not pass every streamed box present
+    (``_single_screened``), then the multi-I cells with one (``_multi_screened``). The order pairs are counted in does
+    not matter: the counts are sums."""
     cells = context.cells
     single = cells.n_i == 1
-    all_single = bool(single.all())
+    any_single, all_single = bool(single.any()), bool(single.all())
     # The joint table pays for itself on single-I cells (fprop, dgrad); wgrad's multi-I pairs would meet large joint
     # tables (up to 2^22 entries at 8×8 dY planes) at random: they look up one small table per dimension instead.
-    table = _ScreenTable.of(context.problem, context.stationary, context.streamed_vectors) if single.any() else None
+    table = _ScreenTable.of(context.problem, context.stationary, context.streamed_vectors) if any_single else None
     if table is not None:
         _LAST_TABLE.remember(context.problem, context.stationary, context.streamed_vectors, table)
     verdict = _Verdict(context, table)
-    runs = cells.n_f > 0
-    if table is not None:
-        runs &= table.screened(cells.i0)
+    parts = []
+    if any_single:
+        runs = cells.n_f > 0
+        if table is not None:
+            runs &= table.screened(cells.i0)
+        if not all_single:
+            runs &= single
+        parts.append(_single_screened(context, verdict, np.flatnonzero(runs)))
     if not all_single:
-        runs &= single
-    rest = np.flatnonzero(runs)
+        parts.append(_multi_screened(context, verdict, np.flatnonzero(~single & (cells.n_f > 0))))
+    if not parts:  # no cells
+        empty = np.zeros(0, np.int64)
+        return empty, empty, _CellSums(empty, empty, empty)
+    if len(parts) == 1:
+        return parts[0]
+    (ids, pairs, skipped), (multi, multi_pairs, multi_skipped) = parts
+    return np.concatenate([ids, multi]), np.concatenate([pairs, multi_pairs]), _CellSums(
+        *(np.concatenate([getattr(skipped, name), getattr(multi_skipped, name)]) for name in ("pairs", "products",
+                                                                                             "reads")))
+
+
+def _single_screened(context: MappingContext, verdict: _Verdict, rest: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray, _CellSums]:
+    """The single-I cells ``rest`` (each with F-vectors), the pairs each issues and what it skips: its pairs read its
+    one I-vector of nnz_s elements."""
+    cells = context.cells
     n_f = cells.n_f[rest]
     pairs, streamed = verdict.run_sums(cells.i0[rest], cells.f0[rest], n_f)
     nnz_s = cells.nnz_s[rest].astype(np.int64)
     skipped_pairs = n_f - pairs
-    skipped = _CellSums(skipped_pairs, nnz_s * (cells.nnz_t[rest] - streamed), nnz_s * skipped_pairs)
-    multi = np.zeros(0, np.int64) if all_single else np.flatnonzero(~single & (cells.n_f > 0))
-    if not len(multi):
-        return rest, pairs, skipped
+    return rest, pairs, _CellSums(skipped_pairs, nnz_s * (cells.nnz_t[rest] - streamed), nnz_s * skipped_pairs)
+
+
+def _multi_screened(context: MappingContext, verdict: _Verdict, multi: np.ndarray
+                    ) -> tuple[np.ndarray, np.ndarray, _CellSums]:
+    """The multi-I cells ``multi`` (each with F-vectors), the pairs each issues (``_multi_sums``) and what it skips."""
+    cells = context.cells
     issued = _multi_sums(context, verdict, multi)
     nnz_s = cells.nnz_s[multi].astype(np.int64)
     n_pairs = np.multiply(cells.n_i[multi], cells.n_f[multi], dtype=np.int64)
-    multi_skipped = _CellSums(n_pairs - issued.pairs, nnz_s * cells.nnz_t[multi] - issued.products,
-                              nnz_s * cells.n_f[multi] - issued.reads)
-    return np.concatenate([rest, multi]), np.concatenate([pairs, issued.pairs]), _CellSums(
-        *(np.concatenate([getattr(skipped, name), getattr(multi_skipped, name)]) for name in ("pairs", "products",
-                                                                                             "reads")))
+    return multi, issued.pairs, _CellSums(n_pairs - issued.pairs, nnz_s * cells.nnz_t[multi] - issued.products,
+                                          nnz_s * cells.n_f[multi] - issued.reads)
 
 
 def _multi_sums(context: MappingContext, verdict: _Verdict, multi: np.ndarray) -> _CellSums:

@@ -236,3 +236,23 @@ def test_screen_reuses_only_the_table_of_its_own_live_operands(monkeypatch):
     del copies
     gc.collect()
     assert memo.table is None and memo.operands is None  # its operands freed: the table dropped
+
+
+def test_a_context_without_cells_counts_nothing(monkeypatch):
+    """No cells (every stationary fiber empty): every count is 0, per slot, for both policies."""
+    import dataclasses
+
+    from dataflow_helpers import MAPPING_CASES
+
+    from antsim.dataflow import anticipation
+
+    layer, density, rows, cols, kc = MAPPING_CASES[0]
+    for phase in ("fprop", "wgrad"):
+        context = _contexts(layer, density, rows, cols, kc, phase, monkeypatch)[0]
+        cells = context.cells
+        empty = type(cells)(**{f.name: getattr(cells, f.name)[:0] for f in dataclasses.fields(cells)})
+        for policy in ("none", "ant"):
+            got = anticipation.count_pairs(dataclasses.replace(context, cells=empty), policy)
+            for name in ("candidate_pairs", "issued_pairs", "issued_products", "stationary_reads"):
+                np.testing.assert_array_equal(getattr(got, name), np.zeros(context.n_slots, np.int64), err_msg=name)
+            assert got.cell_issued_pairs is not None and len(got.cell_issued_pairs) == 0
