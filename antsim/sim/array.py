@@ -61,6 +61,12 @@ class PEArray:
         self.own_cycles = pairs + self.lockstep_wait
         self.released = [env.event() for _ in range(schedule.n_steps)]
         self.started_at = np.zeros(schedule.n_steps)
+        # Per step: the latest PE's multipliers alone (a time plus the largest own cycles is the largest
+        # of the sums: rounding is monotone), and when each PE is done (filled as the steps run).
+        self.own_max = self.own_cycles.max(axis=1, initial=0.0)
+        self.released_at = np.zeros(schedule.n_steps)
+        self.done_at = np.zeros((schedule.n_steps, n_pes)) if screening else np.zeros((0, n_pes))
+        self.screened_rows = np.zeros((schedule.n_steps, n_pes)) if screening else np.zeros((0, n_pes))
         self.screened_at = np.zeros(n_pes)
         self.stalls = {key: np.zeros(n_pes) for key in STALL_KEYS}
         self.shared_stalls = dict.fromkeys(STALL_KEYS, 0.0)  # cycles every PE spends alike
@@ -69,47 +75,69 @@ class PEArray:
         env.process(self.multiply_steps())
 
     def multiply_steps(self) -> Proc:
-        """Run every step: wait for the chunk and the accumulator half, then multiply up to the barrier."""
+        """Run every step: wait for the chunk and the accumulator half, then multiply up to the barrier.
+
+        Only the release time is needed to go on; the per-PE stall rows are added up after the run
+        (``_account_steps``), in step order, as if added here."""
         env, schedule = self.env, self.schedule
-        busy = schedule.issued.sum(axis=0)
-        self.stalls["busy"] += busy
-        self.stalls["bank_conflict"] += schedule.conflicts.sum(axis=0)
-        self.stalls["barrier_wait"] += self.lockstep_wait.sum(axis=0)
+        ready_events, drained_events = self.fetcher.ready, self.drain.drained
+        half_wait = schedule.half_wait.tolist()
+        own_max = self.own_max.tolist()
         for step in range(schedule.n_steps):
-            ready = self.fetcher.ready[step]
+            ready = ready_events[step]
             if not ready.processed:
                 t0 = env.now
                 yield ready
                 self.shared_stalls["memory_stall"] += env.now - t0
-            freed_by = int(schedule.half_wait[step])
-            if freed_by >= 0 and not self.drain.drained[freed_by].processed:
+            freed_by = half_wait[step]
+            if freed_by >= 0 and not drained_events[freed_by].processed:
                 t0 = env.now
-                yield self.drain.drained[freed_by]
+                yield drained_events[freed_by]
                 self.drain.account_wait(self.shared_stalls, t0, env.now, freed_by)
             start = env.now
             self.started_at[step] = start
-            done = start + self.own_cycles[step]
             if self.screening:
-                done = self._screen(step, start, done)
-            release = float(done.max(initial=start))
-            self.stalls["barrier_wait"] += release - done
+                release = self._screen(step, start)
+            else:
+                release = float(start + own_max[step])
+            self.released_at[step] = release
             if release > start:
                 yield env.timeout(release - start)
             self.released[step].succeed()
             self.on_release(step)
         self.last_release = env.now
 
-    def _screen(self, step: int, start: float, multiplied: np.ndarray) -> np.ndarray:
-        """Advance every anticipation unit through ``step``; returns when each PE's step is done."""
+    def _screen(self, step: int, start: float) -> float:
+        """Advance every anticipation unit through ``step``; returns when the last PE's step is done."""
         waits_for = self.fetcher.ready_at[step]
         if step >= self.lookahead:
             waits_for = max(waits_for, self.started_at[step - self.lookahead])
         self.screened_at = np.maximum(self.screened_at, waits_for) + self.schedule.screen[step]
-        self.stalls["anticipation"] += np.maximum(self.screened_at - multiplied, 0.0)
-        return np.maximum(multiplied, self.screened_at)
+        self.screened_rows[step] = self.screened_at
+        done = np.maximum(start + self.own_cycles[step], self.screened_at, out=self.done_at[step])
+        return float(done.max(initial=start))
+
+    def _account_steps(self) -> None:
+        """Add every step's per-PE stalls to the ledger, step by step (a sequential accumulate adds the
+        rows in the same order, so every sum is the one a running total gives)."""
+        schedule = self.schedule
+        self.stalls["busy"] += schedule.issued.sum(axis=0)
+        self.stalls["bank_conflict"] += schedule.conflicts.sum(axis=0)
+        self.stalls["barrier_wait"] += self.lockstep_wait.sum(axis=0)
+        multiplied = self.started_at[:, None] + self.own_cycles
+        done = self.done_at if self.screening else multiplied
+        self._add_rows("barrier_wait", self.released_at[:, None] - done)
+        if self.screening:
+            self._add_rows("anticipation", np.maximum(self.screened_rows - multiplied, 0.0))
+
+    def _add_rows(self, key: str, rows: np.ndarray) -> None:
+        if len(rows):
+            self.stalls[key] = np.add.accumulate(np.vstack([self.stalls[key][None], rows]), axis=0)[-1]
 
     def account_tail(self, end: float) -> None:
-        """Cycles after the last barrier until the layer ends: last drains, then the write-back."""
+        """Cycles after the last barrier until the layer ends: last drains, then the write-back; and the
+        per-PE stalls of every step."""
+        self._account_steps()
         self.drain.account_tail(self.shared_stalls, self.last_release, end)
 
     def mean_stalls(self) -> dict[str, float]:

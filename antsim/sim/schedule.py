@@ -98,10 +98,11 @@ def accumulator_restreams(arch: ArchSpec, work: PhaseWork) -> np.ndarray:
     capacity = arch.accumulators.banks * arch.accumulators.entries_per_bank
     worst = work.partial_outputs.max(axis=1, initial=0).astype(np.float64)
     factor = np.maximum(1, np.ceil(worst / capacity - 1e-9)).astype(np.int64)
-    run = np.cumsum(work.drains) - work.drains
-    per_run = np.zeros(int(run.max(initial=-1)) + 1, np.int64)
-    np.maximum.at(per_run, run, factor)
-    return per_run[run] if len(run) else factor
+    if work.drains.all():  # every chunk drains its own half (also: no chunks)
+        return factor
+    run = np.cumsum(work.drains) - work.drains  # non-decreasing: each run is one contiguous stretch
+    starts = np.flatnonzero(_changes(run))
+    return np.repeat(np.maximum.reduceat(factor, starts), np.diff(np.append(starts, len(run))))
 
 
 def _screen_cycles(arch: ArchSpec, candidates: np.ndarray) -> np.ndarray:
@@ -122,6 +123,8 @@ def _drain_cycles(work: PhaseWork, params: SimParams) -> tuple[np.ndarray, np.nd
 
 def _steps(work: PhaseWork, passes: int) -> tuple[np.ndarray, np.ndarray]:
     """Chunk and pass of every step: batch tile by batch tile, each tile's passes, its chunks in order."""
+    if passes == 1:
+        return np.arange(work.n_chunks), np.zeros(work.n_chunks, np.int64)
     chunks, pass_of = [], []
     bounds = np.flatnonzero(_changes(work.chunk_tile))
     for tile_chunks in np.split(np.arange(work.n_chunks), bounds[1:]):
@@ -133,9 +136,13 @@ def _steps(work: PhaseWork, passes: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _changes(*labels: np.ndarray) -> np.ndarray:
     """True where any label differs from the previous step's (and at the first step)."""
-    if len(labels[0]) == 0:
-        return np.zeros(0, bool)
-    return np.r_[True, np.any([lab[1:] != lab[:-1] for lab in labels], axis=0)]
+    changed = np.ones(len(labels[0]), bool)
+    if len(changed) > 1:
+        differs = changed[1:]
+        np.not_equal(labels[0][1:], labels[0][:-1], out=differs)
+        for lab in labels[1:]:
+            differs |= lab[1:] != lab[:-1]
+    return changed
 
 
 def _half_wait(drains: np.ndarray, halves: int) -> np.ndarray:
@@ -218,7 +225,7 @@ def build_schedule(arch: ArchSpec, work: PhaseWork, densities: Densities,
         output_bits=np.where(last, outputs[chunk], 0.0),
         passes=passes, restream_factor=restream,
         readback_bits=np.where(last, readback[chunk], 0.0),
-        fetches=fetches, frees=np.r_[fetches[1:], True][:len(fetches)],
+        fetches=fetches, frees=np.append(fetches[1:], True)[:len(fetches)],
         half_wait=_half_wait(drains, halves),
         lockstep=split(work.lockstep_pairs[:, None])[:, 0].astype(np.float64),
     )
