@@ -86,6 +86,11 @@ class StreamFetcher:
         self.staging = env.slots(staging_chunks)
         self.ready = [env.event() for _ in range(schedule.n_steps)]
         self.ready_at = np.zeros(schedule.n_steps)
+        # Python floats, not numpy scalars: the same values, and the event queue compares them faster.
+        self.stationary_bits = schedule.stationary_bits.tolist()
+        self.streamed_bits = schedule.streamed_bits.tolist()
+        self.fetches = schedule.fetches.tolist()
+        self.frees = schedule.frees.tolist()
         env.process(self.prefetch_chunks())
 
     def prefetch_chunks(self) -> Proc:
@@ -94,20 +99,20 @@ class StreamFetcher:
         A step that reuses the chunk already staged (the next image of a batch tile on the same weight
         group) takes no new slot."""
         for step in range(self.schedule.n_steps):
-            stationary = self.schedule.stationary_bits[step]
+            stationary = self.stationary_bits[step]
             if stationary > 0:
                 if step > 0:  # the next tile or pass overwrites the input buffer: wait until it is not read
                     yield self.released[step - 1]
                 yield from self.dram.transfer(stationary)
-            if self.schedule.fetches[step]:
+            if self.fetches[step]:
                 yield self.staging.get(1)
-            yield from self.dram.transfer(self.schedule.streamed_bits[step])
+            yield from self.dram.transfer(self.streamed_bits[step])
             self.ready_at[step] = self.env.now
             self.ready[step].succeed()
 
     def free_slot(self, step: int) -> None:
         """``step`` finished on every PE: if it was the last to use its staged chunk, free the slot."""
-        if self.schedule.frees[step]:
+        if self.frees[step]:
             self.staging.put(1)
 
 
@@ -188,6 +193,10 @@ class AccumulatorDrain:
         self.drained = [env.event() for _ in range(schedule.n_steps)]
         self.halo_end = np.zeros(schedule.n_steps)
         self.drained_at = np.zeros(schedule.n_steps)
+        self.halo_cycles = schedule.halo_cycles.tolist()  # Python floats (see StreamFetcher)
+        self.reduction_cycles = schedule.reduction_cycles.tolist()
+        self.readback_bits = schedule.readback_bits.tolist()
+        self.output_bits = schedule.output_bits.tolist()
 
     def account_wait(self, stalls: dict[str, float], start: float, end: float, drained_step: int) -> None:
         """Add a wait from ``start`` to ``end`` on the drain of ``drained_step`` to ``stalls``, split into
@@ -216,10 +225,10 @@ class AccumulatorDrain:
         sums of earlier batch tiles (wgrad) and write the accumulated outputs back."""
         with self.links.request() as request:
             yield request
-            yield self.env.timeout(self.schedule.halo_cycles[step])
+            yield self.env.timeout(self.halo_cycles[step])
             self.halo_end[step] = self.env.now
-            yield self.env.timeout(self.schedule.reduction_cycles[step])
+            yield self.env.timeout(self.reduction_cycles[step])
         self.drained_at[step] = self.env.now
         self.drained[step].succeed()
-        yield from self.dram.transfer(self.schedule.readback_bits[step])
-        yield from self.dram.transfer(self.schedule.output_bits[step], write=True)
+        yield from self.dram.transfer(self.readback_bits[step])
+        yield from self.dram.transfer(self.output_bits[step], write=True)

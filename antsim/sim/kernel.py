@@ -65,17 +65,18 @@ class Event:
 class Process:
     """Runs a generator that yields events, resuming it when each has been processed."""
 
-    __slots__ = ("generator",)
+    __slots__ = ("send", "wake")
 
     def __init__(self, env: Environment, generator: Generator[Event, Any, None]) -> None:
-        self.generator = generator
+        self.send = generator.send
+        self.wake = self.resume  # one bound method, appended to every event the process waits on
         start = Event(env)
         start.triggered = True
-        start.callbacks.append(self.resume)  # type: ignore[union-attr]
+        start.callbacks.append(self.wake)  # type: ignore[union-attr]
         heappush(env.queue, (env.now, URGENT, next(env.eid), start))
 
     def resume(self, _event: Event) -> None:
-        send = self.generator.send
+        send = self.send
         while True:
             try:
                 event = send(None)
@@ -83,7 +84,7 @@ class Process:
                 return
             callbacks = event.callbacks
             if callbacks is not None:
-                callbacks.append(self.resume)
+                callbacks.append(self.wake)
                 return
 
 
@@ -93,7 +94,9 @@ class Request(Event):
     __slots__ = ("lock",)
 
     def __init__(self, lock: FifoLock) -> None:
-        super().__init__(lock.env)
+        self.env = lock.env
+        self.callbacks = []
+        self.triggered = False
         self.lock = lock
 
     def __enter__(self) -> Request:
