@@ -1,14 +1,17 @@
 """Operands made once per sweep, shared by its worker processes through files (docs/sweep_screening.md, "Start-up").
 
-Every worker process of a sweep evaluates on the same operands: the generated tensors of each layer
-(``antsim.dse.evaluators``) and, with the analytic screen, each (layer, phase)'s ``PhaseOperands``
-(``antsim.dse.screen``); both are made once per process and kept. Made by each worker alone, they cost every
-worker the whole preparation (~0.85 s of CPU for ResNet-18 CIFAR) before its first trial. Here the workers
-divide the layers instead: each claims the next unclaimed layer (an exclusively created claim file naming its
-process), makes it, writes its arrays to the sweep's operand folder (``.npy``, renamed into place when
-complete), and loads the layers the others made. A layer whose claimer died before writing it is made by the
-worker that waits for it. The arrays are written and read back bit for bit, so a trial sees the operands it
-would have made itself (tests/dse/test_operand_share.py compares every array and number).
+Every worker process of a sweep evaluates on the same generated tensors of each layer
+(``antsim.dse.evaluators``), made once per process and kept. Made by each worker alone, they cost every
+worker the whole generation (~0.4 s of CPU for ResNet-18 CIFAR, SWAT) before its first trial. Here the workers
+divide the layers instead: each claims the next unclaimed layer (an exclusively created claim file, locked
+while the layer is made), makes it, writes its arrays to the sweep's operand folder (``.npy``, renamed into
+place when complete), and loads the layers the others made. A layer whose claimer died before writing it is
+made by the worker that waits for it. The arrays are written and read back bit for bit, so a trial sees the
+operands it would have made itself (tests/dse/test_operand_share.py compares every array).
+
+The analytic screen's per-(layer, phase) operands are not shared: they are ~4× the tensors' bytes (int64
+coordinates: ~150 MB for ResNet-18 CIFAR) and writing and reading them back cost about as much CPU as making
+them (~0.4 s; measured in fresh processes, docs/sweep_screening.md).
 """
 
 from __future__ import annotations
@@ -21,18 +24,13 @@ from pathlib import Path
 import numpy as np
 
 from antsim.dse.evaluators import generated_tensors, install_generated
-from antsim.dse.screen import PhaseOperands, install_operands, phase_operands
 from antsim.dse.workload import Workload
-from antsim.phases import phase_problem
 from antsim.sparsity.tensors import OPERANDS, Tensors
 from antsim.workloads.gemm import Gemm
 
 # How often a worker looks again for a layer another worker is making. [choice] 10 ms: a layer takes
-# 10-100 ms to make (ResNet-18 CIFAR: ~0.85 s for 20 layers), so a look costs little and waits little.
+# 5-50 ms to make (ResNet-18 CIFAR: ~0.4 s for 20 layers), so a look costs little and waits little.
 POLL_S = 0.01
-
-_COORDS = ("stationary", "streamed")
-_ARRAYS = ("stationary_class", "streamed_class", "streamed_key")
 
 
 def shareable(workload: Workload) -> bool:
@@ -41,10 +39,10 @@ def shareable(workload: Workload) -> bool:
     return workload.tensors_path is None and not any(isinstance(layer, Gemm) for layer in workload.layers)
 
 
-def share_operands(workload: Workload, seed: int, screen_dense: bool | None, folder: Path) -> None:
-    """Fill this process's operand caches for ``workload`` (``seed``: the spec's) with the other workers' help:
+def share_operands(workload: Workload, seed: int, folder: Path) -> None:
+    """Fill this process's tensor cache for ``workload`` (``seed``: the spec's) with the other workers' help:
     claim and make layers until none is left unclaimed, then load the layers the others made (or make those
-    whose claimer died). ``screen_dense``: the analytic screen's ``dense`` flag, None without the screen."""
+    whose claimer died)."""
     pending = []
     for position in range(len(workload.layers)):
         claim = _claim(folder, position)
@@ -52,48 +50,27 @@ def share_operands(workload: Workload, seed: int, screen_dense: bool | None, fol
             pending.append(position)
             continue
         try:
-            _write(folder, position, *_make(workload, position, seed, screen_dense))
+            _write(folder, position, generated_tensors(workload, position, seed))
         finally:
             os.close(claim)  # its lock goes with it
     for position in pending:
         made = _wait_for(folder, position)
         if made is None:  # its claimer died before writing it
-            _make(workload, position, seed, screen_dense)
+            generated_tensors(workload, position, seed)
         else:
-            _install(workload, position, seed, screen_dense, made)
+            install_generated(workload, position, seed, _read(made))
 
 
-def _make(workload: Workload, position: int, seed: int, screen_dense: bool | None
-          ) -> tuple[Tensors, list[PhaseOperands]]:
-    """Layer ``position``'s tensors and phase operands, made here (and kept in this process's caches)."""
-    layer = workload.layers[position]
-    tensors = generated_tensors(workload, position, seed)
-    if screen_dense is None:
-        return tensors, []
-    return tensors, [install_operands(workload, seed, position, phase, screen_dense,
-                                      phase_operands(layer, phase, tensors, screen_dense)) for phase in workload.phases]
-
-
-def _install(workload: Workload, position: int, seed: int, screen_dense: bool | None, folder: Path) -> None:
-    """Put layer ``position``'s arrays, as another worker wrote them to ``folder``, into this process's caches."""
-    layer = workload.layers[position]
-
+def _read(folder: Path) -> Tensors:
+    """A layer's tensors as another worker wrote them to ``folder``."""
     def load(name: str) -> np.ndarray:
         return np.load(folder / f"{name}.npy", allow_pickle=False)
 
     saved = load("saved_activations") if (folder / "saved_activations.npy").exists() else None
-    install_generated(workload, position, seed, Tensors(load("weights"), load("activations"), load("grad_output"),
-                                                        saved))
-    for phase in workload.phases if screen_dense is not None else ():
-        stationary_d, streamed_d, output_d = (float(x) for x in load(f"{phase}.numbers"))
-        ops = PhaseOperands(phase_problem(layer, phase), tuple(load(f"{phase}.stationary")),
-                            tuple(load(f"{phase}.streamed")), int(load(f"{phase}.valid_products")), stationary_d,
-                            streamed_d, output_d, load(f"{phase}.stationary_class"), load(f"{phase}.streamed_class"),
-                            load(f"{phase}.streamed_key"))
-        install_operands(workload, seed, position, phase, bool(screen_dense), ops)
+    return Tensors(load("weights"), load("activations"), load("grad_output"), saved)
 
 
-def _write(folder: Path, position: int, tensors: Tensors, phases: list[PhaseOperands]) -> None:
+def _write(folder: Path, position: int, tensors: Tensors) -> None:
     """Write layer ``position``'s arrays to ``folder/<position>.tmp``, then rename it ``folder/<position>``."""
     out = folder / f"{position}.tmp"
     out.mkdir()
@@ -101,15 +78,6 @@ def _write(folder: Path, position: int, tensors: Tensors, phases: list[PhaseOper
         array = getattr(tensors, name)
         if array is not None:
             np.save(out / f"{name}.npy", array, allow_pickle=False)
-    for ops in phases:
-        phase = ops.problem.phase
-        for name in _COORDS:
-            np.save(out / f"{phase}.{name}.npy", np.stack(getattr(ops, name)), allow_pickle=False)
-        for name in _ARRAYS:
-            np.save(out / f"{phase}.{name}.npy", getattr(ops, name), allow_pickle=False)
-        np.save(out / f"{phase}.valid_products.npy", np.int64(ops.valid_products), allow_pickle=False)
-        numbers = np.array([ops.stationary_density, ops.streamed_density, ops.output_density], np.float64)
-        np.save(out / f"{phase}.numbers.npy", numbers, allow_pickle=False)
     out.rename(folder / str(position))
 
 

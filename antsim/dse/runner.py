@@ -451,7 +451,7 @@ def warm_operands(spec: SweepSpec, opts: SweepOptions, shared: Path | None = Non
     and the analytic screen's per-(layer, phase) operands — into the per-process caches of
     ``antsim.dse.evaluators`` and ``antsim.dse.screen``, which key them by exactly what the trials' calls key
     them by (the same workload, the spec's seed). A spawned worker does this while the parent creates the
-    study, dividing the layers with the sweep's other workers through the folder ``shared``
+    study, dividing the layers' tensors with the sweep's other workers through the folder ``shared``
     (``antsim.dse.operand_share``; None: every layer made here). Best effort: operands that cannot be made
     here are made (and fail) in the trial that needs them, as without this call."""
     screens = screener_of(spec) is not None and spec.base_arch_spec is not None
@@ -461,7 +461,7 @@ def warm_operands(spec: SweepSpec, opts: SweepOptions, shared: Path | None = Non
     try:
         workload = resolve_workload(spec)
         if shared is not None and shareable(workload):
-            share_operands(workload, spec.seed, dense, shared)
+            share_operands(workload, spec.seed, shared)
         workload_tensors(workload, spec.seed)
         if dense is not None:
             workload_operands(workload, spec.seed, dense)

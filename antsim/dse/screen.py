@@ -628,13 +628,6 @@ def operands_key(workload: Workload, seed: int, position: int, phase: Phase, den
             workload.indices[position], workload.layers[position].name, phase, dense)
 
 
-def install_operands(workload: Workload, seed: int, position: int, phase: Phase, dense: bool,
-                     ops: PhaseOperands) -> PhaseOperands:
-    """Keep ``ops`` as ``workload.layers[position]``'s operands of ``phase`` in this process (made here or by
-    another worker of the sweep, ``antsim.dse.operand_share``); the kept one is returned."""
-    return _OPERANDS.setdefault(operands_key(workload, seed, position, phase, dense), ops)
-
-
 @dataclass(frozen=True)
 class DesignPrices:
     """``antsim.energy.price``'s two design-dependent parts, made once per design instead of once per phase:

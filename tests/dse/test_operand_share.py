@@ -1,5 +1,5 @@
-"""``antsim.dse.operand_share``: worker processes divide the layers' operands through files; every process ends up
-with the arrays and numbers it would have made itself, bit for bit, also when a claimer died."""
+"""``antsim.dse.operand_share``: worker processes divide the layers' tensors through files; every process ends up
+with the arrays it would have made itself, bit for bit, also when a claimer died."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from antsim.dse import evaluators, screen
+from antsim.dse import evaluators
 from antsim.dse.operand_share import _claim, _claimer_gone, share_operands, shareable
 from antsim.dse.workload import Workload
 from antsim.workloads.gemm import Gemm
@@ -30,11 +30,10 @@ SEED = 17
 
 def _clear() -> None:
     evaluators._GENERATED.clear()
-    screen._OPERANDS.clear()
 
 
 def _fingerprint() -> dict[str, str]:
-    """Every cached array (dtype, shape, bytes) and number of this process, by cache key and field."""
+    """Every cached array (dtype, shape, bytes) of this process, by cache key and field."""
     out = {}
 
     def add(name: str, value: object) -> None:
@@ -45,13 +44,6 @@ def _fingerprint() -> dict[str, str]:
     for key, tensors in evaluators._GENERATED.items():
         for field in ("weights", "activations", "grad_output", "saved_activations"):
             add(f"{key}/{field}", getattr(tensors, field))
-    for key, ops in screen._OPERANDS.items():
-        for field in ("stationary", "streamed"):
-            for i, array in enumerate(getattr(ops, field)):
-                add(f"{key}/{field}{i}", array)
-        for field in ("valid_products", "stationary_density", "streamed_density", "output_density",
-                      "stationary_class", "streamed_class", "streamed_key", "problem"):
-            add(f"{key}/{field}", getattr(ops, field))
     return out
 
 
@@ -59,7 +51,6 @@ def _made_here() -> dict[str, str]:
     """The reference: every layer made in this process, as a worker without the folder makes them."""
     _clear()
     evaluators.workload_tensors(WORKLOAD, SEED)
-    screen.workload_operands(WORKLOAD, SEED, False)
     out = _fingerprint()
     _clear()
     return out
@@ -67,12 +58,12 @@ def _made_here() -> dict[str, str]:
 
 def test_operands_loaded_from_the_folder_are_the_ones_made_here(tmp_path: Path) -> None:
     reference = _made_here()
-    assert len(reference) == 4 * 4 + 4 * 3 * (4 + 5 + 8) and "None" not in "".join(reference.values())
-    share_operands(WORKLOAD, SEED, False, tmp_path)  # first worker: claims and writes every layer
+    assert len(reference) == 4 * 4 and "None" not in "".join(reference.values())
+    share_operands(WORKLOAD, SEED, tmp_path)  # first worker: claims and writes every layer
     assert sorted(p.name for p in tmp_path.iterdir() if p.is_dir()) == ["0", "1", "2", "3"]
     assert _fingerprint() == reference
     _clear()
-    share_operands(WORKLOAD, SEED, False, tmp_path)  # a later worker: every layer claimed, all loaded
+    share_operands(WORKLOAD, SEED, tmp_path)  # a later worker: every layer claimed, all loaded
     assert _fingerprint() == reference
     _clear()
 
@@ -80,7 +71,7 @@ def test_operands_loaded_from_the_folder_are_the_ones_made_here(tmp_path: Path) 
 def test_a_layer_whose_claimer_died_is_made_by_the_worker_waiting_for_it(tmp_path: Path) -> None:
     reference = _made_here()
     (tmp_path / "2.claim").write_bytes(b"claimed")  # marked, unlocked, no folder: its claimer is gone
-    share_operands(WORKLOAD, SEED, False, tmp_path)
+    share_operands(WORKLOAD, SEED, tmp_path)
     assert not (tmp_path / "2").exists() and _fingerprint() == reference
     _clear()
 
@@ -95,16 +86,6 @@ def test_a_claim_is_held_while_its_descriptor_is_open(tmp_path: Path) -> None:
     assert not _claimer_gone(tmp_path / "1.claim")
 
 
-def test_without_the_screen_only_the_tensors_are_shared(tmp_path: Path) -> None:
-    _clear()
-    share_operands(WORKLOAD, SEED, None, tmp_path)
-    assert len(evaluators._GENERATED) == 4 and screen._OPERANDS == {}
-    _clear()
-    share_operands(WORKLOAD, SEED, None, tmp_path)
-    assert len(evaluators._GENERATED) == 4 and screen._OPERANDS == {}
-    _clear()
-
-
 def test_only_generated_conv_operands_are_shared() -> None:
     assert shareable(WORKLOAD)
     assert not shareable(Workload(LAYERS, tensors_path="captured.npz"))
@@ -112,7 +93,7 @@ def test_only_generated_conv_operands_are_shared() -> None:
 
 
 def _worker(folder: Path, out: multiprocessing.SimpleQueue) -> None:
-    share_operands(WORKLOAD, SEED, False, folder)
+    share_operands(WORKLOAD, SEED, folder)
     out.put(_fingerprint())
 
 
