@@ -14,7 +14,6 @@ is SCNN's broadcast) is upstream of this: it removes streamed rows before vector
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -29,48 +28,21 @@ from antsim.vocabulary import Policy
 
 
 def screen(problem: PhaseProblem, stationary: Vectors, streamed: Vectors, pairs: PairBatch) -> np.ndarray:
-    """True for pairs the ANT unit issues (their reachable output box, ``DimMap.reach``, meets the valid window):
-    looked up in the joint table ``count_pairs`` built for these very operands when it did (``_LAST_TABLE``; the
-    bank-conflict sample screens right after it), else computed in place (``_issued``: the same integers as
-    ``reach``, a third of its passes)."""
-    table = _LAST_TABLE.recall(problem, stationary, streamed)
-    if table is not None:
-        return table.issued(pairs)
+    """True for pairs the ANT unit issues (their reachable output box, ``DimMap.reach``, meets the valid window),
+    computed in place (``_issued``: the same integers as ``reach``, a third of its passes)."""
     return _issued(problem, stationary, streamed, pairs.i, pairs.f)
 
 
-class _TableMemo:
-    """The joint screen table last built by ``count_pairs``, held for ``screen`` with weak references to the two
-    operands it tabulates: it is returned only for the same problem and the same two live operand objects (frozen,
-    so their boxes are the ones tabulated), and dropped as soon as either operand is freed — never another
-    operands' table, and no table outlives its mapping. Speed only: the table's verdicts are ``_issued``'s."""
-
-    def __init__(self) -> None:
-        self.forget()
-
-    def forget(self) -> None:
-        self.problem: PhaseProblem | None = None
-        self.operands: tuple[weakref.ref, weakref.ref] | None = None
-        self.table: _ScreenTable | None = None
-
-    def _freed(self, operand: weakref.ref) -> None:
-        if self.operands is not None and any(operand is held for held in self.operands):
-            self.forget()
-
-    def remember(self, problem: PhaseProblem, stationary: Vectors, streamed: Vectors, table: _ScreenTable) -> None:
-        self.forget()
-        self.problem, self.table = problem, table
-        self.operands = (weakref.ref(stationary, self._freed), weakref.ref(streamed, self._freed))
-
-    def recall(self, problem: PhaseProblem, stationary: Vectors, streamed: Vectors) -> _ScreenTable | None:
-        if self.table is None or self.operands is None or problem is not self.problem:
-            return None
-        if self.operands[0]() is not stationary or self.operands[1]() is not streamed:
-            return None
-        return self.table
+def screen_pairs(context: MappingContext, pairs: PairBatch) -> np.ndarray:
+    """``screen`` of ``context``'s operands, looked up in the joint table ``count_pairs`` built for this very
+    context when it did (``MappingContext.derived``; the bank-conflict sample screens right after it)."""
+    table = context.derived.get(_JOINT_TABLE)
+    if table is not None:
+        return table.issued(pairs)
+    return screen(context.problem, context.stationary, context.streamed_vectors, pairs)
 
 
-_LAST_TABLE = _TableMemo()
+_JOINT_TABLE = "anticipation.joint_screen_table"
 
 
 @dataclass(frozen=True)
@@ -137,7 +109,7 @@ def _screened_cells(context: MappingContext) -> tuple[np.ndarray, np.ndarray, _C
     # tables (up to 2^22 entries at 8×8 dY planes) at random: they look up one small table per dimension instead.
     table = _ScreenTable.of(context.problem, context.stationary, context.streamed_vectors) if any_single else None
     if table is not None:
-        _LAST_TABLE.remember(context.problem, context.stationary, context.streamed_vectors, table)
+        context.derived[_JOINT_TABLE] = table
     verdict = _Verdict(context, table)
     parts = []
     if any_single:

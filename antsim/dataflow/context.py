@@ -7,7 +7,8 @@ geometry, vectors, cells and banks; this frozen record carries them instead of s
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from antsim.dataflow.banks import BankMap
 from antsim.dataflow.fibers import StreamedOperand, Vectors
@@ -26,6 +27,10 @@ class MappingContext:
         streamed: F-vectors of the streamed operand (after the fetch filter) and its per-block counts.
         cells: the pairing cells. banks: the PE's accumulator banks and hash.
         F, I: streamed and stationary vector widths (the F×I multiplier array).
+        derived: what a stage derived from this context's fields alone and leaves for a later stage (the ANT
+            screen's joint table, ``anticipation.count_pairs`` → ``screen_pairs``); not an argument, so
+            ``dataclasses.replace`` starts a new context with it empty and nothing derived from other fields
+            is ever read back.
     """
 
     problem: PhaseProblem
@@ -37,6 +42,7 @@ class MappingContext:
     banks: BankMap
     F: int
     I: int
+    derived: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def streamed_vectors(self) -> Vectors:

@@ -18,7 +18,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from antsim.dataflow.anticipation import screen
+from antsim.dataflow.anticipation import screen_pairs
 from antsim.dataflow.banks import BankMap, BankQueues, bank_loads, column_max_load_extra, max_load_extra
 from antsim.dataflow.context import MappingContext
 from antsim.dataflow.fibers import Vectors
@@ -436,7 +436,7 @@ def _screened(context: MappingContext, pairs: PairBatch, chosen: np.ndarray, scr
     product: such a pair writes no bank, so it conflicts nowhere (most of SCNN's wgrad sample)."""
     if not screened:
         return chosen
-    return chosen[screen(context.problem, context.stationary, context.streamed_vectors, _subset(pairs, chosen))]
+    return chosen[screen_pairs(context, _subset(pairs, chosen))]
 
 
 def _pair_extra(context: MappingContext, pairs: PairBatch, screened: bool) -> np.ndarray:
@@ -618,7 +618,7 @@ def sampled_conflicts(context: MappingContext, policy: Policy, budget: int = _CO
     banks, depth = context.banks.banks, context.banks.queue_depth
     pairs, run, sample_step = _sampled_pairs(cells, budget, depth > 0)
     if policy == "ant":  # ANT issues only the pairs its screen keeps
-        reachable = screen(context.problem, context.stationary, context.streamed_vectors, pairs)
+        reachable = screen_pairs(context, pairs)
         pairs, run = _subset(pairs, reachable), run[reachable] if depth else run
     slot = cells.slot[pairs.cell]
     drain = np.zeros(n_slots, np.int64)
@@ -726,7 +726,7 @@ def sampled_oracle_conflicts(context: MappingContext, issued_pairs: np.ndarray,
     pairs = _pairs_at(cells, _prefix_picks(cells, length))
     # The ANT screen is conservative: pairs it drops hold no valid product, so dropping them first
     # leaves the valid products and their order unchanged.
-    keep = screen(context.problem, context.stationary, context.streamed_vectors, pairs)
+    keep = screen_pairs(context, pairs)
     products = _Enumerator(context, scatter=False).batch(PairBatch(pairs.cell[keep], pairs.f[keep], pairs.i[keep]), 0)
     whole = length >= slot_pairs
     extra, groups = _prefix_conflicts(products, context, whole)
@@ -766,7 +766,7 @@ def _issued_batches(context: MappingContext, screened: bool) -> Iterator[PairBat
     """The candidate pairs in batches of ≤ ~``_EXACT_PAIRS``, less those the ANT screen drops when ``screened``."""
     for pairs in iter_pairs(context.cells, _EXACT_PAIRS):
         if screened:
-            keep = screen(context.problem, context.stationary, context.streamed_vectors, pairs)
+            keep = screen_pairs(context, pairs)
             pairs = PairBatch(pairs.cell[keep], pairs.f[keep], pairs.i[keep])
         yield pairs
 

@@ -204,38 +204,30 @@ def test_the_screen_table_gives_screen_on_every_pair_and_whole_cells_issue_every
                 assert whole.any()
 
 
-def test_screen_reuses_only_the_table_of_its_own_live_operands(monkeypatch):
-    """``count_pairs`` leaves its joint table for ``screen``: looked up for the very operands it tabulates (the same
-    verdicts as ``DimMap.reach``), never for other operands — another phase's, or equal copies of its own — and
-    dropped once its operands are freed."""
-    import gc
-
+def test_screen_pairs_reuses_only_the_table_count_pairs_left_on_its_own_context(monkeypatch):
+    """``count_pairs`` leaves its joint table on the context it counted (``MappingContext.derived``) for
+    ``screen_pairs``: the same verdicts as ``DimMap.reach``; another context — another phase's, or a
+    ``replace`` of its own with other fields — starts without it."""
     from dataflow_helpers import MAPPING_CASES
 
     from antsim.dataflow import anticipation
     from antsim.dataflow.pairing import iter_pairs
 
     layer, density, rows, cols, kc = MAPPING_CASES[0]
-    fprop = _contexts(layer, density, rows, cols, kc, "fprop", monkeypatch)[0]
-    dgrad = _contexts(layer, density, rows, cols, kc, "dgrad", monkeypatch)[0]
-    memo = anticipation._LAST_TABLE
-    for remembered, other in ((fprop, dgrad), (dgrad, fprop)):
-        anticipation.count_pairs(remembered, "ant")
-        assert memo.recall(remembered.problem, remembered.stationary, remembered.streamed_vectors) is not None
-        assert memo.recall(other.problem, other.stationary, other.streamed_vectors) is None
-        copies = [replace(v) for v in (remembered.stationary, remembered.streamed_vectors)]
-        assert memo.recall(remembered.problem, *copies) is None  # equal values, other objects: not recalled
-        for context in (remembered, other):
-            for batch in iter_pairs(context.cells):
-                want = _reach_screen(context.problem, context.stationary, context.streamed_vectors, batch)
-                np.testing.assert_array_equal(anticipation.screen(context.problem, context.stationary,
-                                                                  context.streamed_vectors, batch), want)
-    table = memo.table
-    assert table is not None
-    memo.remember(other.problem, *copies, table)
-    del copies
-    gc.collect()
-    assert memo.table is None and memo.operands is None  # its operands freed: the table dropped
+    # replace(): fresh contexts with nothing derived (the captured ones were counted by map_phase already)
+    fprop = replace(_contexts(layer, density, rows, cols, kc, "fprop", monkeypatch)[0])
+    dgrad = replace(_contexts(layer, density, rows, cols, kc, "dgrad", monkeypatch)[0])
+    key = anticipation._JOINT_TABLE
+    assert key not in fprop.derived
+    anticipation.count_pairs(fprop, "ant")
+    assert key in fprop.derived and key not in dgrad.derived
+    assert key not in replace(fprop, streamed=dgrad.streamed).derived  # a new context: nothing derived yet
+    for context in (fprop, dgrad):
+        for batch in iter_pairs(context.cells):
+            want = _reach_screen(context.problem, context.stationary, context.streamed_vectors, batch)
+            np.testing.assert_array_equal(anticipation.screen_pairs(context, batch), want)
+            np.testing.assert_array_equal(anticipation.screen(context.problem, context.stationary,
+                                                              context.streamed_vectors, batch), want)
 
 
 def test_a_context_without_cells_counts_nothing(monkeypatch):
