@@ -62,10 +62,11 @@ class PEArray:
         self.released = [env.event() for _ in range(schedule.n_steps)]
         self.started_at = np.zeros(schedule.n_steps)
         # Per step: the latest PE's multipliers alone (a time plus the largest own cycles is the largest
-        # of the sums: rounding is monotone), and when each PE is done (filled as the steps run).
+        # of the sums: rounding is monotone), and when each PE's anticipation unit is done (filled as the
+        # steps run).
         self.own_max = self.own_cycles.max(axis=1, initial=0.0)
+        self.own_max_list: list[float] = self.own_max.tolist()
         self.released_at = np.zeros(schedule.n_steps)
-        self.done_at = np.zeros((schedule.n_steps, n_pes)) if screening else np.zeros((0, n_pes))
         self.screened_rows = np.zeros((schedule.n_steps, n_pes)) if screening else np.zeros((0, n_pes))
         self.screened_at = np.zeros(n_pes)
         self.stalls = {key: np.zeros(n_pes) for key in STALL_KEYS}
@@ -82,7 +83,7 @@ class PEArray:
         env, schedule = self.env, self.schedule
         ready_events, drained_events = self.fetcher.ready, self.drain.drained
         half_wait = schedule.half_wait.tolist()
-        own_max = self.own_max.tolist()
+        own_max = self.own_max_list
         for step in range(schedule.n_steps):
             ready = ready_events[step]
             if not ready.processed:
@@ -108,14 +109,17 @@ class PEArray:
         self.last_release = env.now
 
     def _screen(self, step: int, start: float) -> float:
-        """Advance every anticipation unit through ``step``; returns when the last PE's step is done."""
+        """Advance every anticipation unit through ``step``; returns when the last PE's step is done (the
+        later of its multipliers and its unit: the largest of the element-wise maxima is the larger of
+        the two maxima)."""
         waits_for = self.fetcher.ready_at[step]
         if step >= self.lookahead:
             waits_for = max(waits_for, self.started_at[step - self.lookahead])
-        self.screened_at = np.maximum(self.screened_at, waits_for) + self.schedule.screen[step]
-        self.screened_rows[step] = self.screened_at
-        done = np.maximum(start + self.own_cycles[step], self.screened_at, out=self.done_at[step])
-        return float(done.max(initial=start))
+        screened = self.screened_rows[step]
+        np.maximum(self.screened_at, waits_for, out=screened)
+        screened += self.schedule.screen[step]
+        self.screened_at = screened
+        return max(start + self.own_max_list[step], float(screened.max(initial=start)))
 
     def _account_steps(self) -> None:
         """Add every step's per-PE stalls to the ledger, step by step (a sequential accumulate adds the
@@ -125,7 +129,7 @@ class PEArray:
         self.stalls["bank_conflict"] += schedule.conflicts.sum(axis=0)
         self.stalls["barrier_wait"] += self.lockstep_wait.sum(axis=0)
         multiplied = self.started_at[:, None] + self.own_cycles
-        done = self.done_at if self.screening else multiplied
+        done = np.maximum(multiplied, self.screened_rows) if self.screening else multiplied
         self._add_rows("barrier_wait", self.released_at[:, None] - done)
         if self.screening:
             self._add_rows("anticipation", np.maximum(self.screened_rows - multiplied, 0.0))
