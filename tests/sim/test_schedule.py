@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from antsim.sim import Densities
-from antsim.sim.schedule import accumulator_restreams, build_schedule, stationary_passes
+from antsim.sim.schedule import _changes, accumulator_restreams, build_schedule, stationary_passes
 
 DENSE = Densities(1.0, 1.0, 1.0)
 DENSE_FORMAT = {"format": "dense", "index_bits": 0}
@@ -70,3 +70,28 @@ def test_encoded_bits_each_is_the_scalar_function_bit_for_bit(make_arch, rng, co
     values = np.r_[0.0, rng.integers(0, 100000, 200) * 1.0, rng.random(50) * 777.7, -3.0]
     each = encoded_bits_each(values, density, comp)
     assert each.tolist() == [encoded_bits(float(v), density, comp) for v in values]  # == on floats: exact
+
+
+@pytest.mark.parametrize("seed", range(10))
+def test_restreams_and_step_changes_equal_a_loop(make_work, make_arch, seed) -> None:
+    # accumulator_restreams takes each run's largest factor with a segmented maximum and _changes compares
+    # neighbours with array operations; a plain loop over chunks must give the same integers and flags.
+    rng = np.random.default_rng(seed)
+    chunks = int(rng.integers(1, 25))
+    arch = make_arch(pe_array={"rows": 2, "cols": 2}, accumulators={"banks": 4, "entries_per_bank": 8})
+    work = make_work(chunks, 4, 5, partial=rng.integers(0, 200, (chunks, 4)))
+    drains = rng.random(chunks) < 0.4
+    drains[-1] = True
+    work = dataclasses.replace(work, drains=drains)
+    factors = [max(1, math.ceil(max(row) / 32 - 1e-9)) for row in work.partial_outputs.tolist()]
+    want, run = [], []
+    for chunk in range(chunks):
+        run.append(chunk)
+        if drains[chunk]:
+            want += [max(factors[i] for i in run)] * len(run)
+            run = []
+    assert accumulator_restreams(arch, work).tolist() == want
+    labels = [rng.integers(0, 3, chunks), rng.integers(0, 2, chunks)]
+    flags = [i == 0 or any(lab[i] != lab[i - 1] for lab in labels) for i in range(chunks)]
+    assert _changes(*labels).tolist() == flags
+    assert _changes(labels[0]).tolist() == [i == 0 or labels[0][i] != labels[0][i - 1] for i in range(chunks)]
