@@ -1,4 +1,7 @@
-"""sim stage: discrete-event (simpy) timing of the outer-product accelerator, PhaseWork → time + actions."""
+"""sim stage: discrete-event timing of the outer-product accelerator, PhaseWork → time + actions.
+
+The events run on ``antsim.sim.kernel`` (simpy's scheduling rules, fewer layers).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The PE array as one simpy process: every PE between two barriers, vectorised over PEs.
+"""The PE array as one event process: every PE between two barriers, vectorised over PEs.
 
 The array-wide barrier at the end of every step (SCNN's output-channel-group boundary) means no PE can
 start step ``s`` before all have finished step ``s − 1``; the streamed chunk and the accumulator half a

@@ -4,7 +4,7 @@ They run on ``antsim.sim.kernel`` (simpy's scheduling rules, fewer layers); the 
 (``tests/sim/test_kernel.py``), whose ``Resource(capacity=1)`` and ``Container`` the kernel's ``lock()``
 and ``slots()`` stand for.
 
-Blocks hold their ``env``, their simpy resources and their counters; behaviours are generator methods
+Blocks hold their ``env``, their locks and slots and their counters; behaviours are generator methods
 named after what the hardware does (docs/development.md habits 4–6). All state lives on the blocks, so several
 simulations can run in one process.
 
