@@ -4,7 +4,8 @@ Each file is read with the library generation, selection mode and harness overhe
 with (``RUNS``): DeepBench's cuDNN heuristics (``heuristic``, following each row's recorded forward
 algorithm) and, for its tensor-core rows, the C and K it padded up to a multiple of 8 before timing
 (``Run.pad_channels``), NeuSight's ``cudnn.benchmark`` (``timed``) with its per-call PyTorch dispatch time
-inside each timed interval (``--host-overhead-us``). Printed as Markdown:
+inside each timed interval (``--host-overhead-us`` of ``antsim gpu --check``; here each file's own, read off
+its least-work rows: ``harness_host_s``). Printed as Markdown:
 
 1. per GPU, precision and phase: error = exp(mean |ln(pred/meas)|) − 1 and bias on all rows, on the
    implicit-GEMM rows, per recorded forward-algorithm family (fprop), and the plan-space floor (every
@@ -14,8 +15,9 @@ inside each timed interval (``--host-overhead-us``). Printed as Markdown:
 3. with ``--families``: per phase, the families (filter, stride, channel band, the model's algorithm)
    holding the most error (summed |ln(pred/meas)|), with each run's bias / error and rows;
 4. with ``--loo``: leave-one-GPU-out — the fitted constants (``FIT_GRID``: the Winograd efficiency and
-   the NeuSight harness overhead) are refitted on all GPUs but one and the held-out GPU is predicted
-   with them. ``fit`` is a plain function of the runs it may see, rerun per fold;
+   the wgrad run overhead; NeuSight's host time is each file's own, not fitted) are refitted on all GPUs
+   but one and the held-out GPU is predicted with them. ``fit`` is a plain function of the runs it may see,
+   rerun per fold;
 5. with ``--clocks``: the SM clock each DeepBench fp32 card ran at, from its measured times against the P100's on
    the same layers (no model; docs/gpu_scale.md §2);
 6. with ``--power``: the board-power floor time ≥ (core + DRAM energy) / (TDP − static) applied to every row,
