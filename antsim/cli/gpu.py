@@ -54,9 +54,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "default) | heuristic = the library's algorithm family (DeepBench), fastest within it")
     parser.add_argument("--library", default=DEFAULT_LIBRARY, choices=LIBRARIES,
                         help="library generation whose kernel menu the GPU runs (default cudnn8)")
-    parser.add_argument("--host-overhead-us", type=float, default=0.0, metavar="US",
+    parser.add_argument("--host-overhead-us", default="0", metavar="US|auto",
                         help="with --check: per-call host time of the measurement harness inside each timed "
-                             "interval, added to every prediction (e.g. a framework call timed with CUDA events)")
+                             "interval, added to every prediction (e.g. a framework call timed with CUDA events); "
+                             "auto: read off the file's own least-work rows (antsim.gpu.check.harness_host_time_s, "
+                             "the median of measured - kernel over the 5%% fewest-MAC rows; printed in the report)")
     parser.add_argument("--pad-channels", type=int, default=0, metavar="M",
                         help="with --check: the multiple the measurement harness padded C and K to before timing "
                              "(DeepBench's conv_bench pads fp16 tensor-core runs to 8); the model predicts those "
@@ -80,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
         return _run_check(args)
     if args.floor:
         raise AntsimError("--floor goes with --check MEASURED.csv")
-    if args.host_overhead_us:
+    if args.host_overhead_us != "0":
         raise AntsimError("--host-overhead-us goes with --check MEASURED.csv")
     if args.pad_channels:
         raise AntsimError("--pad-channels goes with --check MEASURED.csv")
@@ -130,10 +132,10 @@ def _print_summary(result: NetworkResult, out: Path) -> None:
 
 
 def _run_check(args: argparse.Namespace) -> int:
-    from antsim.errors import AntsimError
     from antsim.gpu import load_gpu
     from antsim.gpu.check import (
         check_measured,
+        harness_host_time_s,
         observations,
         oracle_rows,
         padded_channels,
@@ -150,8 +152,7 @@ def _run_check(args: argparse.Namespace) -> int:
     check_structured(gpu, args.precision, args.structured)
     check_library(gpu, args.precision, args.library)
     correction = resolve_correction(args.gpu_correction)
-    if not 0 <= args.host_overhead_us < 1e6:  # also refuses NaN
-        raise AntsimError(f"--host-overhead-us: must be microseconds in [0, 1e6); got {args.host_overhead_us}")
+    host_us = _host_overhead_us(args.host_overhead_us)
     if not args.check.is_file():
         from antsim.errors import WorkloadError
 
@@ -165,7 +166,11 @@ def _run_check(args: argparse.Namespace) -> int:
         measured = result_observations(read_results_csv(args.check, layers, phases=parse_phases(args.phases)),
                                        layers)
     measured = padded_channels(measured, args.pad_channels)
-    host = args.host_overhead_us * 1e-6
+    if host_us is None:
+        host_us = harness_host_time_s(gpu, measured, args.precision, selection=args.selection,
+                                      library=args.library) * 1e6
+    args.host_overhead_us = f"{host_us:.1f}" if args.host_overhead_us == "auto" else f"{host_us:g}"
+    host = host_us * 1e-6
     rows = check_measured(gpu, measured, args.precision, structured=args.structured, selection=args.selection,
                           library=args.library, host_overhead_s=host, correction=correction)
     floor = oracle_rows(gpu, measured, args.precision, structured=args.structured, library=args.library,
@@ -176,12 +181,27 @@ def _run_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _host_overhead_us(value: str) -> float | None:
+    """``--host-overhead-us`` in microseconds; None for ``auto`` (read off the measured file)."""
+    from antsim.errors import AntsimError
+
+    if value == "auto":
+        return None
+    try:
+        host_us = float(value)
+    except ValueError:
+        raise AntsimError(f"--host-overhead-us: microseconds or auto; got {value!r}") from None
+    if not 0 <= host_us < 1e6:  # also refuses NaN
+        raise AntsimError(f"--host-overhead-us: must be microseconds in [0, 1e6); got {value}")
+    return host_us
+
+
 def _check_report(name: str, args: argparse.Namespace, rows: Sequence[CheckRow], floor: Sequence[CheckRow] | None,
                   out: Path | None) -> str:
     from antsim.gpu.check import summarize, worst
 
     lines = [f"{name} vs {args.check} ({args.precision}, {args.library}, {args.selection} selection, host overhead "
-             f"{args.host_overhead_us:g} us, channels padded to {args.pad_channels or 'none'}"
+             f"{args.host_overhead_us} us, channels padded to {args.pad_channels or 'none'}"
              f"{', learned correction' if args.gpu_correction != 'none' else ''}); "
              "error = exp(mean |ln(pred/meas)|) - 1, bias = exp(mean ln(pred/meas))",
              f"{'phase':6s} {'n impl':>6s} {'err impl':>8s} {'bias':>5s} {'n all':>6s} {'err all':>8s} {'bias':>5s}"]

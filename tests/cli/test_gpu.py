@@ -202,3 +202,26 @@ def test_pad_channels_goes_with_check_and_is_never_negative(tmp_path: Path, caps
     assert main(["gpu", "--gpu", "titanxp", "--check", str(db), "--pad-channels", "-8"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--pad-channels" in err and "-8" in err
+
+
+def test_check_reads_the_host_overhead_off_the_file_when_auto(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """``--host-overhead-us auto``: the harness time ``harness_host_time_s`` reads off the file's least-work rows,
+    added to every prediction and printed in the report's header."""
+    from antsim.gpu.check import harness_host_time_s
+
+    db = REPO / "tests" / "data" / "deepbench" / "deepbench_conv_TitanXp.csv"
+    out = tmp_path / "errors.csv"
+    assert main(["gpu", "--gpu", "titanxp", "--check", str(db), "--host-overhead-us", "auto", "--out", str(out)]) == 0
+    gpu, measured = load_gpu("titanxp"), observations(read_deepbench_csv(db, "fp32"))
+    host_s = harness_host_time_s(gpu, measured, "fp32")
+    assert f"host overhead {host_s * 1e6:.1f} us" in capsys.readouterr().out
+    want = check_measured(gpu, measured, "fp32", host_overhead_s=host_s)
+    got = list(csv.DictReader(out.open()))
+    assert len(got) == len(want)
+    # the CSV writes 6 significant digits: a relative 5e-6 at most
+    for g, w in zip(got, want, strict=True):
+        assert abs(float(g["predicted_s"]) - w.predicted_s) <= 5e-6 * w.predicted_s
+    for bad in ("soon", "-1", "nan"):
+        assert main(["gpu", "--gpu", "titanxp", "--check", str(db), "--host-overhead-us", bad]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--host-overhead-us" in err and bad in err
