@@ -41,7 +41,7 @@ DATAFLOW_PARTS = (
     ("footprints (valid, halo, partial)", "footprint.py", "fast_footprint"),
     ("bank-conflict sampling", "exact.py", "sampled_conflicts"), ("PE drift (lock-step)", "drift.py", "lockstep_pairs"),
     ("batch loop", "batching.py", "batch_tiled"), ("schedule", "schedule.py", "build_schedule"),
-    ("simpy run", "engine.py", "run"),
+    ("event run", "engine.py", "run"),
 )
 
 
@@ -146,7 +146,7 @@ def main() -> None:
     parser.add_argument("--warm", action="store_true",
                         help="keep the stage caches between repeats (a design after the first on the same operands)")
     parser.add_argument("--timing", choices=["events", "closed_form"], default="events",
-                        help="simulate_phase's timing tier: events (simpy, default) or closed_form"
+                        help="simulate_phase's timing tier: events (the discrete-event model, default) or closed_form"
                         " (antsim.sim.closed_form)")
     args = parser.parse_args()
     clock = time.process_time if args.clock == "cpu" else time.perf_counter

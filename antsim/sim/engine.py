@@ -51,7 +51,7 @@ class _Blocks:
 
     The PE array is one vectorised process (``PEArray``); ``per_pe=True`` wires one ``PE`` process (and
     one ``RcpAnticipator``) per PE instead — the reference the array is tested against. ``environment``
-    makes the event environment (default ``antsim.sim.kernel.Environment``; the tests pass a simpy one).
+    makes the event environment (default ``antsim.sim.kernel.Environment``; ``SimpyEnvironment`` runs them on simpy).
     """
 
     def __init__(self, arch: ArchSpec, schedule: Schedule, params: SimParams, per_pe: bool = False,
@@ -127,7 +127,8 @@ def simulate_phase(arch: ArchSpec, work: PhaseWork, densities: Densities,
         timing: ``events`` (discrete events, ``antsim.sim.kernel``) or ``closed_form`` (the same timing as a recurrence,
             ``antsim.sim.closed_form``; ``per_pe`` does not apply).
         environment: The event environment's constructor (``events`` only): the kernel by default;
-            ``tests/sim/test_kernel.py`` passes a simpy one and requires the same results.
+            ``antsim.sim.kernel.SimpyEnvironment`` runs the same blocks on simpy, with the same results bit for
+            bit (``tests/sim/test_kernel.py``).
 
     Returns:
         Cycles, per-category stall cycles averaged over PEs, action counts and details.

@@ -12,25 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import simpy
 
 from antsim.dataflow import map_phase
 from antsim.sim import Densities, SimParams, simulate_phase
-from antsim.sim.kernel import Environment
+from antsim.sim.kernel import Environment, SimpyEnvironment
 from antsim.sparsity.generators import make_tensors
 from antsim.spec.arch import load_arch
 from antsim.workloads.layers import PHASES, Layer
 from tests.sim.conftest import random_case
-
-
-class SimpyEnvironment(simpy.Environment):
-    """simpy with the two resource constructors the blocks ask their environment for."""
-
-    def lock(self) -> simpy.Resource:
-        return simpy.Resource(self, capacity=1)
-
-    def slots(self, capacity: int) -> simpy.Container:
-        return simpy.Container(self, capacity=capacity, init=capacity)
 
 
 def _assert_identical(arch, work, densities, params=None, per_pe=False):
