@@ -13,7 +13,7 @@ refuses it with one line that lists the known values; the caller names where the
 | ``Precision`` | fp32, tf32, fp16, bf16, fp16_pseudo | GPU model arithmetic (``antsim.gpu.spec.PRECISIONS``) |
 | ``Selection`` | timed, heuristic | how the GPU model picks a kernel (``antsim.gpu.menus``) |
 | ``Library`` | cudnn5 … cudnn8 | the cuDNN generation whose kernel menu the GPU model uses |
-| ``TimingModel`` | events, closed_form | discrete-event timing (``antsim.sim.kernel``) or its recurrence (``antsim.sim``) |
+| ``TimingModel`` | events, closed_form | discrete-event timing or its recurrence (``antsim.sim``) |
 """
 
 from __future__ import annotations
