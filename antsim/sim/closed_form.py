@@ -1,8 +1,9 @@
 """The discrete-event model's timing without simpy: a recurrence over steps around one DRAM FIFO.
 
 ``antsim.sim.engine`` runs event processes on simpy's scheduling rules (``antsim.sim.kernel``):
-``PEArray``, ``StreamFetcher``, ``AccumulatorDrain``, ``DramChannel``. Everything in that model is a ``max`` / ``+`` recurrence except the order in which the
-shared DRAM channel serves its requests, so this tier computes the same quantities directly:
+``PEArray``, ``StreamFetcher``, ``AccumulatorDrain``, ``DramChannel``. Everything in that model is a ``max`` /
+``+`` recurrence except the order in which the shared DRAM channel serves its requests, so this tier computes the
+same quantities directly:
 
 * array, per step ``s`` (``t`` = the previous release): ``start = max(t, ready[s], drained[half[s]])``;
   per PE ``done = max(start + own[s], screened[s])`` with the anticipation recurrence of
