@@ -8,7 +8,8 @@ from dataflow_helpers import random_tensors
 from scipy.signal import convolve2d, correlate2d
 
 from antsim.errors import WorkloadError
-from antsim.phases import DimMap, phase_problem, reference
+from antsim.phases import DimMap, conv_dgrad, conv_fprop, conv_sum, conv_wgrad, phase_problem, reference
+from antsim.sparsity.generators import make_tensors
 from antsim.workloads.layers import Layer
 
 LAYERS = [
@@ -101,3 +102,35 @@ def test_dim_map_output_follows_its_definition(alpha: int, beta: int, gamma: int
         assert bool(got_ok) == valid
         if valid:
             assert int(got_o) == num // delta
+
+
+CONV_LAYERS = [  # strides, paddings, 1 × 1, rectangular planes and kernels, a batch
+    Layer(name="a", N=2, C=3, K=4, H=7, W=6, R=3, S=3, stride=1, pad=1),
+    Layer(name="b", N=1, C=4, K=5, H=9, W=8, R=3, S=3, stride=2, pad=1),
+    Layer(name="c", N=2, C=5, K=3, H=5, W=5, R=1, S=1, stride=2, pad=0),
+    Layer(name="d", N=1, C=2, K=3, H=8, W=6, R=3, S=2, stride=(2, 1), pad=(0, 1)),
+]
+
+
+@pytest.mark.parametrize("layer", CONV_LAYERS, ids=lambda layer: layer.name)
+@pytest.mark.parametrize("phase", ["fprop", "dgrad", "wgrad"])
+def test_conv_sum_is_the_mask_convolutions_sum(layer: Layer, phase: str) -> None:
+    """The closed-form count equals the convolution of the 0/1 operands, summed (float64, exact: every partial
+    sum is a small integer), on bool masks and on integer 0/1 arrays."""
+    t = make_tensors(layer, 0.4, 0.35, 0.3, model="uniform", seed=3)
+    w = (t.weights != 0).astype(float)
+    if phase == "fprop":
+        out = conv_fprop((t.activations != 0).astype(float), w, layer.stride, layer.pad)
+    elif phase == "dgrad":
+        out = conv_dgrad((t.grad_output != 0).astype(float), w, (layer.H, layer.W), layer.stride, layer.pad)
+    else:
+        out = conv_wgrad((t.wgrad_activations != 0).astype(float), (t.grad_output != 0).astype(float),
+                         (layer.R, layer.S), layer.stride, layer.pad)
+    expected = int(round(float(out.sum())))
+    assert expected > 0
+    w_mask = t.weights != 0
+    x, y = {"fprop": (t.activations != 0, w_mask), "dgrad": (t.grad_output != 0, w_mask),
+            "wgrad": (t.wgrad_activations != 0, t.grad_output != 0)}[phase]
+    for as_given in (lambda m: m, lambda m: m.astype(np.uint8)):
+        assert conv_sum(as_given(x), as_given(y), layer.stride, layer.pad, phase, (layer.H, layer.W),  # type: ignore[arg-type]
+                        (layer.R, layer.S)) == expected

@@ -42,7 +42,7 @@ from antsim.dse.evaluators import Evaluator, workload_tensors
 from antsim.dse.workload import Workload
 from antsim.energy import energy_per_action, leakage_power, load_table
 from antsim.errors import SpecError
-from antsim.phases import PhaseProblem, phase_problem
+from antsim.phases import PhaseProblem, conv_sum, phase_problem
 from antsim.simulate import design_area_mm2, output_density
 from antsim.sparsity.tensors import Tensors
 from antsim.spec.arch import ArchSpec
@@ -95,7 +95,8 @@ class PhaseOperands:
 
 def _valid_products(layer: Layer, phase: Phase, tensors: Tensors) -> int:
     """Valid products: the phase's convolution on 0/1 operands, summed — in closed form per kernel tap
-    ``(r, s)``, where the sum over outputs factors into a sum over the tap's summed channel (``conv_sum``)."""
+    ``(r, s)``, where the sum over outputs factors into a sum over the tap's summed channel
+    (``antsim.phases.conv_sum``)."""
     w = tensors.weights != 0
     if phase == "fprop":
         return conv_sum(tensors.activations != 0, w, layer.stride, layer.pad, "fprop")
@@ -103,52 +104,6 @@ def _valid_products(layer: Layer, phase: Phase, tensors: Tensors) -> int:
         return conv_sum(tensors.grad_output != 0, w, layer.stride, layer.pad, "dgrad", (layer.H, layer.W))
     return conv_sum(tensors.wgrad_activations != 0, tensors.grad_output != 0, layer.stride, layer.pad, "wgrad",
                     kernel=(layer.R, layer.S))
-
-
-def conv_sum(x: np.ndarray, y: np.ndarray, stride: tuple[int, int], pad: tuple[int, int], phase: Phase,
-             input_hw: tuple[int, int] = (0, 0), kernel: tuple[int, int] = (0, 0)) -> int:
-    """``Σ conv(x, y)`` of ``antsim.phases``' ``conv_<phase>`` (fprop: x = A, y = W; dgrad: x = dY, y = W;
-    wgrad: x = A, y = dY) for 0/1 operands (bool masks or integers), in integers: per tap, fprop is
-    ``Σ_c (Σ_{n,p,q} patch) · (Σ_k W)``, dgrad ``Σ_k (Σ dY over the outputs landing inside the input) · (Σ_c W)``,
-    wgrad ``Σ_{n,p,q} (Σ_c patch) · (Σ_k dY)`` — the same integer the convolution sums (tested against it).
-    Every sum runs on the operands as given with an int64 accumulator: no int64 copy of an operand (a
-    512 × 512 × 3 × 3 weight mask is 19 MiB as int64)."""
-    (sh, sw), (ph, pw) = stride, pad
-    if phase == "dgrad":
-        return _dgrad_sum(x, y, stride, pad, input_hw)
-    n_r, n_s = (y.shape[2], y.shape[3]) if phase == "fprop" else kernel
-    n_p = (x.shape[2] + 2 * ph - n_r) // sh + 1 if phase == "fprop" else y.shape[2]
-    n_q = (x.shape[3] + 2 * pw - n_s) // sw + 1 if phase == "fprop" else y.shape[3]
-    padded = np.pad(x, ((0, 0), (0, 0), (ph, ph), (pw, pw)))
-    # fprop: Σ_k W per (c, r, s); wgrad: Σ_k dY per (n, p, q)
-    other = y.sum(axis=0 if phase == "fprop" else 1, dtype=np.int64)
-    total = 0
-    for r in range(n_r):
-        for s in range(n_s):
-            patch = padded[:, :, r:r + sh * (n_p - 1) + 1:sh, s:s + sw * (n_q - 1) + 1:sw]
-            if phase == "fprop":
-                total += int(patch.sum(axis=(0, 2, 3), dtype=np.int64) @ other[:, r, s])
-            else:
-                total += int((patch.sum(axis=1, dtype=np.int64) * other).sum())
-    return total
-
-
-def _dgrad_sum(dy: np.ndarray, w: np.ndarray, stride: tuple[int, int], pad: tuple[int, int],
-               input_hw: tuple[int, int]) -> int:
-    """``conv_sum``'s dgrad: per tap ``(r, s)``, ``Σ_k (Σ dY over the outputs (p, q) whose input row
-    ``r + sh·p − ph`` and column ``s + sw·q − pw`` lie inside the input) · (Σ_c W[k, c, r, s])``."""
-    (sh, sw), (ph, pw), (height, width) = stride, pad, input_hw
-    n_p, n_q = dy.shape[2:]
-    per_output = dy.sum(axis=0, dtype=np.int64)  # (K, P, Q): Σ_n dY
-    per_tap = w.sum(axis=1, dtype=np.int64)  # (K, R, S): Σ_c W
-    total = 0
-    for r in range(w.shape[2]):
-        rows = (r + sh * np.arange(n_p) - ph >= 0) & (r + sh * np.arange(n_p) - ph < height)
-        per_column = per_output[:, rows].sum(axis=1)  # (K, Q)
-        for s in range(w.shape[3]):
-            cols = (s + sw * np.arange(n_q) - pw >= 0) & (s + sw * np.arange(n_q) - pw < width)
-            total += int(per_column[:, cols].sum(axis=1) @ per_tap[:, r, s])
-    return total
 
 
 def phase_operands(layer: Layer, phase: Phase, tensors: Tensors, dense: bool = False) -> PhaseOperands:

@@ -89,31 +89,3 @@ def test_kept_parts_are_bounded_and_made_anew(monkeypatch: pytest.MonkeyPatch) -
         assert len(warm.shared) <= 2
 
 
-CONV_LAYERS = [  # strides, paddings, 1 × 1, rectangular planes and kernels, a batch
-    Layer(name="a", N=2, C=3, K=4, H=7, W=6, R=3, S=3, stride=1, pad=1),
-    Layer(name="b", N=1, C=4, K=5, H=9, W=8, R=3, S=3, stride=2, pad=1),
-    Layer(name="c", N=2, C=5, K=3, H=5, W=5, R=1, S=1, stride=2, pad=0),
-    Layer(name="d", N=1, C=2, K=3, H=8, W=6, R=3, S=2, stride=(2, 1), pad=(0, 1)),
-]
-
-
-@pytest.mark.parametrize("layer", CONV_LAYERS, ids=lambda layer: layer.name)
-@pytest.mark.parametrize("phase", ["fprop", "dgrad", "wgrad"])
-def test_valid_products_are_the_mask_convolutions_sum(layer: Layer, phase: str) -> None:
-    """The closed-form count equals antsim.phases' convolution of the 0/1 operands, summed (float64, exact:
-    every partial sum is a small integer)."""
-    from antsim.dse.screen import _valid_products
-    from antsim.phases import conv_dgrad, conv_fprop, conv_wgrad
-
-    t = make_tensors(layer, 0.4, 0.35, 0.3, model="uniform", seed=3)
-    w = (t.weights != 0).astype(float)
-    if phase == "fprop":
-        out = conv_fprop((t.activations != 0).astype(float), w, layer.stride, layer.pad)
-    elif phase == "dgrad":
-        out = conv_dgrad((t.grad_output != 0).astype(float), w, (layer.H, layer.W), layer.stride, layer.pad)
-    else:
-        out = conv_wgrad((t.wgrad_activations != 0).astype(float), (t.grad_output != 0).astype(float),
-                         (layer.R, layer.S), layer.stride, layer.pad)
-    expected = int(round(float(out.sum())))
-    assert expected > 0
-    assert _valid_products(layer, phase, t) == expected  # type: ignore[arg-type]
