@@ -439,19 +439,10 @@ def _screened(context: MappingContext, pairs: PairBatch, chosen: np.ndarray, scr
     return chosen[screen_pairs(context, _subset(pairs, chosen))]
 
 
-def _pair_extra(context: MappingContext, pairs: PairBatch, screened: bool) -> np.ndarray:
-    """Per pair: max(1, largest bank load of its valid products) − 1, int64 (``max_load_extra`` of the
-    pairs' enumerated products, counted on their product grids): 0 without a grid for the pairs
-    ``_may_conflict`` clears and, when ``screened``, for those the screen drops (``_screened``)."""
-    extra = np.zeros(len(pairs.f), np.int64)
-    at, gridded = _gridded_extra(context, pairs, screened)
-    extra[at] = gridded
-    return extra
-
-
 def _gridded_extra(context: MappingContext, pairs: PairBatch, screened: bool) -> tuple[np.ndarray, np.ndarray]:
-    """``_pair_extra`` of the pairs that get a grid, as their positions in ``pairs`` and their extra cycles
-    (every other pair's are 0)."""
+    """Per pair that gets a grid, its position in ``pairs`` and max(1, largest bank load of its valid products) − 1
+    (``max_load_extra`` of its enumerated products, counted on their product grids); every other pair's is 0 —
+    those ``_may_conflict`` clears and, when ``screened``, those the screen drops (``_screened``)."""
     tables = _pair_tables(context, pairs)
     loaded = _screened(context, pairs, np.flatnonzero(_may_conflict(context, pairs, tables)), screened)
     positions, extras = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]

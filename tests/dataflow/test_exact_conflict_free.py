@@ -1,7 +1,7 @@
-"""The conflict sample's per-pair counts (``exact._pair_extra``, ``exact._pair_loads``) and its shortcut for
-pairs that cannot conflict (``exact._may_conflict``) against a brute-force reference: plain Python loops over
-every (streamed element, stationary element) product of every candidate pair, the output coordinate from
-``o·δ = α·y + β·u + γ`` (antsim.phases), the accumulator entry and bank from the definitions in
+"""The conflict sample's per-pair counts (``exact._gridded_extra`` spread over every pair, ``exact._pair_loads``)
+and its shortcut for pairs that cannot conflict (``exact._may_conflict``) against a brute-force reference: plain
+Python loops over every (streamed element, stationary element) product of every candidate pair, the output
+coordinate from ``o·δ = α·y + β·u + γ`` (antsim.phases), the accumulator entry and bank from the definitions in
 antsim/dataflow/banks.py's docstring — none of it shared with the code under test.
 """
 
@@ -24,6 +24,14 @@ from antsim.dataflow.pairing import PairBatch, make_cells
 from antsim.dataflow.tiling import make_tiling, output_window, stride_classes
 from antsim.phases import phase_problem
 from antsim.workloads.layers import Layer
+
+
+def _pair_extra(context: MappingContext, pairs: PairBatch, screened: bool) -> np.ndarray:
+    """Every pair's extra conflict cycles: ``_gridded_extra``'s at the gridded pairs, 0 elsewhere."""
+    extra = np.zeros(len(pairs.f), np.int64)
+    at, gridded = exact_mod._gridded_extra(context, pairs, screened)
+    extra[at] = gridded
+    return extra
 
 
 def _bank(bank_map: BankMap, k_local: int, entry: int, per_channel: int) -> int:
@@ -111,7 +119,7 @@ def _check(context: MappingContext) -> int:
             patch.setattr(exact_mod, "_GRID_PAIRS", grid_pairs)
             patch.setattr(exact_mod, "_MERGE_SLOTS", merge_slots)
             for screened in (False, True):  # the screen drops only pairs with no valid product: same counts
-                got = exact_mod._pair_extra(context, pairs, screened)
+                got = _pair_extra(context, pairs, screened)
                 assert got.dtype == np.int64 and np.array_equal(got, want_extra), (screened, grid_pairs, merge_slots)
             assert np.array_equal(exact_mod._pair_loads(context, pairs), want_loads), (grid_pairs, merge_slots)
     cleared = ~exact_mod._may_conflict(context, pairs, exact_mod._pair_tables(context, pairs))
@@ -175,7 +183,7 @@ def test_one_bank_and_one_bank_per_slice_pile_every_product_up() -> None:
         if bank_map.banks == 1:
             pairs = _every_pair(context)
             valid = np.array([sum(c.values()) for c in _reference_loads(context, pairs)])
-            assert np.array_equal(exact_mod._pair_extra(context, pairs, False), np.maximum(valid, 1) - 1)
+            assert np.array_equal(_pair_extra(context, pairs, False), np.maximum(valid, 1) - 1)
 
 
 def test_empty_operands_give_no_pairs_and_no_conflicts() -> None:
@@ -185,7 +193,7 @@ def test_empty_operands_give_no_pairs_and_no_conflicts() -> None:
         context = _context(layer, phase, 0.0, 0, (2, 2, 3), 4, 4, BankMap(32, "sliced", 4))
         pairs = _every_pair(context)
         assert len(pairs.f) == 0
-        assert exact_mod._pair_extra(context, pairs, True).shape == (0,)
+        assert _pair_extra(context, pairs, True).shape == (0,)
         assert exact_mod._pair_loads(context, pairs).shape == (0, 32)
         estimate = exact_mod.sampled_conflicts(context, "none")
         assert estimate.cycles.tolist() == [0] * context.n_slots
