@@ -112,6 +112,14 @@ class Request(Event):
         self.lock.release(self)
 
 
+def _grant_when_processed(env: Environment, grant: Callable[[], None]) -> None:
+    """Schedule an event now whose processing calls ``grant``: the one queue hop simpy's ``Release`` and
+    ``ContainerPut`` take before a waiting request is granted."""
+    done = Event(env)
+    done.callbacks.append(lambda _event: grant())  # type: ignore[union-attr]
+    done.succeed()
+
+
 class FifoLock:
     """A capacity-1 resource granted in request order (simpy ``Resource(env, capacity=1)``)."""
 
@@ -135,12 +143,7 @@ class FifoLock:
             self.waiting.remove(request)
             return
         if self.waiting:
-            done = Event(self.env)
-            done.callbacks.append(self._granted_on_release)  # type: ignore[union-attr]
-            done.succeed()
-
-    def _granted_on_release(self, _event: Event) -> None:
-        self._grant()
+            _grant_when_processed(self.env, self._grant)
 
     def _grant(self) -> None:
         if self.holder is None and self.waiting:
@@ -174,12 +177,7 @@ class Slots:
             raise ValueError("Slots.put returns one taken slot at a time")
         self.level += 1
         if self.waiting:
-            done = Event(self.env)
-            done.callbacks.append(self._granted_on_put)  # type: ignore[union-attr]
-            done.succeed()
-
-    def _granted_on_put(self, _event: Event) -> None:
-        self._grant()
+            _grant_when_processed(self.env, self._grant)
 
     def _grant(self) -> None:
         while self.waiting and self.level >= 1:
