@@ -172,12 +172,12 @@ def _footprint(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.ndarra
     """``fast_footprint`` through the stage cache (it reads only what its key holds); a dense design's
     (all-ones masks) from the one-channel closed form."""
     if dense:
-        key: tuple = ("dense", problem, tiling, array_digest(tiles.tile_of_image))
-        return FOOTPRINTS.get(key, lambda: dense_footprint(problem, tiling, tiles.tile_of_image))
-    key = (problem, tiling, array_digest(stationary_mask), array_digest(streamed_mask),
-           array_digest(tiles.tile_of_image))
-    return FOOTPRINTS.get(key, lambda: fast_footprint(problem, tiling, stationary_mask, streamed_mask,
-                                                      tiles.tile_of_image))
+        return FOOTPRINTS.get_keyed(lambda: ("dense", problem, tiling, array_digest(tiles.tile_of_image)),
+                                    lambda: dense_footprint(problem, tiling, tiles.tile_of_image))
+    return FOOTPRINTS.get_keyed(lambda: (problem, tiling, array_digest(stationary_mask),
+                                         array_digest(streamed_mask), array_digest(tiles.tile_of_image)),
+                                lambda: fast_footprint(problem, tiling, stationary_mask, streamed_mask,
+                                                       tiles.tile_of_image))
 
 
 @dataclass(frozen=True)

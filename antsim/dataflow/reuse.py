@@ -96,6 +96,10 @@ class StageCache:
                 self.held_bytes -= dropped
         return value
 
+    def get_keyed(self, key_of: Callable[[], Hashable], compute: Callable[[], T]) -> T:
+        """``get`` with a key built only when the cache is on (content digests cost a pass over the arrays)."""
+        return self.get(key_of(), compute) if _ENABLED[0] else compute()
+
     def clear(self) -> None:
         self.entries.clear()
         self.held_bytes = 0

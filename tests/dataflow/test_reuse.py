@@ -103,3 +103,18 @@ def test_a_kept_geometry_is_built_once_per_key_bypassed_when_disabled_and_emptie
     clear_all()
     build(2, 1)
     assert len(builds) == 4  # emptied: the kept result is gone
+
+
+def test_a_lazy_key_is_built_only_while_the_cache_is_on():
+    cache = StageCache("t", max_bytes=1 << 20)
+    keys_built: list[str] = []
+
+    def key_of() -> str:
+        keys_built.append("k")
+        return "k"
+
+    with disabled():
+        assert cache.get_keyed(key_of, lambda: 1) == 1
+    assert keys_built == [] and not cache.entries
+    assert cache.get_keyed(key_of, lambda: 2) == 2 and cache.get_keyed(key_of, lambda: 3) == 2
+    assert keys_built == ["k", "k"] and (cache.hits, cache.misses) == (1, 1)
