@@ -42,9 +42,10 @@ def lockstep_pairs(cells: Cells, cell_pairs: np.ndarray, n_chunks: int, n_pes: i
     working = cell_pairs > 0
     if not working.any():
         return out
-    by_table = _windows_by_table(cells, cell_pairs, working, (n_chunks, n_pes), fifo_values)
-    if by_table is not None:
-        return by_table
+    for by_tables in (_windows_by_key, _windows_by_table):
+        found = by_tables(cells, cell_pairs, working, (n_chunks, n_pes), fifo_values)
+        if found is not None:
+            return found
     fields = (cells.slot, cells.stream_key, cells.nnz_t_all, cell_pairs)
     slot, key, values, pairs = fields if working.all() else (a[working] for a in fields)
     chunk, pe = np.divmod(slot, n_pes)
@@ -104,3 +105,60 @@ def _windows_by_table(cells: Cells, cell_pairs: np.ndarray, working: np.ndarray,
     per_pe = np.bincount(window.ravel()[block] * n_pes + pe, weights=pairs, minlength=n_chunks * n_windows * n_pes)
     worst = np.rint(per_pe.reshape(n_chunks, n_windows, n_pes).max(axis=2)).astype(np.int64)
     return worst.sum(axis=1)
+
+
+# ``lockstep_pairs`` numbers its windows through (stream key) tables when every stream key belongs to one chunk (a
+# key holds its output-channel group, so at one image it does), the key space holds at most 8 entries per cell and the
+# windows × PEs at most ``_WINDOWS_PER_CELL`` per cell (plus 2^16). Speed only: the same integers as the other paths
+# (tests/dataflow/test_drift.py). [choice] Measured here (one core, every lock-step call of a ResNet-18 CIFAR step):
+# docs/footprint_speed.md.
+_KEYS_PER_CELL = 8
+
+
+def _windows_by_key(cells: Cells, cell_pairs: np.ndarray, working: np.ndarray, shape: tuple[int, int],
+                    fifo_values: int) -> np.ndarray | None:
+    """``lockstep_pairs`` through per-key tables, or None when a key is shared by chunks or a table would not fit.
+    Keys ordered by (chunk, key) (a stable radix sort of their chunks): a block's start is the running sum of the
+    values of its chunk's earlier keys (0 for keys without working cells), its window the start over D; a chunk's
+    windows are numbered after the earlier chunks', and per (window, PE) the cells' pairs are summed."""
+    n_chunks, n_pes = shape
+    key = cells.stream_key
+    n_keys = int(key.max()) + 1
+    if n_keys > _KEYS_PER_CELL * len(key) or n_chunks >= 1 << 15:
+        return None
+    chunk = cells.slot // n_pes
+    chunk_of_key = np.full(n_keys, n_chunks, np.int16)  # keys without cells: a spare chunk past the last
+    chunk_of_key[key] = chunk
+    if not np.array_equal(chunk_of_key[key], chunk):
+        return None
+    sent = np.zeros(n_keys, np.int64)
+    if working.all():
+        sent[key] = cells.nnz_t_all  # every cell of a block carries its broadcast size
+    else:
+        sent[key[working]] = cells.nnz_t_all[working]
+    order = np.argsort(chunk_of_key, kind="stable")
+    keys_per_chunk = np.bincount(chunk_of_key, minlength=n_chunks + 1)
+    first_key = np.cumsum(keys_per_chunk) - keys_per_chunk
+    before = np.cumsum(sent[order])
+    before -= sent[order]
+    before -= np.repeat(before[np.minimum(first_key, n_keys - 1)], keys_per_chunk)  # from the chunk's first key
+    window = before // max(1, fifo_values)
+    windows_per_chunk = np.zeros(n_chunks + 1, np.int64)
+    held = keys_per_chunk > 0
+    windows_per_chunk[held] = window[first_key[held] + keys_per_chunk[held] - 1] + 1  # the chunk's last key's
+    n_windows = int(windows_per_chunk[:n_chunks].sum())
+    if n_windows * n_pes > _WINDOWS_PER_CELL * len(cell_pairs) + (1 << 16):
+        return None
+    first_window = np.cumsum(windows_per_chunk) - windows_per_chunk
+    # A cell's (window, PE) entry is window · n_pes + slot − chunk · n_pes: the key's part is one table.
+    window += np.repeat(first_window - np.arange(n_chunks + 1), keys_per_chunk)
+    shift_of_key = np.empty(n_keys, np.int64)
+    shift_of_key[order] = window * n_pes
+    pairs = cell_pairs if working.all() else np.where(working, cell_pairs, 0)
+    per_pe = np.bincount(shift_of_key[key] + cells.slot, weights=pairs,
+                         minlength=(n_windows + windows_per_chunk[n_chunks]) * n_pes)
+    worst = np.rint(per_pe[:n_windows * n_pes].reshape(n_windows, n_pes).max(axis=1)).astype(np.int64)
+    out = np.zeros(n_chunks, np.int64)
+    has = windows_per_chunk[:n_chunks] > 0
+    out[has] = np.add.reduceat(worst, first_window[:n_chunks][has])
+    return out

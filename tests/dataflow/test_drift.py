@@ -86,26 +86,35 @@ def _reference_lockstep(cells: Cells, pairs: np.ndarray, n_chunks: int, n_pes: i
 
 
 @pytest.mark.parametrize("seed", range(12))
-@pytest.mark.parametrize("path", ["as chosen", "tables", "ranks"])
-def test_lockstep_equals_plain_loops_over_the_definition(seed: int, path: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Random chunks, PEs, stream keys (dense and sparse key spaces: both ``footprint.rank_keys`` paths), block sizes,
-    idle cells and FIFO depths from one value to the whole stream; windows numbered through the dense tables or
-    through the ranked blocks (forced), or as ``lockstep_pairs`` chooses."""
+@pytest.mark.parametrize("path", ["as chosen", "keys", "tables", "ranks"])
+@pytest.mark.parametrize("own_keys", [False, True])
+def test_lockstep_equals_plain_loops_over_the_definition(seed: int, path: str, own_keys: bool,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """Random chunks, PEs, stream keys (dense and sparse key spaces: both ``footprint.rank_keys`` paths; shared by
+    chunks, or each key in one chunk as at one image), block sizes, idle cells and FIFO depths from one value to the
+    whole stream; windows numbered through the per-key tables, the dense (chunk, key) tables or the ranked blocks
+    (forced), or as ``lockstep_pairs`` chooses."""
     if path != "as chosen":
+        monkeypatch.setattr(drift, "_KEYS_PER_CELL", 10 ** 9 if path == "keys" else 0)
         monkeypatch.setattr(drift, "_TABLE_PER_CELL", 10 ** 9 if path == "tables" else 0)
         monkeypatch.setattr(drift, "_WINDOWS_PER_CELL", 10 ** 9)
     rng = np.random.default_rng(seed)
     n_chunks, n_pes = int(rng.integers(1, 6)), int(rng.integers(1, 9))
     n_keys = int(rng.choice([3, 40, 5000]))
-    block_values = rng.integers(0, 30, size=(n_chunks, n_keys))
     n_cells = int(rng.integers(1, 300))
     slot = rng.integers(0, n_chunks * n_pes, n_cells)
     key = rng.integers(0, n_keys, n_cells)
+    if own_keys:  # key k of chunk c is k · chunks + c: no key is shared
+        key = key * n_chunks + slot // n_pes
+    block_values = rng.integers(0, 30, size=(n_chunks, int(key.max()) + 1))
     cells = _cells(slot.tolist(), key.tolist(), block_values[slot // n_pes, key].tolist())
     pairs = rng.integers(0, 50, n_cells) * (rng.random(n_cells) < 0.8)
+    shared = len({(int(k), int(c)) for k, c in zip(key, slot // n_pes, strict=True)}) > len(set(key.tolist()))
     for fifo_values in (0, 1, 7, 60, 10 ** 6):
         expected = _reference_lockstep(cells, pairs, n_chunks, n_pes, fifo_values)
         assert lockstep_pairs(cells, pairs, n_chunks, n_pes, fifo_values).tolist() == expected
+        by_key = drift._windows_by_key(cells, pairs, pairs > 0, (n_chunks, n_pes), fifo_values)
+        assert (by_key is not None) == (path == "keys" and not shared) or path == "as chosen"
         by_table = drift._windows_by_table(cells, pairs, pairs > 0, (n_chunks, n_pes), fifo_values)
         assert (by_table is not None) == (path == "tables") or path == "as chosen"
     assert lockstep_pairs(cells, np.zeros(n_cells, np.int64), n_chunks, n_pes, 7).tolist() == [0] * n_chunks
