@@ -68,7 +68,10 @@ class PEArray:
         self.own_max_list: list[float] = self.own_max.tolist()
         self.released_at = np.zeros(schedule.n_steps)
         self.screened_rows = np.zeros((schedule.n_steps, n_pes)) if screening else np.zeros((0, n_pes))
-        self.screened_at = np.zeros(n_pes)
+        # A step every unit starts idle keeps only its start (``row_base``; NaN: the row was computed).
+        self.row_base = np.full(schedule.n_steps if screening else 0, np.nan)
+        self.screen_max: list[float] = schedule.screen.max(axis=1, initial=0.0).tolist()
+        self.screen_idle_at = 0.0  # when the last anticipation unit finishes what it has screened
         self.stalls = {key: np.zeros(n_pes) for key in STALL_KEYS}
         self.shared_stalls = dict.fromkeys(STALL_KEYS, 0.0)  # cycles every PE spends alike
         self.screen_busy_cycles = float(schedule.screen.sum()) if screening else 0.0
@@ -111,20 +114,41 @@ class PEArray:
     def _screen(self, step: int, start: float) -> float:
         """Advance every anticipation unit through ``step``; returns when the last PE's step is done (the
         later of its multipliers and its unit: the largest of the element-wise maxima is the larger of
-        the two maxima)."""
-        waits_for = self.fetcher.ready_at[step]
+        the two maxima).
+
+        When every unit is idle by the time the step may be screened (the usual case), each unit's row
+        is ``waits_for + screen[step]`` (the maximum with an earlier, smaller time is ``waits_for``) and
+        its largest entry is ``waits_for + max(screen[step])`` (rounding is monotone): the row itself is
+        only built when a later step needs it or after the run (``_account_steps``)."""
+        waits_for = float(self.fetcher.ready_at[step])
         if step >= self.lookahead:
-            waits_for = max(waits_for, self.started_at[step - self.lookahead])
+            waits_for = max(waits_for, float(self.started_at[step - self.lookahead]))
+        multiplied = start + self.own_max_list[step]
+        if waits_for >= self.screen_idle_at:
+            self.row_base[step] = waits_for
+            self.screen_idle_at = waits_for + self.screen_max[step]
+            return max(multiplied, self.screen_idle_at)
         screened = self.screened_rows[step]
-        np.maximum(self.screened_at, waits_for, out=screened)
+        np.maximum(self._screened_row(step - 1), waits_for, out=screened)
         screened += self.schedule.screen[step]
-        self.screened_at = screened
-        return max(start + self.own_max_list[step], float(screened.max(initial=start)))
+        self.screen_idle_at = float(screened.max(initial=0.0))
+        return max(multiplied, float(screened.max(initial=start)))
+
+    def _screened_row(self, step: int) -> np.ndarray:
+        """The units' done times after ``step`` (built now if that step kept only its start)."""
+        row = self.screened_rows[step]
+        if not np.isnan(self.row_base[step]):
+            np.add(self.row_base[step], self.schedule.screen[step], out=row)
+            self.row_base[step] = np.nan
+        return row
 
     def _account_steps(self) -> None:
         """Add every step's per-PE stalls to the ledger, step by step (a sequential accumulate adds the
         rows in the same order, so every sum is the one a running total gives)."""
         schedule = self.schedule
+        if self.screening:
+            kept = ~np.isnan(self.row_base)
+            self.screened_rows[kept] = self.row_base[kept, None] + schedule.screen[kept]
         self.stalls["busy"] += schedule.issued.sum(axis=0)
         self.stalls["bank_conflict"] += schedule.conflicts.sum(axis=0)
         self.stalls["barrier_wait"] += self.lockstep_wait.sum(axis=0)
