@@ -28,7 +28,7 @@ wgrad (SWAT) are the top-k by magnitude of the forward activations at ``density_
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -65,57 +65,78 @@ def _register(name: str) -> Callable[[MaskModel], MaskModel]:
     return wrap
 
 
-# Elements per chunk of the chunked draws (``_bernoulli_mask``, ``_masked_normals``) and of the candidate pass of
-# the top-k selection (``_top_positions``): bounds their temporaries, not results. [choice] 2^18 elements, 2 MiB of
-# float64, small enough to stay in a core's L2 cache between the draw and its use. Measured on 2.4 M elements: the
-# uniform draws + compare 1.16-1.27x faster than whole-array draws.
+# Elements per chunk of the chunked draws (``_bernoulli_positions``, ``_place_normals``) and of the candidate pass
+# of the top-k selection (``_top_positions``): bounds their temporaries, not results. [choice] 2^18 elements, 2 MiB
+# of float64, small enough to stay in a core's L2 cache between the draw and its use. Measured on 2.4 M elements:
+# the uniform draws + compare 1.16-1.27x faster than whole-array draws.
 _CHUNK = 1 << 18
 
 
-def _bernoulli_mask(shape: tuple[int, ...], density: float, rng: np.random.Generator) -> np.ndarray:
-    """``rng.random(shape) < density``, drawn a chunk at a time: the same draws, because a ``Generator`` fills an
-    array (or ``out=``) in C order, one draw after the other from its bit stream, with no state beside the bit
-    generator's, so consecutive chunks continue the one stream (tests/sparsity/test_generators_reference.py
-    compares across chunk sizes)."""
-    mask = np.empty(shape, bool)
-    flat_mask = mask.reshape(-1)
-    buffer = np.empty(min(flat_mask.size, _CHUNK))
-    for start in range(0, flat_mask.size, _CHUNK):
-        uniforms = buffer[:min(_CHUNK, flat_mask.size - start)]
-        rng.random(out=uniforms)
-        np.less(uniforms, density, out=flat_mask[start:start + uniforms.size])
-    return mask
+def _bernoulli_positions(size: int, density: float, rng: np.random.Generator) -> list[np.ndarray]:
+    """Where ``rng.random(size) < density``: per chunk of ``_CHUNK`` elements, the ascending offsets (int32) within
+    the chunk, every chunk's uniforms drawn before this returns (the normals that follow must not interleave).
+
+    The same draws as the whole array's, because a ``Generator`` fills an array (or ``out=``) in C order, one draw
+    after the other from its bit stream, with no state beside the bit generator's, so consecutive chunks continue
+    the one stream (tests/sparsity/test_generators_reference.py compares across chunk sizes). The offsets are read
+    from the compare while it is in cache, so the mask never exists whole.
+    """
+    uniforms = np.empty(min(size, _CHUNK))
+    below = np.empty(uniforms.size, bool)
+    positions = []
+    for start in range(0, size, _CHUNK):
+        count = min(_CHUNK, size - start)
+        rng.random(out=uniforms[:count])
+        np.less(uniforms[:count], density, out=below[:count])
+        positions.append(np.flatnonzero(below[:count]).astype(np.int32))  # < 2^18: half of int64's bytes
+    return positions
+
+
+def _place_normals(out: np.ndarray, positions: Iterable[np.ndarray], rng: np.random.Generator) -> None:
+    """Write consecutive ``rng.standard_normal`` draws (a drawn 0 replaced by 1.0, cast to ``out``'s float32) at
+    ``positions``: per chunk of ``_CHUNK`` elements of flat ``out``, the ascending offsets within it.
+
+    ``np.put`` at the chunk's offsets writes what the boolean assignment ``chunk[mask] = normals`` wrote (the
+    same elements in the same order, the same float64 → float32 cast) at half its cost, the offsets' scan
+    included. A non-zero float64 normal stays non-zero in float32: numpy's ziggurat returns a non-zero integer
+    times a layer width of 4.8e-17 or more (its narrowest layer, 0.215 / 2^52), or a tail value above 3.6, far
+    from float32's smallest subnormal (1.4e-45).
+    """
+    flat_out = out.reshape(-1)
+    buffer = np.empty(min(flat_out.size, _CHUNK))
+    for start, offsets in zip(range(0, flat_out.size, _CHUNK), positions, strict=True):
+        normals = buffer[:offsets.size]
+        rng.standard_normal(out=normals)
+        normals[normals == 0] = 1.0
+        np.put(flat_out[start:start + _CHUNK], offsets, normals)
 
 
 def _masked_normals(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """float32 of ``mask``'s shape: 0 off the mask; on it, in C order, the consecutive draws of
-    ``rng.standard_normal(count_nonzero(mask))`` with a drawn 0 replaced by 1.0.
+    ``rng.standard_normal(count_nonzero(mask))`` with a drawn 0 replaced by 1.0 (``_place_normals``).
 
     One normal per non-zero, not one per element: the values are i.i.d. N(0, 1) (a drawn 0 aside) whatever the
     mask, as those of a whole-array draw kept at the mask's positions were (before session 9), at a density's
     fraction of the draws. The masks are unchanged, the values are not those of the whole-array draw
-    (docs/operand_draws.md). The chunks continue one stream (see ``_bernoulli_mask``), so the values do not depend
-    on ``_CHUNK``. A non-zero float64 normal stays non-zero in float32: numpy's ziggurat returns a non-zero
-    integer times a layer width of 4.8e-17 or more (its narrowest layer, 0.215 / 2^52), or a tail value above
-    3.6, far from float32's smallest subnormal (1.4e-45); the boolean assignment casts as ``astype`` does.
+    (docs/operand_draws.md). The chunks continue one stream (see ``_bernoulli_positions``), so the values do not
+    depend on ``_CHUNK``.
     """
     out = np.zeros(mask.shape, np.float32)
-    flat_mask, flat_out = mask.reshape(-1), out.reshape(-1)
-    buffer = np.empty(min(flat_mask.size, _CHUNK))
-    for start in range(0, flat_mask.size, _CHUNK):
-        chunk = flat_mask[start:start + _CHUNK]
-        normals = buffer[:int(np.count_nonzero(chunk))]
-        rng.standard_normal(out=normals)
-        normals[normals == 0] = 1.0
-        flat_out[start:start + _CHUNK][chunk] = normals
+    flat_mask = mask.reshape(-1)
+    _place_normals(out, (np.flatnonzero(flat_mask[start:start + _CHUNK])
+                         for start in range(0, flat_mask.size, _CHUNK)), rng)  # one chunk's offsets at a time
     return out
 
 
 def bernoulli_normals(shape: tuple[int, ...], density: float, rng: np.random.Generator) -> np.ndarray:
     """float32 operand of independent Bernoulli non-zeros: ``rng.random(shape) < density`` picks them (the mask
     of ``np.where(rng.random(shape) < density, normals, 0.0)``, bit for bit), then one
-    ``rng.standard_normal`` per non-zero, in C order, gives their values (0 → 1.0; ``_masked_normals``)."""
-    return _masked_normals(_bernoulli_mask(shape, density, rng), rng)
+    ``rng.standard_normal`` per non-zero, in C order, gives their values (0 → 1.0; ``_masked_normals``'s
+    contract). Holds the output, the non-zeros' int32 offsets and two chunk buffers: 4 + 4·density bytes per
+    element."""
+    out = np.zeros(shape, np.float32)
+    _place_normals(out, _bernoulli_positions(out.size, density, rng), rng)
+    return out
 
 
 @_register("uniform")

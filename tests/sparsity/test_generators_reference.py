@@ -52,6 +52,46 @@ def test_channel_masks_equal_the_original_and_values_the_contract(monkeypatch: p
         assert _same(new, drawn) and _same(new != 0, old != 0), (chunk, seed)
 
 
+def _f62f66e_bernoulli_normals(shape: tuple[int, ...], density: float, rng: np.random.Generator,
+                               chunk: int) -> np.ndarray:
+    """f62f66e's ``_bernoulli_mask`` + ``_masked_normals``, verbatim but for ``chunk``: a whole bool mask, then a
+    boolean assignment of each chunk's normals."""
+    mask = np.empty(shape, bool)
+    flat_mask = mask.reshape(-1)
+    buffer = np.empty(min(flat_mask.size, chunk))
+    for start in range(0, flat_mask.size, chunk):
+        uniforms = buffer[:min(chunk, flat_mask.size - start)]
+        rng.random(out=uniforms)
+        np.less(uniforms, density, out=flat_mask[start:start + uniforms.size])
+    out = np.zeros(mask.shape, np.float32)
+    flat_out = out.reshape(-1)
+    for start in range(0, flat_mask.size, chunk):
+        part = flat_mask[start:start + chunk]
+        normals = buffer[:int(np.count_nonzero(part))]
+        rng.standard_normal(out=normals)
+        normals[normals == 0] = 1.0
+        flat_out[start:start + chunk][part] = normals
+    return out
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 64, 1000, 1 << 18])
+def test_positions_and_put_give_the_f62f66e_bytes_and_stream(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    """The offsets read from each chunk's compare and placed by ``np.put``: the bytes of f62f66e's whole mask and
+    boolean assignment, and the generator left where it left it, across chunk sizes, partial last chunks,
+    densities from almost nothing to everything, and a drawn zero."""
+    monkeypatch.setattr(generators, "_CHUNK", chunk)
+    shapes = ((3, 5, 7, 2), (1000,), (2, 3), (4, 9, 9), (0, 3), (2, 3, 333), (1, 2049))
+    for seed, shape in enumerate(shapes):
+        for density in (1e-3, 0.1, 0.37, 0.5, 0.999, 1.0):
+            new_rng, old_rng = np.random.default_rng(seed), np.random.default_rng(seed)
+            new = bernoulli_normals(shape, density, new_rng)
+            assert _same(new, _f62f66e_bernoulli_normals(shape, density, old_rng, chunk)), (shape, density)
+            assert new_rng.bit_generator.state == old_rng.bit_generator.state
+    zeros_new = bernoulli_normals((5, 40), 0.6, _ZeroingRng(4))  # type: ignore[arg-type]
+    zeros_old = _f62f66e_bernoulli_normals((5, 40), 0.6, _ZeroingRng(4), chunk)  # type: ignore[arg-type]
+    assert _same(zeros_new, zeros_old) and np.count_nonzero(zeros_new == 1.0) > 20
+
+
 class _ZeroingRng:
     """A Generator whose standard normals hold exact zeros (a real one almost never draws 0)."""
 
