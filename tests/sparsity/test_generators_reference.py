@@ -228,11 +228,13 @@ def test_make_tensors_equal_the_original_generators(case: dict) -> None:  # type
                     assert _same(getattr(new, name) != 0, getattr(old, name) != 0), (layer.name, seed, name)
 
 
-def test_generation_holds_its_float32_output_and_a_mask_not_three_float64_arrays() -> None:
+def test_generation_holds_its_float32_output_and_offsets_not_three_float64_arrays() -> None:
     shape = (256, 256, 8, 8)  # 4 M elements: the float32 output is 16 MiB
     elements = int(np.prod(shape))
-    uniform = reference.peak_bytes(lambda: generators.make_operand(shape, 0.1, "uniform", np.random.default_rng(0)))
-    assert uniform <= 5 * elements + 3 * (1 << 21)  # float32 out + bool mask + chunk buffers
+    for density in (0.1, 1.0):  # float32 out + the non-zeros' int32 offsets + four chunk buffers of <= 2 MiB
+        uniform = reference.peak_bytes(
+            lambda density=density: generators.make_operand(shape, density, "uniform", np.random.default_rng(0)))
+        assert uniform <= (4 + 4 * density) * elements + 4 * (1 << 21), density
     old = reference.peak_bytes(lambda: reference.make_operand(shape, 0.1, "uniform", np.random.default_rng(0)))
     assert old >= 17 * elements  # bool mask, float64 normals and their np.where copy
     params = generators.FieldParams(0.0, 0.0)  # swat's W
