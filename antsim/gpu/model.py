@@ -320,16 +320,22 @@ def wgrad_stream_efficiency(g: Gemm, tile: Tile, operand_bytes: int, cal: Calibr
 def split_candidates(g: Gemm, tile: Tile, sms: int, cal: Calibration = CALIBRATION) -> list[int]:
     """Split-K factors worth trying: powers of two while each slice keeps ≥ 4 main-loop steps.
 
-    wgrad (small output, N·P·Q-long reduction) always may split; dgrad only when its output tiles
-    leave more than half of the SMs idle (a small-M/N problem, e.g. batch 1 on a tiny plane); fprop
+    wgrad (small output, N·P·Q-long reduction) always may split; a convolution's fprop and dgrad
     never: cuDNN's forward kernels run one CTA per output tile (grid z = 1 in every forward kernel
     NeuSight recorded with cuDNN 8.9, public dataset ``trsharm25/NeuSight``; its 5×5-plane rows with
-    C ≈ 900 run at the speed of one unsplit wave on A100, P100 and P4 alike).
-    A GEMM layer's cuBLAS GEMM (``algorithm == "gemm"``, any phase) splits like dgrad, counting the
-    output tiles of all its batched products (cuBLAS picks split-K kernels for small outputs).
+    C ≈ 900 run at the speed of one unsplit wave on A100, P100 and P4 alike), and so do its
+    backward-data kernels [assumption, inferred from DeepBench: the split-K dgrad plans the model kept
+    when an output's tiles left half of the SMs idle predicted 0.56–0.80× the measured time on every
+    sheet that had them (P100, TITAN Xp, T4 fp32, T4 fp16: 6 rows at 0.56×); without them dgrad
+    P100 25.9 → 25.0 %, TITAN Xp 23.1 → 22.9 %, T4 fp16 24.6 → 20.6 %, no other sheet moves; cuDNN's
+    wgrad kernels carry the split in their names (``*_stridedB_splitK_*``), its dgrad kernels in public
+    profiles (``dgrad_engine``, ``dgrad2d_alg1_1``, ``dgrad_1x1_stride_2x2``) do not].
+    A GEMM layer's cuBLAS GEMM (``algorithm == "gemm"``, any phase) splits when its output tiles,
+    counted over all its batched products, leave more than half of the SMs idle (cuBLAS picks split-K
+    kernels for small outputs).
     """
     layer_gemm = g.algorithm == "gemm"
-    if g.phase == "fprop" and not layer_gemm:
+    if g.phase in ("fprop", "dgrad") and not layer_gemm:
         return [1]
     output_tiles = math.ceil(g.M / tile.m) * g.n_tiles(tile.n) * (g.batch if layer_gemm else 1)
     if (g.phase != "wgrad" or layer_gemm) and 2 * output_tiles >= sms:

@@ -138,6 +138,24 @@ def test_wgrad_with_a_tiny_output_uses_split_k_and_it_pays() -> None:
     assert r.time_s < no_split / 4
 
 
+def test_convolution_dgrad_never_splits_k_where_wgrad_and_a_gemm_layer_would() -> None:
+    # antsim.gpu.model.split_candidates: cuDNN's backward-data kernels run one CTA per output tile.
+    from antsim.gpu import implicit_gemm
+    from antsim.gpu.model import split_candidates
+
+    gpu = load_gpu("p100")
+    layer = Layer("tiny", N=1, C=512, K=2048, H=7, W=7, R=1, S=1, stride=1, pad=0)  # 1 × 4 tiles of 128 on 56 SMs
+    tile = SIMT_TILES[0]
+    dgrad = implicit_gemm(layer, "dgrad")
+    assert split_candidates(dgrad, tile, gpu.sms) == [1]
+    assert len(split_candidates(dataclasses.replace(dgrad, algorithm="gemm"), tile, gpu.sms)) > 1  # cuBLAS may
+    assert len(split_candidates(dataclasses.replace(dgrad, phase="wgrad"), tile, gpu.sms)) > 1
+    r = estimate_layer(gpu, layer, "dgrad", selection="heuristic")
+    assert r.details["split_k"] == 1
+    unsplit = min(plan_gemm(gpu, dgrad, "fp32", t, 1).time_s for t in SIMT_TILES)
+    assert r.time_s == pytest.approx(unsplit)
+
+
 def test_tensor_cores_are_faster_than_fp32_on_a_large_gemm() -> None:
     gpu = load_gpu("a100")
     layer = Layer("big", N=64, C=256, K=256, H=28, W=28, R=3, S=3, stride=1, pad=1)
