@@ -1,6 +1,7 @@
 """sim stage: discrete-event timing of the outer-product accelerator, PhaseWork → time + actions.
 
-The events run on ``antsim.sim.kernel`` (simpy's scheduling rules, fewer layers).
+The events run on ``antsim.sim.flat`` (the PE array's processes on one specialised queue loop) or, for
+the per-PE reference and other wirings, on ``antsim.sim.kernel`` (simpy's scheduling rules, fewer layers).
 """
 
 from __future__ import annotations

@@ -24,34 +24,29 @@ from collections.abc import Callable
 
 import numpy as np
 
-from antsim.sim.blocks import AccumulatorDrain, Proc, StreamFetcher
+from antsim.sim.blocks import AccumulatorDrain, DrainLedger, Proc, StreamFetcher
 from antsim.sim.kernel import Environment
 from antsim.sim.pe import STALL_KEYS
 from antsim.sim.schedule import Schedule
 
 
-class PEArray:
-    """All PEs of the array with their RCP anticipation units, stepping barrier to barrier.
+class ArraySteps:
+    """The PE array's numbers, whatever runs its steps: per step, when the barrier releases given when the
+    step started (``release_time``), and the stall ledger.
 
     Args:
-        env: Simulation environment.
         schedule: Work per step and PE.
-        fetcher: Provides ``ready`` events per step.
-        drain: Provides ``drained`` events and halo end times per step.
-        on_release: Called with the step index when the barrier releases (frees a staging slot, starts
-            the step's drain).
+        ready_at: When each step's streamed chunk arrived (filled by the fetcher as steps run).
+        drain: Halo end and drain times per step (``DrainLedger``), for the stall split.
         screening: Whether each PE has an anticipation unit in front of it.
         lookahead: Steps an anticipation unit may screen ahead of its PE.
     """
 
-    def __init__(self, env: Environment, schedule: Schedule, fetcher: StreamFetcher,
-                 drain: AccumulatorDrain, on_release: Callable[[int], None], screening: bool,
+    def __init__(self, schedule: Schedule, ready_at: list[float], drain: DrainLedger, screening: bool,
                  lookahead: int) -> None:
-        self.env = env
         self.schedule = schedule
-        self.fetcher = fetcher
+        self.ready_at = ready_at
         self.drain = drain
-        self.on_release = on_release
         self.screening = screening
         self.lookahead = lookahead
         n_pes = schedule.n_pes
@@ -59,57 +54,28 @@ class PEArray:
         pairs = schedule.issued + schedule.conflicts
         self.lockstep_wait = np.maximum(schedule.lockstep[:, None] - pairs, 0.0)
         self.own_cycles = pairs + self.lockstep_wait
-        self.released = [env.event() for _ in range(schedule.n_steps)]
-        self.started_at = np.zeros(schedule.n_steps)
+        self.started_at = [0.0] * schedule.n_steps  # Python lists while running: cheaper to set than arrays
         # Per step: the latest PE's multipliers alone (a time plus the largest own cycles is the largest
         # of the sums: rounding is monotone), and when each PE's anticipation unit is done (filled as the
         # steps run).
-        self.own_max = self.own_cycles.max(axis=1, initial=0.0)
-        self.own_max_list: list[float] = self.own_max.tolist()
-        self.released_at = np.zeros(schedule.n_steps)
+        self.own_max_list: list[float] = self.own_cycles.max(axis=1, initial=0.0).tolist()
+        self.released_at = [0.0] * schedule.n_steps
         self.screened_rows = np.zeros((schedule.n_steps, n_pes)) if screening else np.zeros((0, n_pes))
         # A step every unit starts idle keeps only its start (``row_base``; NaN: the row was computed).
         self.row_base = np.full(schedule.n_steps if screening else 0, np.nan)
-        self.screen_max: list[float] = schedule.screen.max(axis=1, initial=0.0).tolist()
+        self.screen_max: list[float] = schedule.screen.max(axis=1, initial=0.0).tolist() if screening else []
         self.screen_idle_at = 0.0  # when the last anticipation unit finishes what it has screened
         self.stalls = {key: np.zeros(n_pes) for key in STALL_KEYS}
         self.shared_stalls = dict.fromkeys(STALL_KEYS, 0.0)  # cycles every PE spends alike
         self.screen_busy_cycles = float(schedule.screen.sum()) if screening else 0.0
         self.last_release = 0.0
-        env.process(self.multiply_steps())
 
-    def multiply_steps(self) -> Proc:
-        """Run every step: wait for the chunk and the accumulator half, then multiply up to the barrier.
-
-        Only the release time is needed to go on; the per-PE stall rows are added up after the run
-        (``_account_steps``), in step order, as if added here."""
-        env, schedule = self.env, self.schedule
-        ready_events, drained_events = self.fetcher.ready, self.drain.drained
-        half_wait = schedule.half_wait.tolist()
-        own_max = self.own_max_list
-        for step in range(schedule.n_steps):
-            ready = ready_events[step]
-            if not ready.processed:
-                t0 = env.now
-                yield ready
-                self.shared_stalls["memory_stall"] += env.now - t0
-            freed_by = half_wait[step]
-            if freed_by >= 0 and not drained_events[freed_by].processed:
-                t0 = env.now
-                yield drained_events[freed_by]
-                self.drain.account_wait(self.shared_stalls, t0, env.now, freed_by)
-            start = env.now
-            self.started_at[step] = start
-            if self.screening:
-                release = self._screen(step, start)
-            else:
-                release = float(start + own_max[step])
-            self.released_at[step] = release
-            if release > start:
-                yield env.timeout(release - start)
-            self.released[step].succeed()
-            self.on_release(step)
-        self.last_release = env.now
+    def release_time(self, step: int, start: float) -> float:
+        """When the barrier of ``step``, started at ``start``, releases (the latest PE is done)."""
+        self.started_at[step] = start
+        release = self._screen(step, start) if self.screening else float(start + self.own_max_list[step])
+        self.released_at[step] = release
+        return release
 
     def _screen(self, step: int, start: float) -> float:
         """Advance every anticipation unit through ``step``; returns when the last PE's step is done (the
@@ -120,7 +86,7 @@ class PEArray:
         is ``waits_for + screen[step]`` (the maximum with an earlier, smaller time is ``waits_for``) and
         its largest entry is ``waits_for + max(screen[step])`` (rounding is monotone): the row itself is
         only built when a later step needs it or after the run (``_account_steps``)."""
-        waits_for = float(self.fetcher.ready_at[step])
+        waits_for = float(self.ready_at[step])
         if step >= self.lookahead:
             waits_for = max(waits_for, float(self.started_at[step - self.lookahead]))
         multiplied = start + self.own_max_list[step]
@@ -152,9 +118,9 @@ class PEArray:
         self.stalls["busy"] += schedule.issued.sum(axis=0)
         self.stalls["bank_conflict"] += schedule.conflicts.sum(axis=0)
         self.stalls["barrier_wait"] += self.lockstep_wait.sum(axis=0)
-        multiplied = self.started_at[:, None] + self.own_cycles
+        multiplied = np.array(self.started_at)[:, None] + self.own_cycles
         done = np.maximum(multiplied, self.screened_rows) if self.screening else multiplied
-        self._add_rows("barrier_wait", self.released_at[:, None] - done)
+        self._add_rows("barrier_wait", np.array(self.released_at)[:, None] - done)
         if self.screening:
             self._add_rows("anticipation", np.maximum(self.screened_rows - multiplied, 0.0))
 
@@ -172,3 +138,59 @@ class PEArray:
         """Stall category → cycles averaged over PEs (each PE's categories sum to the layer's cycles)."""
         per_pe = {key: float(self.stalls[key].mean()) if len(self.stalls[key]) else 0.0 for key in STALL_KEYS}
         return {key: per_pe[key] + float(self.shared_stalls[key]) for key in STALL_KEYS}
+
+
+class PEArray(ArraySteps):
+    """All PEs of the array with their RCP anticipation units, stepping barrier to barrier, as one process
+    on an event environment.
+
+    Args:
+        env: Simulation environment.
+        schedule: Work per step and PE.
+        fetcher: Provides ``ready`` events per step.
+        drain: Provides ``drained`` events and halo end times per step.
+        on_release: Called with the step index when the barrier releases (frees a staging slot, starts
+            the step's drain).
+        screening: Whether each PE has an anticipation unit in front of it.
+        lookahead: Steps an anticipation unit may screen ahead of its PE.
+    """
+
+    def __init__(self, env: Environment, schedule: Schedule, fetcher: StreamFetcher,
+                 drain: AccumulatorDrain, on_release: Callable[[int], None], screening: bool,
+                 lookahead: int) -> None:
+        super().__init__(schedule, fetcher.ready_at, drain, screening, lookahead)
+        self.env = env
+        self.fetcher = fetcher
+        self.on_release = on_release
+        self.released = [env.event() for _ in range(schedule.n_steps)]
+        self.drained = drain.drained
+        env.process(self.multiply_steps())
+
+    def multiply_steps(self) -> Proc:
+        """Run every step: wait for the chunk and the accumulator half, then multiply up to the barrier.
+
+        Only the release time is needed to go on; the per-PE stall rows are added up after the run
+        (``_account_steps``), in step order, as if added here."""
+        env, schedule = self.env, self.schedule
+        ready_events, drained_events = self.fetcher.ready, self.drained
+        half_wait = schedule.half_wait.tolist()
+        observed = self.fetcher.waits_for_release  # the only releases anyone waits for
+        for step in range(schedule.n_steps):
+            ready = ready_events[step]
+            if not ready.processed:
+                t0 = env.now
+                yield ready
+                self.shared_stalls["memory_stall"] += env.now - t0
+            freed_by = half_wait[step]
+            if freed_by >= 0 and not drained_events[freed_by].processed:
+                t0 = env.now
+                yield drained_events[freed_by]
+                self.drain.account_wait(self.shared_stalls, t0, env.now, freed_by)
+            start = env.now
+            release = self.release_time(step, start)
+            if release > start:
+                yield env.timeout(release - start)
+            if observed[step]:  # an event nobody waits for or looks at changes nothing (antsim/sim/kernel.py)
+                self.released[step].succeed()
+            self.on_release(step)
+        self.last_release = env.now

@@ -85,9 +85,12 @@ class StreamFetcher:
         self.released = released
         self.staging = env.slots(staging_chunks)
         self.ready = [env.event() for _ in range(schedule.n_steps)]
-        self.ready_at = np.zeros(schedule.n_steps)
+        self.ready_at = [0.0] * schedule.n_steps
         # Python floats, not numpy scalars: the same values, and the event queue compares them faster.
         self.stationary_bits = schedule.stationary_bits.tolist()
+        # Which steps' release the fetcher waits for (the next step loads a stationary share): the only
+        # release events anyone observes.
+        self.waits_for_release = self.stationary_bits[1:] + [0.0]
         self.streamed_bits = schedule.streamed_bits.tolist()
         self.fetches = schedule.fetches.tolist()
         self.frees = schedule.frees.tolist()
@@ -106,7 +109,8 @@ class StreamFetcher:
                 yield from self.dram.transfer(stationary)
             if self.fetches[step]:
                 yield self.staging.get(1)
-            yield from self.dram.transfer(self.streamed_bits[step])
+            if self.streamed_bits[step] > 0:
+                yield from self.dram.transfer(self.streamed_bits[step])
             self.ready_at[step] = self.env.now
             self.ready[step].succeed()
 
@@ -176,23 +180,22 @@ class ChunkBarrier:
         return self.released[step]
 
 
-class AccumulatorDrain:
-    """Halo exchange, cross-PE reduction and write-back after each step, one step at a time.
+class DrainLedger:
+    """When each step's drain ended its halo exchange and its drain, and how a wait on it splits into
+    stall categories (shared by ``AccumulatorDrain`` and ``antsim.sim.flat``).
 
     Args:
-        env: Simulation environment.
-        dram: The shared channel (for the write-back).
         schedule: Halo / reduction cycles and output bits per step.
     """
 
-    def __init__(self, env: Environment, dram: DramChannel, schedule: Schedule) -> None:
-        self.env = env
-        self.dram = dram
+    def __init__(self, schedule: Schedule) -> None:
         self.schedule = schedule
-        self.links = env.lock()
-        self.drained = [env.event() for _ in range(schedule.n_steps)]
-        self.halo_end = np.zeros(schedule.n_steps)
-        self.drained_at = np.zeros(schedule.n_steps)
+        self.halo_end = [0.0] * schedule.n_steps
+        self.drained_at = [0.0] * schedule.n_steps
+        # A drain event is observed only by the step whose accumulator half it frees.
+        self.observed = [False] * schedule.n_steps
+        for drained_step in schedule.half_wait[schedule.half_wait >= 0].tolist():
+            self.observed[drained_step] = True
         self.halo_cycles = schedule.halo_cycles.tolist()  # Python floats (see StreamFetcher)
         self.reduction_cycles = schedule.reduction_cycles.tolist()
         self.readback_bits = schedule.readback_bits.tolist()
@@ -216,6 +219,23 @@ class AccumulatorDrain:
         self.account_wait(stalls, last_release, min(end, drained_at), last)
         stalls["memory_stall"] += max(0.0, end - drained_at)
 
+
+class AccumulatorDrain(DrainLedger):
+    """Halo exchange, cross-PE reduction and write-back after each step, one step at a time.
+
+    Args:
+        env: Simulation environment.
+        dram: The shared channel (for the write-back).
+        schedule: Halo / reduction cycles and output bits per step.
+    """
+
+    def __init__(self, env: Environment, dram: DramChannel, schedule: Schedule) -> None:
+        super().__init__(schedule)
+        self.env = env
+        self.dram = dram
+        self.links = env.lock()
+        self.drained = [env.event() for _ in range(schedule.n_steps)]
+
     def start(self, step: int) -> None:
         """Begin draining ``step`` (called when its barrier releases)."""
         self.env.process(self.drain_chunk(step))
@@ -229,6 +249,9 @@ class AccumulatorDrain:
             self.halo_end[step] = self.env.now
             yield self.env.timeout(self.reduction_cycles[step])
         self.drained_at[step] = self.env.now
-        self.drained[step].succeed()
-        yield from self.dram.transfer(self.readback_bits[step])
-        yield from self.dram.transfer(self.output_bits[step], write=True)
+        if self.observed[step]:  # an event nobody waits for or looks at changes nothing (antsim/sim/kernel.py)
+            self.drained[step].succeed()
+        if self.readback_bits[step] > 0:
+            yield from self.dram.transfer(self.readback_bits[step])
+        if self.output_bits[step] > 0:
+            yield from self.dram.transfer(self.output_bits[step], write=True)

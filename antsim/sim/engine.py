@@ -13,6 +13,7 @@ from antsim.sim.array import PEArray
 from antsim.sim.blocks import AccumulatorDrain, ChunkBarrier, DramChannel, RcpAnticipator, StreamFetcher
 from antsim.sim.closed_form import ClosedFormRun
 from antsim.sim.counts import action_counts
+from antsim.sim.flat import FlatRun
 from antsim.sim.kernel import Environment, Event
 from antsim.sim.params import SimParams
 from antsim.sim.pe import PE, STALL_KEYS
@@ -46,6 +47,11 @@ def dram_bits_per_cycle(arch: ArchSpec) -> float:
     return arch.dram.bandwidth_gbps * 8.0 / arch.technology.clock_ghz
 
 
+def _screening(arch: ArchSpec) -> bool:
+    """Whether each PE has an RCP anticipation unit in front of it."""
+    return arch.sparsity_support and arch.anticipation.policy != "none"
+
+
 class _Blocks:
     """All blocks of one simulation, wired together (state for one run only).
 
@@ -61,7 +67,7 @@ class _Blocks:
         self.n_pes = schedule.n_pes
         self.dram = DramChannel(env, dram_bits_per_cycle(arch))
         self.drain = AccumulatorDrain(env, self.dram, schedule)
-        screening = arch.sparsity_support and arch.anticipation.policy != "none"
+        screening = _screening(arch)
         self.pes: list[PE] = []
         self.anticipators: list[RcpAnticipator] = []
         if not per_pe:
@@ -115,7 +121,7 @@ class _Blocks:
 def simulate_phase(arch: ArchSpec, work: PhaseWork, densities: Densities,
                    params: SimParams | None = None, per_pe: bool = False,
                    timing: TimingModel = "events", *,
-                   environment: Callable[[], Environment] = Environment) -> PhaseTiming:
+                   environment: Callable[[], Environment] | None = None) -> PhaseTiming:
     """Time one (layer, phase) on ``arch`` from the dataflow's ``work``.
 
     Args:
@@ -124,11 +130,12 @@ def simulate_phase(arch: ArchSpec, work: PhaseWork, densities: Densities,
         densities: Densities of the stationary, streamed and output streams (compressed sizes).
         params: Link widths, staging depth and anticipation lookahead (default ``SimParams()``).
         per_pe: Run one event process per PE (the reference model; slower, same timing).
-        timing: ``events`` (discrete events, ``antsim.sim.kernel``) or ``closed_form`` (the same timing as a recurrence,
+        timing: ``events`` (discrete events) or ``closed_form`` (the same timing as a recurrence,
             ``antsim.sim.closed_form``; ``per_pe`` does not apply).
-        environment: The event environment's constructor (``events`` only): the kernel by default;
-            ``antsim.sim.kernel.SimpyEnvironment`` runs the same blocks on simpy, with the same results bit for
-            bit (``tests/sim/test_kernel.py``).
+        environment: The event environment's constructor (``events`` only). ``None`` (default): the PE
+            array's processes on the specialised loop ``antsim.sim.flat`` (``per_pe``: the blocks on
+            ``antsim.sim.kernel``); ``antsim.sim.kernel.Environment`` or ``SimpyEnvironment`` run the blocks
+            on that environment — all three with the same results bit for bit (``tests/sim/test_kernel.py``).
 
     Returns:
         Cycles, per-category stall cycles averaged over PEs, action counts and details.
@@ -142,11 +149,14 @@ def simulate_phase(arch: ArchSpec, work: PhaseWork, densities: Densities,
                           " closed form (timing='events')")
     params = params or SimParams()
     schedule = build_schedule(arch, work, densities, params)
-    blocks: _Blocks | ClosedFormRun
+    blocks: _Blocks | ClosedFormRun | FlatRun
     if model == "closed_form":
         blocks = ClosedFormRun(arch, schedule, params)
+    elif environment is None and not per_pe:
+        blocks = FlatRun(schedule, dram_bits_per_cycle(arch), params.staging_chunks, _screening(arch),
+                         params.anticipation_lookahead)
     else:
-        blocks = _Blocks(arch, schedule, params, per_pe, environment)
+        blocks = _Blocks(arch, schedule, params, per_pe, environment or Environment)
     end = blocks.run()
     stalls = blocks.mean_stalls()
     actions = action_counts(arch, work, blocks.dram.read_bits, blocks.dram.write_bits)

@@ -1,11 +1,13 @@
-"""The event kernel gives simpy's results bit for bit.
+"""The specialised loop and the event kernel give simpy's results bit for bit.
 
 ``antsim.sim.kernel`` replaces simpy with the few primitives the blocks use and leaves out the events
-nobody observes; the blocks' code is the same on both. These tests run every block wiring (the PE array
-and the per-PE reference, screening, lock-step, halos, reductions, re-streams, narrow DRAM, single and
-double accumulator buffers, staging depths) on both environments and require every field of the
-timing to be equal with ``==``, floats included — the order in which simultaneous requests reach the
-DRAM port decides the times, so any difference in event order would show.
+nobody observes; the blocks' code is the same on both. ``antsim.sim.flat`` (``simulate_phase``'s default)
+runs the PE-array wiring's processes on one specialised queue loop. These tests run every block wiring
+(the PE array and the per-PE reference, screening, lock-step, halos, reductions, re-streams, narrow DRAM,
+single and double accumulator buffers, staging depths) on simpy, on the kernel and (the PE array) on the
+specialised loop and require every field of the timing to be equal with ``==``, floats included — the
+order in which simultaneous requests reach the DRAM port decides the times, so any difference in event
+order would show; schedules built to tie (``tie_case``) make such simultaneous requests the rule.
 """
 
 from __future__ import annotations
@@ -19,17 +21,20 @@ from antsim.sim.kernel import Environment, SimpyEnvironment
 from antsim.sparsity.generators import make_tensors
 from antsim.spec.arch import load_arch
 from antsim.workloads.layers import PHASES, Layer
-from tests.sim.conftest import random_case
+from tests.sim.conftest import random_case, tie_case
 
 
 def _assert_identical(arch, work, densities, params=None, per_pe=False):
-    got = simulate_phase(arch, work, densities, params, per_pe=per_pe)
     want = simulate_phase(arch, work, densities, params, per_pe=per_pe, environment=SimpyEnvironment)
-    assert (got.cycles, got.end_cycle) == (want.cycles, want.end_cycle)
-    assert type(got.end_cycle) is type(want.end_cycle)
-    assert got.stalls == want.stalls
-    assert got.actions == want.actions
-    assert got.details == want.details
+    runs = [simulate_phase(arch, work, densities, params, per_pe=per_pe, environment=Environment)]
+    if not per_pe:  # the default: the specialised loop
+        runs.append(simulate_phase(arch, work, densities, params))
+    for got in runs:
+        assert (got.cycles, got.end_cycle) == (want.cycles, want.end_cycle)
+        assert type(got.end_cycle) is type(want.end_cycle)
+        assert got.stalls == want.stalls
+        assert got.actions == want.actions
+        assert got.details == want.details
 
 
 @pytest.mark.parametrize("seed", range(40))
@@ -37,6 +42,16 @@ def _assert_identical(arch, work, densities, params=None, per_pe=False):
 def test_random_schedules_time_as_on_simpy(seed, policy):
     arch, work, params = random_case(seed, policy)
     _assert_identical(arch, work, Densities(0.3, 0.5, 0.4), params)
+
+
+@pytest.mark.parametrize("seed", [*range(60), 801])
+def test_schedules_built_to_tie_time_as_on_simpy(seed):
+    # Integer work on a DRAM moving one value per 1-4 cycles: transfers, multiplies and drains end on the
+    # same cycles, so the order of same-instant entries decides the times (seed 801: the tie the closed
+    # form cannot see, tests/sim/test_closed_form.py).
+    for policy in ("none", "ant"):
+        arch, work, params = tie_case(seed, policy)
+        _assert_identical(arch, work, Densities(1.0, 1.0, 1.0), params)
 
 
 @pytest.mark.parametrize("seed", range(8))
