@@ -524,6 +524,11 @@ def swat_tensors(layer: Layer, density_w: float, density_a: float, density_g: fl
     return Tensors(weights, activations, grad, saved)
 
 
+# Models whose operands hold only zeros and standard normals (``_masked_normals``), whatever their params: finite,
+# so ``Tensors.of_normals`` skips the finite check. topk_field is not one: a large ``channel_sigma`` overflows.
+_NORMAL_MODELS = ("uniform", "channel")
+
+
 def sparsity_models() -> list[str]:
     """Every model ``make_tensors`` knows."""
     return sorted([*_MODELS, "swat"])
@@ -564,4 +569,6 @@ def make_tensors(layer: Layer, density_w: float = 0.1, density_a: float = 0.1, d
     saved = None
     if density_a_saved is not None and density_a_saved < density_a:
         saved = top_k(activations, density_a_saved)
+    if model in _NORMAL_MODELS:
+        return Tensors.of_normals(weights, activations, grad_output, saved)
     return Tensors(weights, activations, grad_output, saved)

@@ -59,3 +59,36 @@ def test_same_tensors_give_the_same_bytes_at_any_time(tmp_path, monkeypatch) -> 
     assert (tmp_path / "c.npz").read_bytes() != (tmp_path / "a.npz").read_bytes()
     with np.load(tmp_path / "b.npz") as npz:  # still a plain .npz
         assert "conv1/weights/bitmap" in npz.files
+
+
+def test_of_normals_holds_the_same_arrays_as_the_checked_constructor() -> None:
+    t = make_tensors(LAYER, 0.3, 0.5, 0.2, model="uniform", density_a_saved=0.1, seed=2)
+    arrays = (t.weights, t.activations, t.grad_output, t.saved_activations)
+    fast, checked = Tensors.of_normals(*arrays), Tensors(*arrays)
+    for name in ("weights", "activations", "grad_output", "saved_activations"):
+        assert getattr(fast, name) is getattr(checked, name), name
+    assert fast.wgrad_activations is t.saved_activations and Tensors.of_normals(*arrays[:3]).saved_activations is None
+    with pytest.raises(WorkloadError, match="activations: Tensors.of_normals takes float32 arrays; got ndarray of"):
+        Tensors.of_normals(t.weights, t.activations.astype(np.float64), t.grad_output)
+    with pytest.raises(WorkloadError, match="weights: .* got list"):
+        Tensors.of_normals([0.0], t.activations, t.grad_output)  # type: ignore[arg-type]
+
+
+def test_only_the_normal_models_skip_the_finite_check(monkeypatch: pytest.MonkeyPatch) -> None:
+    """uniform and channel hold zeros and standard normals; topk_field's channel scale can overflow, and the
+    check still refuses that."""
+    from antsim.sparsity import tensors as tensors_module
+    from antsim.sparsity.generators import FieldParams
+
+    with np.errstate(over="ignore"), pytest.raises(WorkloadError, match="non-finite"):  # exp(1000·z) overflows
+        make_tensors(LAYER, model="topk_field", params=FieldParams(0.0, 1000.0), seed=0)
+
+    def refuse(array: object, name: str) -> None:
+        raise AssertionError(f"{name} checked element by element")
+
+    monkeypatch.setattr(tensors_module, "check_operand", refuse)
+    for model in ("uniform", "channel"):
+        t = make_tensors(LAYER, 0.3, 0.5, 0.2, model=model, density_a_saved=0.1, seed=3)
+        assert all(np.isfinite(a).all() for a in (t.weights, t.activations, t.grad_output, t.saved_activations))
+    with pytest.raises(AssertionError, match="checked element by element"):
+        make_tensors(LAYER, model="topk_field", seed=0)
