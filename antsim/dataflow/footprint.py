@@ -323,8 +323,13 @@ class _TapLinks:
         halo: the group's output is owned by another PE. first_group, pes: the first group of each PE that has
             one, and those PEs. by_output, first_by_output: the groups ordered by output, and where each output's
             groups start in that order.
-        linked: (positions, taps) float32, 1 where the link exists. pe_order, first_position, position_pes: the
-            positions ordered by PE, where each PE's positions start in that order, and those PEs.
+        patterns: (K, taps) float32, the taps a position links (1 where it does), one per distinct pair of a tap-row
+            set and a tap-column set; by_pattern,
+            first_pattern: the positions ordered by their pattern, and where each pattern's positions start in that
+            order (a position's taps are its row's times its column's: at most a few per dimension, e.g. 9 for a
+            padded 3×3 stride-1 kernel). pe_order: the positions ordered by PE (stable), each given by its index in
+            the pattern order. first_position, position_pes: where each PE's positions start in that order, and
+            those PEs.
     """
 
     position: np.ndarray
@@ -337,7 +342,9 @@ class _TapLinks:
     pes: np.ndarray
     by_output: np.ndarray
     first_by_output: np.ndarray
-    linked: np.ndarray
+    patterns: np.ndarray
+    by_pattern: np.ndarray
+    first_pattern: np.ndarray
     pe_order: np.ndarray
     first_position: np.ndarray
     position_pes: np.ndarray
@@ -358,17 +365,52 @@ class _TapLinks:
         order = np.argsort(group, kind="stable")
         pe, out_of_group = np.divmod(keys, n_out)
         first_group, by_output = _starts(pe), np.argsort(out_of_group, kind="stable")
-        linked = np.zeros((Ys * Xs, U * V), np.float32)
-        linked[position, tap] = 1.0
+        patterns, by_pattern, first_pattern = _link_patterns(fwd_h >= 0, fwd_w >= 0)
         pe_order = np.argsort(pe_of_position, kind="stable")
         first_position = _starts(pe_of_position[pe_order])
+        in_pattern_order = np.empty(len(by_pattern), np.int64)
+        in_pattern_order[by_pattern] = np.arange(len(by_pattern))
         arrays = (position[order], tap[order], _starts(group[order]), pe, out_of_group,
                   tiling.pe_of_output().ravel()[out_of_group] != pe, first_group, pe[first_group], by_output,
-                  _starts(out_of_group[by_output]), linked, pe_order, first_position,
-                  pe_of_position[pe_order][first_position])
+                  _starts(out_of_group[by_output]), patterns, by_pattern, first_pattern, in_pattern_order[pe_order],
+                  first_position, pe_of_position[pe_order][first_position])
         for array in arrays:  # a cached geometry is shared by every call with its key
             array.flags.writeable = False
         return cls(*arrays)
+
+
+def _distinct_columns(bits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(bits.T, axis=0, return_inverse=True)`` of a bool (n, m) array, up to the order of the distinct
+    columns: each column's bits packed into bytes and the byte strings ranked as one 1-D array (no per-row
+    comparisons in Python)."""
+    packed = np.packbits(bits.T, axis=1)
+    keys: np.ndarray
+    if packed.shape[1] <= 8:  # a column's bits as one uint64 code: a sort of ints
+        codes = np.zeros((len(packed), 8), np.uint8)
+        codes[:, :packed.shape[1]] = packed
+        keys = codes.view(np.uint64).ravel()
+    else:
+        keys = np.ascontiguousarray(packed).view(np.dtype((np.void, packed.shape[1]))).ravel()
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    first = np.ones(len(keys), bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    inverse = np.empty(len(keys), np.int64)
+    inverse[order] = np.cumsum(first) - 1
+    return bits.T[order[first]], inverse
+
+
+def _link_patterns(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``_TapLinks.patterns, by_pattern, first_pattern`` from ``rows`` (U, Ys) and ``cols`` (V, Xs), whether tap row
+    u (column v) links stationary row y (column x): position (y, x) links tap (u, v) when both do."""
+    row_patterns, row_of = _distinct_columns(rows)
+    col_patterns, col_of = _distinct_columns(cols)
+    pattern_of = (row_of.reshape(-1, 1) * len(col_patterns) + col_of.reshape(1, -1)).ravel()  # per y · Xs + x
+    patterns = (row_patterns[:, None, :, None] & col_patterns[None, :, None, :]).reshape(
+        len(row_patterns) * len(col_patterns), -1)
+    by_pattern = np.argsort(pattern_of.astype(np.int16) if len(patterns) < 1 << 15 else pattern_of, kind="stable")
+    counts = np.bincount(pattern_of, minlength=len(patterns))
+    return patterns.astype(np.float32), by_pattern, np.cumsum(counts) - counts
 
 
 # fprop/dgrad link geometries (``_tap_links``) and wgrad layouts (``_wgrad_layout``) are kept per key, the least
@@ -377,9 +419,13 @@ class _TapLinks:
 # so a kept geometry is the one ``build`` returns (tests/dataflow/test_footprint.py). [choice] 32 entries: a
 # ResNet-18 CIFAR step has 20 fprop/dgrad and 10 wgrad geometries among its 60 calls.
 _GEOMETRIES = 32
-# Geometries with more than 2^20 position-tap pairs are built per call instead of kept (memory: the links' int64
-# arrays and float32 link masks are up to ~50 MB). [choice] Every ResNet-18 CIFAR geometry is below it.
-_KEPT_LINKS = 1 << 20
+# Geometries with more than 2^16 position-tap pairs are built per call instead of kept. Memory only: a kept
+# geometry's arrays (int64 links, float32 link masks: ~1 KB per 20 pairs) stay on the heap between calls and pin the
+# freed temporaries around them. [choice] Measured here (``scripts/peak_rss.py``, dense vgg16-imagenet-full, batch 1,
+# whose 224×224 and 112×112 planes have 451,584 and 112,896 pairs): peak RSS 1,598 MiB kept up to 2^20, 1,541 up to
+# 2^17, 1,473 up to 2^16, 1,457 never kept (docs/footprint_speed.md). Every ResNet-18 CIFAR geometry (≤ 32·32·9
+# pairs) and every 56×56 one stays kept.
+_KEPT_LINKS = 1 << 16
 
 
 def _geometry_key(tiling: Tiling) -> Tiling:
@@ -463,18 +509,18 @@ class _TapWeights:
 
     Attributes:
         bits: (taps · Cs, words) uint64, bit ``ko`` set where the output channel's weight is non-zero.
-        per_group: (Cs, taps · G) float32, per channel, tap and group of ``kc`` output channels its non-zero weights.
+        per_tap: (taps, Cs · G) float32, per tap, channel and group of ``kc`` output channels its non-zero weights.
     """
 
     bits: np.ndarray
-    per_group: np.ndarray
+    per_tap: np.ndarray
 
     @classmethod
     def build(cls, streamed_mask: np.ndarray, kc: int) -> _TapWeights:
         Cs, Ko, U, V = streamed_mask.shape[1:]
         packed = _packed_weights(streamed_mask)
-        per_group = _group_counts(packed, Ko, kc).reshape(U * V, Cs, -1).transpose(1, 0, 2)
-        return cls(packed.view(np.uint64), per_group.astype(np.float32).reshape(Cs, -1))
+        per_tap = _group_counts(packed, Ko, kc).reshape(U * V, -1)
+        return cls(packed.view(np.uint64), per_tap.astype(np.float32))
 
 
 # A block of at most 2^18 (link, stationary non-zero) pairs per pass of ``_held_words`` (its gathered words and
@@ -518,15 +564,23 @@ def _held_words(links: _TapLinks, bits: np.ndarray, positions: np.ndarray) -> np
 
 
 def _valid_per_pe(links: _TapLinks, weights: _TapWeights, positions: np.ndarray) -> np.ndarray:
-    """(G, PEs with positions) valid products of one image: per position and tap, the stationary non-zeros times
-    each group's non-zero weights of their channel (one float32 product, integers ≤ Cs · kc, exact below 2^24;
-    float64 otherwise), summed over the position's links (float64, exact) and over each PE's positions."""
-    n_taps = links.linked.shape[1]
-    exact32 = positions.shape[1] * weights.per_group.max(initial=0) < 1 << 24
+    """(G, PEs with positions) valid products of one image: per position, its stationary non-zeros times each group's
+    non-zero weights of their channel summed over the taps the position links (its pattern's: one product per
+    pattern of the weights summed over its taps), summed over each PE's positions. Integers ≤ Cs · taps · kc:
+    float32 products where they stay below 2^24 (exact), float64 otherwise."""
+    n_positions, n_channels = positions.shape
+    per_pattern = links.patterns @ weights.per_tap  # (K, Cs · G): small integers, exact in float32
+    exact32 = n_channels * per_pattern.max(initial=0) < 1 << 24
     dtype = np.float32 if exact32 else np.float64
-    counts = (positions.astype(dtype) @ weights.per_group.astype(dtype, copy=False)).reshape(len(positions), n_taps, -1)
-    per_position = np.rint(np.einsum("ptg,pt->pg", counts, links.linked, dtype=np.float64)).astype(np.int64)
-    return np.add.reduceat(per_position[links.pe_order], links.first_position, axis=0).T
+    per_pattern = per_pattern.astype(dtype, copy=False).reshape(len(per_pattern), n_channels, -1)
+    ordered = positions[links.by_pattern].astype(dtype)
+    per_position = np.empty((n_positions, per_pattern.shape[2]), dtype)
+    bounds = np.append(links.first_pattern, n_positions)
+    for k, (p0, p1) in enumerate(zip(bounds[:-1], bounds[1:], strict=True)):
+        if p1 > p0:
+            np.matmul(ordered[p0:p1], per_pattern[k], out=per_position[p0:p1])
+    # Exact integers: the cast to int64 is exact, and their sums per PE (int64) too.
+    return np.add.reduceat(per_position[links.pe_order].astype(np.int64), links.first_position, axis=0).T
 
 
 def plane_footprint_stacked(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.ndarray,

@@ -227,3 +227,41 @@ def test_pack_leading_is_packbits_along_the_first_axis(rows, width):
     ``np.packbits(axis=0, bitorder="little")``, also with a last partial byte."""
     bits = (np.random.default_rng(rows * width).random((rows, width)) < 0.4).view(np.uint8)
     assert np.array_equal(footprint._pack_leading(bits), np.packbits(bits, axis=0, bitorder="little"))
+
+
+@pytest.mark.parametrize("layer", LAYERS + [Layer("wide", N=1, C=3, K=4, H=5, W=1, R=70, S=1, stride=1, pad=34)],
+                         ids=lambda layer: layer.name)
+@pytest.mark.parametrize("phase", ["fprop", "dgrad"])
+def test_link_patterns_are_the_taps_each_position_links(layer, phase):
+    """Every position's pattern (through ``by_pattern`` and ``first_pattern``) is exactly the set of taps its links
+    reach in ``_TapLinks`` (brute force from the links' (position, tap) pairs), the patterns that reach a tap are
+    distinct, and
+    ``pe_order`` lists the positions by PE (stable) as indices into the pattern order. One layer has 70 taps in a
+    dimension (column codes of more than 8 bytes)."""
+    problem = phase_problem(layer, phase)
+    plane, taps = problem.stationary_shape[2:], problem.streamed_shape[3:]
+    tiling = make_tiling(problem, 2, 3, 2)
+    links = footprint._TapLinks.build(problem.dims, tiling, plane, taps)
+    n_positions = plane[0] * plane[1]
+    linked = np.zeros((n_positions, taps[0] * taps[1]), bool)
+    linked[links.position, links.tap] = True
+    bounds = np.append(links.first_pattern, n_positions)
+    pattern_of = np.repeat(np.arange(len(links.patterns)), np.diff(bounds))
+    assert sorted(links.by_pattern.tolist()) == list(range(n_positions))
+    assert np.array_equal(links.patterns[pattern_of].astype(bool), linked[links.by_pattern])
+    reaching = [row.tobytes() for row in links.patterns if row.any()]  # empty ones: an empty row or column set
+    assert len(set(reaching)) == len(reaching)
+    pe = tiling.pe_of_stationary().ravel()
+    assert np.array_equal(links.by_pattern[links.pe_order], np.argsort(pe, kind="stable"))
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 32), (9, 5), (70, 12), (64, 40)])
+def test_distinct_columns_are_unique_with_inverse(shape):
+    """The distinct columns of a bool array and each column's index among them, as ``np.unique(axis=0)`` of the
+    transpose (up to the order of the distinct columns): uint64 codes up to 64 rows, byte strings above."""
+    rng = np.random.default_rng(shape[0] * shape[1])
+    bits = rng.random((shape[0], 3)) < 0.5
+    bits = bits[:, rng.integers(0, 3, shape[1])]  # few distinct columns, repeated
+    distinct, inverse = footprint._distinct_columns(bits)
+    assert np.array_equal(distinct[inverse], bits.T)
+    assert len(distinct) == len(np.unique(bits.T, axis=0))
