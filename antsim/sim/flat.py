@@ -58,10 +58,10 @@ class _Lock:
     request order, a grant resumes the holder one entry later, a release with a waiter grants one entry
     later (simpy's ``Release``)."""
 
-    __slots__ = ("run", "busy", "waiting")
+    __slots__ = ("queue", "eid", "busy", "waiting")
 
     def __init__(self, run: FlatRun) -> None:
-        self.run = run
+        self.queue, self.eid = run.queue, run.eid
         self.busy = False
         self.waiting: deque[Wake] = deque()
 
@@ -73,22 +73,22 @@ class _Lock:
     def release(self, now: float) -> None:
         self.busy = False
         if self.waiting:
-            self.run.push(now, self.fire)
+            heappush(self.queue, (now, NORMAL, next(self.eid), self.fire))
 
     def fire(self, now: float) -> None:
         if not self.busy and self.waiting:
             self.busy = True
-            self.run.push(now, self.waiting.popleft())
+            heappush(self.queue, (now, NORMAL, next(self.eid), self.waiting.popleft()))
 
 
 class _Slots:
     """``antsim.sim.kernel.Slots``: free staging slots taken one at a time; a return with a waiter grants
     one entry later (simpy's ``ContainerPut``)."""
 
-    __slots__ = ("run", "level", "waiting")
+    __slots__ = ("queue", "eid", "level", "waiting")
 
     def __init__(self, run: FlatRun, capacity: int) -> None:
-        self.run = run
+        self.queue, self.eid = run.queue, run.eid
         self.level = capacity
         self.waiting: deque[Wake] = deque()
 
@@ -99,12 +99,12 @@ class _Slots:
     def put(self, now: float) -> None:
         self.level += 1
         if self.waiting:
-            self.run.push(now, self.fire)
+            heappush(self.queue, (now, NORMAL, next(self.eid), self.fire))
 
     def fire(self, now: float) -> None:
         while self.waiting and self.level >= 1:
             self.level -= 1
-            self.run.push(now, self.waiting.popleft())
+            heappush(self.queue, (now, NORMAL, next(self.eid), self.waiting.popleft()))
 
 
 class FlatRun:
@@ -137,16 +137,13 @@ class FlatRun:
         self._start(self._prefetch_chunks(), self.now)
         self._start(self._multiply_steps(), self.now)
 
-    def push(self, at: float, target: Wake, priority: int = NORMAL) -> None:
-        heappush(self.queue, (at, priority, next(self.eid), target))
-
     def _start(self, process: Proc, now: float) -> None:
         """Queue a process's start at ``now`` (URGENT, as simpy's ``Initialize``); it first receives its own
         send."""
         send = process.send
         next(process)
         send(send)
-        self.push(now, send, URGENT)
+        heappush(self.queue, (now, URGENT, next(self.eid), send))
 
     def run(self) -> float:
         """Hand out the queue's entries in order until none is left; returns the end time."""
@@ -164,7 +161,7 @@ class FlatRun:
         self.port.request(me, now)
         now = yield
         duration = bits / self.bits_per_cycle
-        self.push(now + duration, me)
+        heappush(self.queue, (now + duration, NORMAL, next(self.eid), me))
         now = yield
         self.port.release(now)
         self.busy_cycles += duration
@@ -178,7 +175,7 @@ class FlatRun:
         """``StreamFetcher.prefetch_chunks``."""
         me = yield
         now = yield
-        schedule = self.schedule
+        schedule, queue, eid, ready, ready_at = self.schedule, self.queue, self.eid, self.ready, self.ready_at
         stationary_bits, streamed_bits = schedule.stationary_bits.tolist(), schedule.streamed_bits.tolist()
         fetches = schedule.fetches.tolist()
         for step in range(schedule.n_steps):
@@ -193,22 +190,22 @@ class FlatRun:
                 now = yield
             if streamed_bits[step] > 0:
                 now = yield from self._transfer(me, now, streamed_bits[step])
-            self.ready_at[step] = now
-            self.push(now, self.ready[step].fire)
+            ready_at[step] = now
+            heappush(queue, (now, NORMAL, next(eid), ready[step].fire))
         yield  # done: nothing resumes it
 
     def _multiply_steps(self) -> Proc:
         """``PEArray.multiply_steps``."""
         me = yield
         now = yield
-        schedule, array = self.schedule, self.array
+        schedule, array, queue, eid, ready = self.schedule, self.array, self.queue, self.eid, self.ready
         half_wait, frees = schedule.half_wait.tolist(), schedule.frees.tolist()
         observed = schedule.stationary_bits[1:].tolist() + [0.0]  # the fetcher waits for these releases
         shared = array.shared_stalls
         for step in range(schedule.n_steps):
-            if not self.ready[step].processed:
+            if not ready[step].processed:
                 t0 = now
-                self.ready[step].waiter = me
+                ready[step].waiter = me
                 now = yield
                 shared["memory_stall"] += now - t0
             freed_by = half_wait[step]
@@ -220,10 +217,10 @@ class FlatRun:
             start = now
             release = array.release_time(step, start)
             if release > start:
-                self.push(now + (release - start), me)
+                heappush(queue, (now + (release - start), NORMAL, next(eid), me))
                 now = yield
             if observed[step]:
-                self.push(now, self.released[step].fire)
+                heappush(queue, (now, NORMAL, next(eid), self.released[step].fire))
             if frees[step]:
                 self.staging.put(now)
             self._start(self._drain_chunk(step), now)
@@ -234,18 +231,18 @@ class FlatRun:
         """``AccumulatorDrain.drain_chunk``."""
         me = yield
         now = yield
-        ledger = self.ledger
+        ledger, queue, eid = self.ledger, self.queue, self.eid
         self.links.request(me, now)
         now = yield
-        self.push(now + ledger.halo_cycles[step], me)
+        heappush(queue, (now + ledger.halo_cycles[step], NORMAL, next(eid), me))
         now = yield
         ledger.halo_end[step] = now
-        self.push(now + ledger.reduction_cycles[step], me)
+        heappush(queue, (now + ledger.reduction_cycles[step], NORMAL, next(eid), me))
         now = yield
         self.links.release(now)
         ledger.drained_at[step] = now
         if ledger.observed[step]:
-            self.push(now, self.drained[step].fire)
+            heappush(queue, (now, NORMAL, next(eid), self.drained[step].fire))
         if ledger.readback_bits[step] > 0:
             now = yield from self._transfer(me, now, ledger.readback_bits[step])
         if ledger.output_bits[step] > 0:

@@ -148,6 +148,8 @@ def _changes(*labels: np.ndarray) -> np.ndarray:
 def _half_wait(drains: np.ndarray, halves: int) -> np.ndarray:
     """Per step, the drain step that frees its accumulator half (a run of steps ending in a drain shares
     one half; run r reuses the half of run r − halves), −1 when the half is fresh."""
+    if drains.all():  # every step drains its own half: run r is step r (the general form gives the same)
+        return np.maximum(np.arange(len(drains), dtype=np.int64) - halves, -1)
     run = np.cumsum(drains) - drains
     drain_steps = np.flatnonzero(drains)
     earlier = run - halves
@@ -191,25 +193,32 @@ def build_schedule(arch: ArchSpec, work: PhaseWork, densities: Densities,
     passes = stationary_passes(arch, work, densities.stationary)
     restream = accumulator_restreams(arch, work)
     chunk, pass_of = _steps(work, passes)
-    streamed = encoded_bits_each(work.streamed_dram_values, densities.streamed, comp)
-    streamed = (streamed * restream)[chunk]
+    single = passes == 1  # steps are the chunks in order: no gathering, every step is its chunk's last pass
+    streamed = encoded_bits_each(work.streamed_dram_values, densities.streamed, comp) * restream
     halo, reduction = _drain_cycles(work, params)
     outputs = encoded_bits_each(work.output_values * densities.output, densities.output, comp)
     readback = encoded_bits_each(work.output_readback_values * densities.output, densities.output, comp)
     tile_values = np.bincount(work.chunk_tile, weights=work.stationary_dram_values)
     tile_bits = encoded_bits_each(tile_values, densities.stationary, comp) / passes
-    tile, group = work.chunk_tile[chunk], work.chunk_group[chunk]
-    opens_pass = _changes(tile, pass_of)  # a batch tile's pass starts: load its stationary share
-    stationary = np.where(opens_pass, tile_bits[tile], 0.0)
+    tile = work.chunk_tile if single else work.chunk_tile[chunk]
+    opens_pass = _changes(tile) if single else _changes(tile, pass_of)  # a batch tile's pass starts
+    stationary = np.where(opens_pass, tile_bits[tile], 0.0)  # ... and loads its stationary share
     # Weights are staged once per (tile, group) and pass; wgrad's dY differs per image.
-    fetches = np.ones(len(chunk), bool) if work.streamed_operand != "weights" else _changes(tile, pass_of, group)
+    if work.streamed_operand != "weights":
+        fetches = np.ones(len(chunk), bool)
+    else:
+        fetches = _changes(tile, work.chunk_group) if single else _changes(tile, pass_of, work.chunk_group[chunk])
     last = pass_of == passes - 1
-    drains = work.drains[chunk]
+    drains = work.drains if single else work.drains[chunk]
+
+    def in_last_pass(values: np.ndarray) -> np.ndarray:
+        """Per step: the chunk's value in its last pass, 0 in the others (drains happen once)."""
+        return values if single else np.where(last, values[chunk], 0.0)
 
     def split(values: np.ndarray) -> np.ndarray:
+        if single:  # the whole of each chunk in its one pass (the general form gives the same integers)
+            return values
         v = values[chunk]
-        if passes == 1:  # the whole of each chunk in its one pass (the general form gives the same integers)
-            return v
         return (v * (pass_of[:, None] + 1)) // passes - (v * pass_of[:, None]) // passes
 
     conflicts = split(work.conflict_cycles)
@@ -219,12 +228,10 @@ def build_schedule(arch: ArchSpec, work: PhaseWork, densities: Densities,
     return Schedule(
         issued=split(work.issued_pairs).astype(np.float64), conflicts=conflicts.astype(np.float64),
         screen=_screen_cycles(arch, split(work.candidate_pairs)), stationary_bits=stationary,
-        streamed_bits=streamed,
-        halo_cycles=np.where(last, halo[chunk], 0.0),
-        reduction_cycles=np.where(last, reduction[chunk], 0.0),
-        output_bits=np.where(last, outputs[chunk], 0.0),
-        passes=passes, restream_factor=restream,
-        readback_bits=np.where(last, readback[chunk], 0.0),
+        streamed_bits=streamed if single else streamed[chunk],
+        halo_cycles=in_last_pass(halo), reduction_cycles=in_last_pass(reduction),
+        output_bits=in_last_pass(outputs), passes=passes, restream_factor=restream,
+        readback_bits=in_last_pass(readback),
         fetches=fetches, frees=np.append(fetches[1:], True)[:len(fetches)],
         half_wait=_half_wait(drains, halves),
         lockstep=split(work.lockstep_pairs[:, None])[:, 0].astype(np.float64),

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from antsim.sim import Densities
-from antsim.sim.schedule import _changes, accumulator_restreams, build_schedule, stationary_passes
+from antsim.sim.schedule import _changes, _half_wait, accumulator_restreams, build_schedule, stationary_passes
 
 DENSE = Densities(1.0, 1.0, 1.0)
 DENSE_FORMAT = {"format": "dense", "index_bits": 0}
@@ -95,3 +95,50 @@ def test_restreams_and_step_changes_equal_a_loop(make_work, make_arch, seed) -> 
     flags = [i == 0 or any(lab[i] != lab[i - 1] for lab in labels) for i in range(chunks)]
     assert _changes(*labels).tolist() == flags
     assert _changes(labels[0]).tolist() == [i == 0 or labels[0][i] != labels[0][i - 1] for i in range(chunks)]
+
+
+@pytest.mark.parametrize("halves", [1, 2])
+@pytest.mark.parametrize("seed", range(6))
+def test_half_wait_equals_a_loop(seed, halves) -> None:
+    # _half_wait takes a shortcut when every step drains; both forms must be the loop's: run r reuses the
+    # half of run r - halves, freed by that run's drain (its last step).
+    rng = np.random.default_rng(seed)
+    steps = int(rng.integers(1, 30))
+    for drains in (np.ones(steps, bool), np.r_[rng.random(steps - 1) < 0.5, True]):
+        drain_of_run, run_of_step, run = [], [], 0
+        for step in range(steps):
+            run_of_step.append(run)
+            if drains[step]:
+                drain_of_run.append(step)
+                run += 1
+        want = [drain_of_run[r - halves] if r >= halves else -1 for r in run_of_step]
+        got = _half_wait(drains, halves)
+        assert got.tolist() == want and got.dtype == np.int64
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_one_pass_steps_are_the_chunks_with_their_own_values(make_work, make_arch, seed) -> None:
+    # With one pass build_schedule uses each chunk's arrays as they are; step by step they must be what the
+    # layout says: the chunk's issued pairs, its streamed bits times its re-streams, its drain, and the
+    # stationary share on the first step of each batch tile.
+    rng = np.random.default_rng(seed)
+    chunks = int(rng.integers(1, 20))
+    arch = make_arch(pe_array={"rows": 2, "cols": 2}, compression=DENSE_FORMAT,
+                     accumulators={"banks": 4, "entries_per_bank": 8})
+    work = make_work(chunks, 4, rng.integers(0, 50, (chunks, 4)), partial=rng.integers(0, 60, (chunks, 4)),
+                     halo=rng.integers(0, 9, (chunks, 4)), streamed=rng.integers(0, 900, chunks), outputs=30)
+    tiles = np.sort(rng.integers(0, 3, chunks))
+    work = dataclasses.replace(work, chunk_tile=np.unique(tiles, return_inverse=True)[1],
+                               stationary_dram_values=rng.integers(0, 40, chunks))
+    schedule = build_schedule(arch, work, DENSE)
+    assert schedule.passes == 1
+    restream = accumulator_restreams(arch, work)
+    tile_values = np.bincount(work.chunk_tile, weights=work.stationary_dram_values)
+    for step in range(chunks):
+        assert schedule.issued[step].tolist() == work.issued_pairs[step].tolist()
+        assert schedule.streamed_bits[step] == work.streamed_dram_values[step] * 16.0 * restream[step]
+        assert schedule.halo_cycles[step] == math.ceil(work.halo_outputs[step].max() / 2)
+        assert schedule.output_bits[step] == 30 * 16.0
+        first = step == 0 or work.chunk_tile[step] != work.chunk_tile[step - 1]
+        want = tile_values[work.chunk_tile[step]] * 16.0 if first and tile_values[work.chunk_tile[step]] else 0.0
+        assert schedule.stationary_bits[step] == want
