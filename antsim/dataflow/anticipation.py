@@ -34,15 +34,20 @@ def screen(problem: PhaseProblem, stationary: Vectors, streamed: Vectors, pairs:
 
 
 def screen_pairs(context: MappingContext, pairs: PairBatch) -> np.ndarray:
-    """``screen`` of ``context``'s operands, looked up in the joint table ``count_pairs`` built for this very
-    context when it did (``MappingContext.derived``; the bank-conflict sample screens right after it)."""
+    """``screen`` of ``context``'s operands, looked up in the table ``count_pairs`` built for this very context when it
+    did (the joint table, else the per-dimension ones; ``MappingContext.derived``: the bank-conflict sample screens
+    right after it)."""
     table = context.derived.get(_JOINT_TABLE)
     if table is not None:
         return table.issued(pairs)
+    tables = context.derived.get(_DIM_TABLES)
+    if tables is not None:
+        return tables.issued(pairs.i, pairs.f)
     return screen(context.problem, context.stationary, context.streamed_vectors, pairs)
 
 
 _JOINT_TABLE = "anticipation.joint_screen_table"
+_DIM_TABLES = "anticipation.dim_screen_tables"
 
 
 @dataclass(frozen=True)
@@ -71,8 +76,8 @@ def count_pairs(context: MappingContext, policy: Policy) -> PairCounts:
 
     ``none`` issues every pair: a cell's products are ``nnz_s · nnz_t`` and its stationary reads ``nnz_s · n_f``
     (each F-vector meets every I-vector of the fiber once). ``ant`` issues those less what its screen skips, counted
-    on the cells it screens only: the cells whose pairs all pass (``_ScreenTable.screened``, about half of
-    ResNet-18's 3×3 cells) and the empty ones skip nothing."""
+    on the cells some pair of which it skips only (``_failing_cells``: a few per cent of ResNet-18's 3×3 fprop and
+    dgrad cells); every pair of the others issues."""
     cells, n_slots = context.cells, context.n_slots
     n_pairs = cells.n_pairs  # a fresh int64 array: also the per-cell count ``none`` issues (and ``ant``'s base)
     candidate = _slot_sums(cells.slot, n_pairs, n_slots)
@@ -99,37 +104,27 @@ class _CellSums:
 
 def _screened_cells(context: MappingContext) -> tuple[np.ndarray, np.ndarray, _CellSums]:
     """The cells ``ant`` screens pair by pair, the pairs each issues and the products and stationary reads of the
-    pairs it skips: the single-I cells with a streamed fiber whose I-vector does not pass every streamed box present
-    (``_single_screened``), then the multi-I cells with one (``_multi_screened``). The order pairs are counted in does
-    not matter: the counts are sums."""
+    pairs it skips. A phase of single-I cells only (fprop, dgrad past ResNet-18's first stage) looks its pairs up in
+    the joint table, on the cells whose I-vector fails some streamed box present (``_ScreenTable.screened``); the
+    others (wgrad's multi-I cells, mixes) on the cells that hold a failing pair (``_failing_cells``), in the
+    per-dimension tables. The table is left on the context for ``screen_pairs``."""
     cells = context.cells
-    single = cells.n_i == 1
-    any_single, all_single = bool(single.any()), bool(single.all())
-    # The joint table pays for itself on single-I cells (fprop, dgrad); wgrad's multi-I pairs would meet large joint
-    # tables (up to 2^22 entries at 8×8 dY planes) at random: they look up one small table per dimension instead.
-    table = _ScreenTable.of(context.problem, context.stationary, context.streamed_vectors) if any_single else None
+    single_only = bool(len(cells.n_i)) and int(cells.n_i.max()) == 1
+    table = _ScreenTable.of(context.problem, context.stationary, context.streamed_vectors) if single_only else None
     if table is not None:
         context.derived[_JOINT_TABLE] = table
-    verdict = _Verdict(context, table)
-    parts = []
-    if any_single:
-        runs = cells.n_f > 0
-        if table is not None:
-            runs &= table.screened(cells.i0)
-        if not all_single:
-            runs &= single
-        parts.append(_single_screened(context, verdict, np.flatnonzero(runs)))
-    if not all_single:
-        parts.append(_multi_screened(context, verdict, np.flatnonzero(~single & (cells.n_f > 0))))
-    if not parts:  # no cells
-        empty = np.zeros(0, np.int64)
-        return empty, empty, _CellSums(empty, empty, empty)
-    if len(parts) == 1:
-        return parts[0]
-    (ids, pairs, skipped), (multi, multi_pairs, multi_skipped) = parts
-    return np.concatenate([ids, multi]), np.concatenate([pairs, multi_pairs]), _CellSums(
-        *(np.concatenate([getattr(skipped, name), getattr(multi_skipped, name)]) for name in ("pairs", "products",
-                                                                                             "reads")))
+        runs = np.flatnonzero((cells.n_f > 0) & table.screened(cells.i0))
+        return _single_screened(context, _Verdict(context, table=table), runs)
+    tables = _DimTables.of(context.problem, context.stationary, context.streamed_vectors)
+    if tables is not None:
+        context.derived[_DIM_TABLES] = tables
+    screened = _failing_cells(context, tables)
+    issued = _multi_sums(context, _Verdict(context, per_dim=tables), screened)
+    nnz_s = cells.nnz_s[screened].astype(np.int64)
+    n_f = cells.n_f[screened]
+    n_pairs = np.multiply(cells.n_i[screened], n_f, dtype=np.int64)
+    return screened, issued.pairs, _CellSums(n_pairs - issued.pairs, nnz_s * cells.nnz_t[screened] - issued.products,
+                                             nnz_s * n_f - issued.reads)
 
 
 def _single_screened(context: MappingContext, verdict: _Verdict, rest: np.ndarray
@@ -144,15 +139,48 @@ def _single_screened(context: MappingContext, verdict: _Verdict, rest: np.ndarra
     return rest, pairs, _CellSums(skipped_pairs, nnz_s * (cells.nnz_t[rest] - streamed), nnz_s * skipped_pairs)
 
 
-def _multi_screened(context: MappingContext, verdict: _Verdict, multi: np.ndarray
-                    ) -> tuple[np.ndarray, np.ndarray, _CellSums]:
-    """The multi-I cells ``multi`` (each with F-vectors), the pairs each issues (``_multi_sums``) and what it skips."""
+def _failing_cells(context: MappingContext, tables: _DimTables | None) -> np.ndarray:
+    """The cells with F-vectors that may hold a pair the screen skips: exactly those that do when the intervals some
+    stationary box fails fit one 64-bit mask (``_FailMasks``) — a pair fails iff it fails in some dimension, so a
+    cell holds a failing pair iff its stationary fiber's failed intervals meet its streamed fiber's intervals in some
+    dimension —, else those whose stationary fiber fails some interval present; without tables, every cell with
+    F-vectors."""
     cells = context.cells
-    issued = _multi_sums(context, verdict, multi)
-    nnz_s = cells.nnz_s[multi].astype(np.int64)
-    n_pairs = np.multiply(cells.n_i[multi], cells.n_f[multi], dtype=np.int64)
-    return multi, issued.pairs, _CellSums(n_pairs - issued.pairs, nnz_s * cells.nnz_t[multi] - issued.products,
-                                          nnz_s * cells.n_f[multi] - issued.reads)
+    if not len(context.streamed_vectors.vec_size):  # no F-vectors: no cell has any
+        return np.zeros(0, np.int64)
+    masks = None if tables is None else _FailMasks.of(tables, context.stationary, context.streamed_vectors)
+    if masks is None:
+        return np.flatnonzero(cells.n_f > 0)
+    fails = masks.fiber_fails[cells.i0]  # per cell: the intervals its stationary fiber fails (0 for most)
+    candidates = np.flatnonzero(fails != 0)  # a bool's nonzero: faster than the uint64's
+    # Below, a cell without F-vectors may read another fiber's mask: such cells are dropped at the end.
+    if masks.fiber_held is not None:  # its first F-vector names its streamed fiber: one lookup per cell
+        held = masks.fiber_held[cells.f0[candidates]]
+        held &= fails[candidates]
+        candidates = candidates[held != 0]
+    elif masks.held is not None:
+        candidates = candidates[_holds_failed(masks.held, cells.f0[candidates], cells.n_f[candidates],
+                                              fails[candidates])]
+    return candidates[cells.n_f[candidates] > 0]
+
+
+def _holds_failed(held: np.ndarray, f0: np.ndarray, n_f: np.ndarray, fails: np.ndarray) -> np.ndarray:
+    """Per run (the ``n_f`` F-vectors from ``f0``): whether one of its F-vectors holds an interval of ``fails`` (its
+    ``held`` mask meets it) — for an empty run, whether F-vector ``f0`` does. Column by column, as
+    ``_Verdict.run_sums`` walks runs; a run longer than ``_COLUMN_PASSES`` is taken as holding one (it is screened
+    pair by pair all the same)."""
+    f = f0.astype(np.int64)
+    mask = held[f]
+    active = np.flatnonzero(n_f > 1)
+    for k in range(1, _COLUMN_PASSES):
+        if not len(active):
+            break
+        mask[active] |= held[f[active] + k]
+        active = active[n_f[active] > k + 1]
+    mask &= fails
+    out = mask != 0
+    out[active] = True
+    return out
 
 
 def _multi_sums(context: MappingContext, verdict: _Verdict, multi: np.ndarray) -> _CellSums:
@@ -202,13 +230,12 @@ def _chunks(counts: np.ndarray, max_pairs: int) -> Iterator[slice]:
 
 
 class _Verdict:
-    """The screen's verdict on (I-vector, F-vector) pairs: looked up in the joint table when there is one, else in the
-    per-dimension tables (``_DimTables``), else computed in place (``_issued``) — the same booleans each way."""
+    """The screen's verdict on (I-vector, F-vector) pairs: looked up in the joint table (``table``) or the
+    per-dimension tables (``per_dim``) when given, else computed in place (``_issued``) — the same booleans each way."""
 
-    def __init__(self, context: MappingContext, table: _ScreenTable | None) -> None:
-        self.context, self.table = context, table
-        self.per_dim = None if table is not None else _DimTables.of(context.problem, context.stationary,
-                                                                      context.streamed_vectors)
+    def __init__(self, context: MappingContext, table: _ScreenTable | None = None, per_dim: _DimTables | None = None
+                 ) -> None:
+        self.context, self.table, self.per_dim = context, table, per_dim
         self.sizes = np.asarray(context.streamed_vectors.vec_size, dtype=np.int64)
         # Per I-vector (a few thousand), not per run: each run's row offset is then one gather.
         self.row_offset = None if table is None else table.row * table.issued_table.shape[1]
@@ -282,6 +309,11 @@ def _run_sums(values: np.ndarray, ends: np.ndarray) -> np.ndarray:
 # (one byte each), and ``_DimTables`` over the intervals present, all dimensions together; beyond it the bounds are
 # computed pair by pair (``_issued``). Speed and memory only: the same integers either way. [choice] 2^22 bytes = 4 MB.
 _SCREEN_TABLE_ENTRIES = 1 << 22
+# Streamed interval code spaces (``lo · n_u + hi``) up to which ``_DimTables`` gives every code a column (codes with
+# lo > hi, which no F-vector has, included) rather than numbering the codes present. Speed only: the same verdicts.
+# [choice] axes up to 8 wide (64 codes): a 3×3 kernel's 9, wgrad's 8×8 and 4×4 dY planes; on a 32×32 plane (1024
+# codes) most are absent and the few present are numbered.
+_DIRECT_CODES = 1 << 6
 # Code spaces up to which ``_unique_codes`` counts (a bincount of that length) rather than sorts. [choice] as above.
 _COUNTED_CODES = _SCREEN_TABLE_ENTRIES
 
@@ -345,14 +377,16 @@ class _ScreenTable:
 
 @dataclass(frozen=True)
 class _DimTables:
-    """The screen factored by dimension, for phases without a joint table (wgrad): a pair issues iff in every
-    dimension d its stationary interval reaches its streamed interval, ``verdict[d][row[d][i] + col[d][f]]`` over the
-    distinct intervals present (``row[d]``: each I-vector's row offset, ``col[d]``: each F-vector's column), computed
-    by ``DimMap.reach`` as ``screen`` computes it — two lookups per pair instead of the bounds recomputed in place."""
+    """The screen factored by dimension: a pair issues iff in every dimension d its stationary interval reaches its
+    streamed interval, ``verdict[d][row[d][i] + col[d][f]]`` over the distinct intervals present (``row[d]``: each
+    I-vector's row offset, ``col[d]``: each F-vector's column among the ``n_cols[d]`` streamed intervals present),
+    computed by ``DimMap.reach`` as ``screen`` computes it — two lookups per pair instead of the bounds recomputed in
+    place."""
 
     row: tuple[np.ndarray, ...]
     col: tuple[np.ndarray, ...]
     verdict: tuple[np.ndarray, ...]
+    n_cols: tuple[int, ...]
 
     @classmethod
     def of(cls, problem: PhaseProblem, stationary: Vectors, streamed: Vectors) -> _DimTables | None:
@@ -361,7 +395,10 @@ class _DimTables:
         for d in range(len(problem.dims)):
             n_y, n_u = problem.stationary_shape[2 + d], problem.streamed_shape[3 + d]
             rows = _unique_codes(stationary.box[2 * d] * n_y + stationary.box[2 * d + 1], n_y * n_y)
-            cols = _unique_codes(streamed.box[2 * d] * n_u + streamed.box[2 * d + 1], n_u * n_u)
+            codes = streamed.box[2 * d] * n_u
+            codes += streamed.box[2 * d + 1]
+            # Few interval codes (a kernel's): every code its own column, with no numbering of the F-vectors' codes.
+            cols = (np.arange(n_u * n_u), codes) if n_u * n_u <= _DIRECT_CODES else _unique_codes(codes, n_u * n_u)
             parts.append((rows, cols, n_y, n_u))
         if sum(len(rows[0]) * len(cols[0]) for rows, cols, _, _ in parts) > _SCREEN_TABLE_ENTRIES:
             return None
@@ -373,7 +410,7 @@ class _DimTables:
             verdict.append((o_lo <= o_hi).ravel())
             row.append(row_of * len(u_codes))
             col.append(col_of)
-        return cls(tuple(row), tuple(col), tuple(verdict))
+        return cls(tuple(row), tuple(col), tuple(verdict), tuple(len(cols[0]) for _, cols, _, _ in parts))
 
     def issued(self, i: np.ndarray, f: np.ndarray) -> np.ndarray:
         """The verdict on the pairs (I-vector ``i``, F-vector ``f``)."""
@@ -381,6 +418,90 @@ class _DimTables:
         for row, col, verdict in zip(self.row[1:], self.col[1:], self.verdict[1:], strict=True):
             ok &= verdict[row[i] + col[f]]
         return ok
+
+
+# Bits of a ``_FailMasks`` mask: one uint64.
+_MASK_BITS = 64
+
+
+@dataclass(frozen=True)
+class _FailMasks:
+    """Where the screen can skip, as 64-bit masks over the streamed intervals present that some stationary interval
+    fails (bit ``offset[d] + k``: the k-th such interval of dimension d): per vector that starts a stationary fiber
+    (elsewhere 0), the intervals some I-vector of the fiber fails (``fiber_fails``), per F-vector the intervals it
+    holds (``held``) and per F-vector that starts a streamed fiber the intervals that fiber holds (``fiber_held``,
+    ``_held_at_starts``; None where that does not name them). With more such intervals than bits, ``fiber_fails`` is
+    1 where the fiber fails any interval present and ``held`` None: the cells screened are then those whose
+    stationary fiber fails some interval."""
+
+    fiber_fails: np.ndarray
+    held: np.ndarray | None
+    fiber_held: np.ndarray | None = None
+
+    @classmethod
+    def of(cls, tables: _DimTables, stationary: Vectors, streamed: Vectors) -> _FailMasks:
+        fails = [~verdict.reshape(-1, n_cols) for verdict, n_cols in zip(tables.verdict, tables.n_cols, strict=True)]
+        if sum(int(fail.any(axis=0).sum()) for fail in fails) > _MASK_BITS:  # too many: only the intervals present
+            fails = [fail & (np.bincount(col_of, minlength=fail.shape[1]) > 0)
+                     for fail, col_of in zip(fails, tables.col, strict=True)]
+        failing = [np.flatnonzero(fail.any(axis=0)) for fail in fails]
+        rows = [row // max(n_cols, 1) for row, n_cols in zip(tables.row, tables.n_cols, strict=True)]
+        vector_fails = np.zeros(len(stationary.vec_size), np.uint64)
+        if sum(len(cols) for cols in failing) > _MASK_BITS:
+            for fail, row_of in zip(fails, rows, strict=True):
+                vector_fails |= np.asarray(fail.any(axis=1))[row_of].astype(np.uint64)
+            return cls(_fiber_or(vector_fails, stationary), None)
+        held = np.zeros(len(streamed.vec_size), np.uint64)
+        offset = 0
+        for fail, row_of, cols, col_of in zip(fails, rows, failing, tables.col, strict=True):
+            col_bit = np.zeros(fail.shape[1], np.uint64)
+            col_bit[cols] = np.left_shift(np.uint64(1), np.arange(offset, offset + len(cols), dtype=np.uint64))
+            offset += len(cols)
+            vector_fails |= (fail * col_bit).sum(axis=1, dtype=np.uint64)[row_of]  # distinct bits: the sum is the OR
+            held |= col_bit[col_of]
+        return cls(_fiber_or(vector_fails, stationary), held, _held_at_starts(held, streamed))
+
+
+def _fiber_or(vector_masks: np.ndarray, vectors: Vectors) -> np.ndarray:
+    """Per vector, the OR of ``vector_masks`` over the non-empty fiber that starts at it (0 where none starts)."""
+    out = np.zeros(len(vector_masks), np.uint64)
+    some = vectors.fiber_nvec > 0
+    starts, counts = vectors.fiber_vec0[some].astype(np.int64), vectors.fiber_nvec[some].astype(np.int64)
+    if not len(starts):
+        return out
+    if int(counts.max()) == 1:  # every fiber one vector: its own mask
+        out[starts] = vector_masks[starts]
+        return out
+    ends = starts + counts
+    if np.array_equal(starts[1:], ends[:-1]):  # consecutive runs, in order (stationary fibers): one reduceat
+        out[starts] = np.bitwise_or.reduceat(vector_masks[:ends[-1]], starts)
+        return out
+    order = np.argsort(starts, kind="stable")  # in order, so the gaps between fibers are reduced once
+    bounds = np.empty(2 * len(starts), np.int64)
+    bounds[0::2], bounds[1::2] = starts[order], ends[order]
+    padded = np.append(vector_masks, np.uint64(0))  # a fiber that ends at the last vector: its end is an index too
+    out[starts[order]] = np.bitwise_or.reduceat(padded, bounds)[0::2]
+    return out
+
+
+def _held_at_starts(held: np.ndarray, streamed: Vectors) -> np.ndarray | None:
+    """Per F-vector, the OR of ``held`` over the streamed fiber that starts at it (column by column over the fibers,
+    which are short), or None where fibers that start at one F-vector (they may share vectors) hold different
+    intervals, or some fiber is longer than ``_COLUMN_PASSES``."""
+    some = streamed.fiber_nvec > 0  # cells of empty fibers are dropped whatever they read
+    starts, counts = streamed.fiber_vec0[some].astype(np.int64), streamed.fiber_nvec[some]
+    if not len(starts) or int(counts.max()) > _COLUMN_PASSES:
+        return None
+    fiber_held = held[starts]
+    active = np.flatnonzero(counts > 1)
+    for k in range(1, _COLUMN_PASSES):
+        if not len(active):
+            break
+        fiber_held[active] |= held[starts[active] + k]
+        active = active[counts[active] > k + 1]
+    at_start = np.zeros(len(held), np.uint64)
+    at_start[starts] = fiber_held
+    return at_start if np.array_equal(at_start[starts], fiber_held) else None
 
 
 def _issued(problem: PhaseProblem, stationary: Vectors, streamed: Vectors, i: np.ndarray, f: np.ndarray) -> np.ndarray:

@@ -102,16 +102,28 @@ def test_counts_on_random_layers_equal_the_brute_force(seed, monkeypatch):
             _assert_equal_to_brute_force(context)
 
 
-@pytest.mark.parametrize("screen", ["joint", "per_dim", "per_dim_sorted", "in_place"])
+PER_DIM_SCREENS = ("per_dim", "per_dim_sorted", "per_dim_numbered", "masks_by_columns", "masks_one_bit")
+
+
+@pytest.mark.parametrize("screen", ["joint", *PER_DIM_SCREENS, "in_place"])
 @pytest.mark.parametrize("case", range(len(MAPPING_CASES)))
 def test_counts_on_the_mapping_cases_equal_the_brute_force(case, screen, monkeypatch):
-    """Strided, asymmetric, 1×1 and 5×5 layers, with the verdicts looked up in the joint table (wgrad: per dimension),
-    in the per-dimension tables only, or computed in place (both tables refused); I = 2 so that fprop and dgrad hold
-    multi-I cells beside single-I ones."""
-    if screen in ("per_dim", "per_dim_sorted"):
+    """Strided, asymmetric, 1×1 and 5×5 layers, with the verdicts looked up in the joint table (phases of single-I
+    cells; the others per dimension), in the per-dimension tables only — their streamed intervals numbered by a sort
+    or by counting rather than coded directly, the cells' streamed masks OR-ed run by run rather than per fiber, or
+    masks of one bit (every cell whose stationary fiber fails something screened) —, or computed in place (both
+    tables refused); I = 2 so that fprop and dgrad hold multi-I cells beside single-I ones."""
+    if screen in PER_DIM_SCREENS:
         monkeypatch.setattr(anticipation._ScreenTable, "of", classmethod(lambda cls, *operands: None))
     if screen == "per_dim_sorted":  # the intervals numbered by a sort, as on a long GEMM plane
         monkeypatch.setattr(anticipation, "_COUNTED_CODES", 0)
+        monkeypatch.setattr(anticipation, "_DIRECT_CODES", 0)
+    if screen == "per_dim_numbered":
+        monkeypatch.setattr(anticipation, "_DIRECT_CODES", 0)
+    if screen == "masks_by_columns":
+        monkeypatch.setattr(anticipation, "_held_at_starts", lambda held, streamed: None)
+    if screen == "masks_one_bit":
+        monkeypatch.setattr(anticipation, "_MASK_BITS", 1)
     if screen == "in_place":
         monkeypatch.setattr(anticipation, "_SCREEN_TABLE_ENTRIES", 0)
     layer, density, rows, cols, kc = MAPPING_CASES[case]
@@ -176,3 +188,69 @@ def test_a_long_gemm_plane_screens_without_counting_over_its_interval_codes():
     small_values, small_inverse = anticipation._unique_codes(codes % 1000, 1000)
     np.testing.assert_array_equal(small_values, np.unique(codes % 1000))
     np.testing.assert_array_equal(small_values[small_inverse], codes % 1000)
+
+
+def _failing_pairs_per_cell(context: MappingContext) -> np.ndarray:
+    """Per cell, whether some pair of it fails the screen (``DimMap.reach``-free: the brute-force verdict)."""
+    cells, stationary, streamed = context.cells, context.stationary, context.streamed_vectors
+    fails = np.zeros(len(cells.slot), bool)
+    for c in range(len(cells.slot)):
+        for i in range(int(cells.i0[c]), int(cells.i0[c] + cells.n_i[c])):
+            for f in range(int(cells.f0[c]), int(cells.f0[c] + cells.n_f[c])):
+                fails[c] |= not all(_reaches(dim, int(stationary.box[2 * d, i]), int(stationary.box[2 * d + 1, i]),
+                                             int(streamed.box[2 * d, f]), int(streamed.box[2 * d + 1, f]))
+                                    for d, dim in enumerate(context.problem.dims))
+    return fails
+
+
+@pytest.mark.parametrize("held", ["per_fiber", "by_columns"])
+@pytest.mark.parametrize("case", range(len(MAPPING_CASES)))
+def test_the_cells_screened_are_exactly_those_holding_a_failing_pair(case, held, monkeypatch):
+    """``_failing_cells``: exactly the cells some pair of which the screen skips when the failed intervals fit the
+    masks (none with a failing pair missed, none without one screened); a superset of them with masks of one bit."""
+    if held == "by_columns":
+        monkeypatch.setattr(anticipation, "_held_at_starts", lambda held, streamed: None)
+    layer, density, rows, cols, kc = MAPPING_CASES[case]
+    exact = 0
+    for phase in ("fprop", "dgrad", "wgrad"):
+        for context in _ant_contexts(layer, density, rows, cols, kc, phase, monkeypatch,
+                                     pe_array={"rows": rows, "cols": cols, "F": 2, "I": 2}):
+            tables = anticipation._DimTables.of(context.problem, context.stationary, context.streamed_vectors)
+            want = np.flatnonzero(_failing_pairs_per_cell(context))
+            masks = anticipation._FailMasks.of(tables, context.stationary, context.streamed_vectors)
+            got = anticipation._failing_cells(context, tables)
+            if masks.held is not None:
+                np.testing.assert_array_equal(got, want)
+                exact += 1
+            with monkeypatch.context() as narrow:
+                narrow.setattr(anticipation, "_MASK_BITS", 1)
+                coarse = anticipation._failing_cells(context, tables)
+            assert set(want) <= set(coarse.tolist()) and set(got.tolist()) <= set(coarse.tolist())
+            assert (context.cells.n_f[coarse] > 0).all()
+    assert exact > 0
+
+
+def test_fiber_masks_are_the_or_over_each_fiber():
+    """``_fiber_or`` (consecutive runs, runs with gaps, runs out of order, empty fibers) and ``_held_at_starts``
+    (fibers sharing vectors: one range per start, or two ranges from one start) against a loop over the fibers."""
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(3)
+    masks = rng.integers(0, 1 << 20, 12).astype(np.uint64)
+    layouts = {"consecutive": ([0, 2, 3, 7], [2, 1, 4, 5]), "gaps": ([0, 3, 9], [2, 4, 3]),
+               "out_of_order": ([9, 0, 4, 6], [3, 4, 1, 2]), "with_empty": ([0, 5, 5, 11], [5, 0, 6, 1]),
+               "single": ([1, 4, 7], [1, 1, 1])}
+    for name, (starts, counts) in layouts.items():
+        vectors = SimpleNamespace(fiber_vec0=np.array(starts), fiber_nvec=np.array(counts), vec_size=masks)
+        want = np.zeros(len(masks), np.uint64)
+        for start, count in zip(starts, counts, strict=True):
+            if count:
+                want[start] = np.bitwise_or.reduce(masks[start:start + count])
+        np.testing.assert_array_equal(anticipation._fiber_or(masks, vectors), want, err_msg=name)
+        np.testing.assert_array_equal(anticipation._held_at_starts(masks, vectors), want, err_msg=name)
+    shared = SimpleNamespace(fiber_vec0=np.array([0, 0, 4]), fiber_nvec=np.array([3, 3, 2]), vec_size=masks)
+    np.testing.assert_array_equal(anticipation._held_at_starts(masks, shared)[[0, 4]],
+                                  [np.bitwise_or.reduce(masks[0:3]), masks[4] | masks[5]])
+    ones = np.ones(12, np.uint64) << np.arange(12, dtype=np.uint64)  # distinct bits: every range its own OR
+    two_ranges = SimpleNamespace(fiber_vec0=np.array([0, 0]), fiber_nvec=np.array([3, 5]), vec_size=ones)
+    assert anticipation._held_at_starts(ones, two_ranges) is None
