@@ -136,7 +136,8 @@ class ArraySteps:
 
     def mean_stalls(self) -> dict[str, float]:
         """Stall category → cycles averaged over PEs (each PE's categories sum to the layer's cycles)."""
-        per_pe = {key: float(self.stalls[key].mean()) if len(self.stalls[key]) else 0.0 for key in STALL_KEYS}
+        n_pes = self.schedule.n_pes  # a sum over PEs divided by their count: ndarray.mean's operations
+        per_pe = {key: float(self.stalls[key].sum()) / n_pes if n_pes else 0.0 for key in STALL_KEYS}
         return {key: per_pe[key] + float(self.shared_stalls[key]) for key in STALL_KEYS}
 
 

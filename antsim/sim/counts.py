@@ -44,17 +44,19 @@ def action_counts(arch: ArchSpec, work: PhaseWork, dram_read_bits: float,
     issued_products = _total(work.issued_products)
     partials = _total(work.partial_outputs)
     outputs = _total(work.output_values)
+    valid = _total(work.valid_products)
+    delivered = _total(work.streamed_delivered)
     has_unit = arch.sparsity_support and arch.anticipation.policy != "none"
-    routed = _total(work.valid_products) if arch.accumulators.drop_invalid == "before_crossbar" else issued_products
+    routed = valid if arch.accumulators.drop_invalid == "before_crossbar" else issued_products
     computed = issued_products if arch.sparsity_support else 0.0
     scattered = routed if arch.sparsity_support else 0.0
     return {
         "multiplier": {"multiply": issued_products},
         "coordinate": {"compute": computed},
         "crossbar": {"route": scattered},
-        "accumulator": {"update": _total(work.valid_products), "drain": partials},
+        "accumulator": {"update": valid, "drain": partials},
         "input_buffer": {"read": _total(work.stationary_reads), "write": _total(work.stationary_values)},
-        "weight_fifo": {"read": _total(work.streamed_delivered), "write": _total(work.streamed_delivered)},
+        "weight_fifo": {"read": delivered, "write": delivered},
         "output_buffer": {"read": outputs, "write": partials},
         "anticipation": {"screen": _total(work.candidate_pairs) if has_unit else 0.0},
         "halo": {"transfer": _total(work.halo_outputs)},

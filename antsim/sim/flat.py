@@ -66,9 +66,12 @@ class _Lock:
         self.waiting: deque[Wake] = deque()
 
     def request(self, me: Wake, now: float) -> None:
-        self.waiting.append(me)
-        if not self.busy:
+        if self.busy or self.waiting:  # in line (a free lock with waiters grants the oldest first)
+            self.waiting.append(me)
             self.fire(now)
+        else:
+            self.busy = True
+            heappush(self.queue, (now, NORMAL, next(self.eid), me))
 
     def release(self, now: float) -> None:
         self.busy = False
@@ -176,6 +179,7 @@ class FlatRun:
         me = yield
         now = yield
         schedule, queue, eid, ready, ready_at = self.schedule, self.queue, self.eid, self.ready, self.ready_at
+        port, bits_per_cycle = self.port, self.bits_per_cycle
         stationary_bits, streamed_bits = schedule.stationary_bits.tolist(), schedule.streamed_bits.tolist()
         fetches = schedule.fetches.tolist()
         for step in range(schedule.n_steps):
@@ -188,8 +192,16 @@ class FlatRun:
             if fetches[step]:
                 self.staging.get(me, now)
                 now = yield
-            if streamed_bits[step] > 0:
-                now = yield from self._transfer(me, now, streamed_bits[step])
+            bits = streamed_bits[step]
+            if bits > 0:  # self._transfer, inlined: the one transfer of nearly every step
+                port.request(me, now)
+                now = yield
+                duration = bits / bits_per_cycle
+                heappush(queue, (now + duration, NORMAL, next(eid), me))
+                now = yield
+                port.release(now)
+                self.busy_cycles += duration
+                self.read_bits += bits
             ready_at[step] = now
             heappush(queue, (now, NORMAL, next(eid), ready[step].fire))
         yield  # done: nothing resumes it
@@ -245,8 +257,17 @@ class FlatRun:
             heappush(queue, (now, NORMAL, next(eid), self.drained[step].fire))
         if ledger.readback_bits[step] > 0:
             now = yield from self._transfer(me, now, ledger.readback_bits[step])
-        if ledger.output_bits[step] > 0:
-            now = yield from self._transfer(me, now, ledger.output_bits[step], write=True)
+        bits = ledger.output_bits[step]
+        if bits > 0:  # self._transfer, inlined: the write-back of nearly every step
+            port = self.port
+            port.request(me, now)
+            now = yield
+            duration = bits / self.bits_per_cycle
+            heappush(queue, (now + duration, NORMAL, next(eid), me))
+            now = yield
+            port.release(now)
+            self.busy_cycles += duration
+            self.write_bits += bits
         yield  # done: nothing resumes it
 
     def mean_stalls(self) -> dict[str, float]:
