@@ -305,6 +305,14 @@ def _forward_table(dim: DimMap, n_y: int, n_u: int) -> np.ndarray:
     return np.where(ok, o, -1)
 
 
+def _stable_order(values: np.ndarray, bound: int) -> np.ndarray:
+    """``np.argsort(values, kind="stable")`` of non-negative ints below ``bound``: as uint16 when they fit, which numpy
+    sorts by radix (≈ 8× faster than its int64 merge sort on 10^4 values, measured here), else as int32 or given."""
+    if bound <= 1 << 16:
+        return np.argsort(values.astype(np.uint16), kind="stable")
+    return np.argsort(values.astype(np.int32) if bound < 1 << 31 else values, kind="stable")
+
+
 def _starts(sorted_keys: np.ndarray) -> np.ndarray:
     """Index of the first entry of each run of equal values in ``sorted_keys``."""
     if len(sorted_keys) == 0:
@@ -362,11 +370,11 @@ class _TapLinks:
         pe_of_position = tiling.pe_of_stationary().ravel()
         position = y * Xs + x
         keys, group = rank_keys(pe_of_position[position].astype(np.int64) * n_out + out, tiling.n_pes * n_out)
-        order = np.argsort(group, kind="stable")
+        order = _stable_order(group, len(keys))
         pe, out_of_group = np.divmod(keys, n_out)
-        first_group, by_output = _starts(pe), np.argsort(out_of_group, kind="stable")
+        first_group, by_output = _starts(pe), _stable_order(out_of_group, n_out)
         patterns, by_pattern, first_pattern = _link_patterns(fwd_h >= 0, fwd_w >= 0)
-        pe_order = np.argsort(pe_of_position, kind="stable")
+        pe_order = _stable_order(pe_of_position, tiling.n_pes)
         first_position = _starts(pe_of_position[pe_order])
         in_pattern_order = np.empty(len(by_pattern), np.int64)
         in_pattern_order[by_pattern] = np.arange(len(by_pattern))
@@ -408,7 +416,7 @@ def _link_patterns(rows: np.ndarray, cols: np.ndarray) -> tuple[np.ndarray, np.n
     pattern_of = (row_of.reshape(-1, 1) * len(col_patterns) + col_of.reshape(1, -1)).ravel()  # per y · Xs + x
     patterns = (row_patterns[:, None, :, None] & col_patterns[None, :, None, :]).reshape(
         len(row_patterns) * len(col_patterns), -1)
-    by_pattern = np.argsort(pattern_of.astype(np.int16) if len(patterns) < 1 << 15 else pattern_of, kind="stable")
+    by_pattern = _stable_order(pattern_of, len(patterns))
     counts = np.bincount(pattern_of, minlength=len(patterns))
     return patterns.astype(np.float32), by_pattern, np.cumsum(counts) - counts
 
@@ -642,8 +650,9 @@ class _WgradLayout:
               ) -> _WgradLayout:
         (Ys, Xs), (U, V) = plane, taps
         pe_stat = tiling.pe_of_stationary().ravel()
-        order = np.argsort(pe_stat, kind="stable")
-        pes, first, count = np.unique(pe_stat[order], return_index=True, return_counts=True)
+        order = _stable_order(pe_stat, tiling.n_pes)
+        first = _starts(pe_stat[order])
+        pes, count = pe_stat[order][first], np.diff(np.append(first, len(order)))
         positions = np.full((len(pes), int(count.max())), Ys * Xs, np.int64)
         positions[np.repeat(np.arange(len(pes)), count), np.arange(len(order)) - np.repeat(first, count)] = order
         inv_h = [_inverse(pair, U) for pair in links(dims[0], Ys, U, True)]
