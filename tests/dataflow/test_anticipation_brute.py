@@ -230,6 +230,43 @@ def test_the_cells_screened_are_exactly_those_holding_a_failing_pair(case, held,
     assert exact > 0
 
 
+@pytest.mark.parametrize("case", range(len(MAPPING_CASES)))
+def test_the_joint_table_narrows_single_i_cells_down_to_those_holding_a_failing_pair(case, monkeypatch):
+    """``_ScreenTable.holding_failed`` on every single-I cell with F-vectors whose I-vector fails some box present:
+    exactly the cells with a pair the screen skips (with masks of no bit: all of them, unnarrowed); I = 64, so that
+    most phases' cells are single-I (the others take the per-dimension tables)."""
+    layer, density, rows, cols, kc = MAPPING_CASES[case]
+    narrowed = 0
+    for phase in ("fprop", "dgrad", "wgrad"):
+        for context in _ant_contexts(layer, density, rows, cols, kc, phase, monkeypatch,
+                                     pe_array={"rows": rows, "cols": cols, "F": 2, "I": 64}):
+            cells = context.cells
+            table = anticipation._ScreenTable.of(context.problem, context.stationary, context.streamed_vectors)
+            if table is None or int(cells.n_i.max(initial=0)) > 1:  # no joint table (the 13×11 wgrad), or multi-I
+                continue
+            runs = np.flatnonzero((cells.n_f > 0) & table.screened(cells.i0))
+            want = np.flatnonzero(_failing_pairs_per_cell(context))
+            assert set(want) <= set(runs.tolist())
+            got = table.holding_failed(cells, runs, context.streamed_vectors)
+            if not np.array_equal(got, runs):  # narrowed: then to exactly the cells with a failing pair
+                np.testing.assert_array_equal(got, want)
+                narrowed += len(runs) - len(got)
+            else:  # not narrowed: too many failed boxes for the bits (wgrad's planes), or fibers sharing a start
+                n_failing = int((~table.issued_table[:, table.present()]).any(axis=0).sum())
+                streamed = context.streamed_vectors
+                ranges = {(int(a), int(n)) for a, n in zip(streamed.fiber_vec0, streamed.fiber_nvec, strict=True) if n}
+                shared = len(ranges) > len({a for a, _ in ranges})
+                too_long = int(streamed.fiber_nvec.max()) > anticipation._COLUMN_PASSES
+                assert n_failing > anticipation._MASK_BITS or shared or too_long or np.array_equal(want, runs)
+            with monkeypatch.context() as narrow:
+                narrow.setattr(anticipation, "_MASK_BITS", 0)
+                np.testing.assert_array_equal(table.holding_failed(cells, runs, context.streamed_vectors), runs)
+            monkeypatch.setattr(anticipation, "_FIBERS_PER_RUN", 10**9)  # the counts with every run narrowed first
+            _assert_equal_to_brute_force(context)
+            monkeypatch.undo()
+    assert narrowed > 0
+
+
 def test_fiber_masks_are_the_or_over_each_fiber():
     """``_fiber_or`` (consecutive runs, runs with gaps, runs out of order, empty fibers) and ``_held_at_starts``
     (fibers sharing vectors: one range per start, or two ranges from one start) against a loop over the fibers."""
