@@ -231,10 +231,10 @@ def test_make_tensors_equal_the_original_generators(case: dict) -> None:  # type
 def test_generation_holds_its_float32_output_and_offsets_not_three_float64_arrays() -> None:
     shape = (256, 256, 8, 8)  # 4 M elements: the float32 output is 16 MiB
     elements = int(np.prod(shape))
-    for density in (0.1, 1.0):  # float32 out + the non-zeros' int32 offsets + four chunk buffers of <= 2 MiB
+    for density in (0.1, 1.0):  # float32 out + the non-zeros' int64 offsets + four chunk buffers of <= 2 MiB
         uniform = reference.peak_bytes(
             lambda density=density: generators.make_operand(shape, density, "uniform", np.random.default_rng(0)))
-        assert uniform <= (4 + 4 * density) * elements + 4 * (1 << 21), density
+        assert uniform <= (4 + 8 * density) * elements + 4 * (1 << 21), density
     old = reference.peak_bytes(lambda: reference.make_operand(shape, 0.1, "uniform", np.random.default_rng(0)))
     assert old >= 17 * elements  # bool mask, float64 normals and their np.where copy
     params = generators.FieldParams(0.0, 0.0)  # swat's W
