@@ -24,7 +24,9 @@ fiber.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -69,6 +71,32 @@ class Vectors:
         found = (idx < len(self.fiber_keys)) & (self.fiber_keys[idx_c] == keys) if len(self.fiber_keys) else \
             np.zeros(len(keys), bool)
         return idx_c, found
+
+
+class _Deferred(Vectors):
+    """``Vectors`` whose ``box`` and ``value`` are worked out on first read, each exactly as an eager build gives it:
+    of the consumers only the ANT screen reads the streamed vectors' boxes and only the ``exact`` functional output
+    their values, so SCNN's fast mapping never pays for either (``streamed_vectors``). Everything else reads as a
+    ``Vectors`` (``dataclasses.replace`` gives an eager one of the same class)."""
+
+    _deferred: dict[str, Callable[[], np.ndarray]]
+
+    @classmethod
+    def of(cls, arrays: dict[str, np.ndarray], box: Callable[[], np.ndarray], value: Callable[[], np.ndarray]
+           ) -> Vectors:
+        vectors = object.__new__(cls)
+        for name, array in arrays.items():  # the frozen dataclass's own way of setting its fields
+            object.__setattr__(vectors, name, array)
+        object.__setattr__(vectors, "_deferred", {"box": box, "value": value})
+        return vectors
+
+    @cached_property
+    def box(self) -> np.ndarray:
+        return self._deferred["box"]()
+
+    @cached_property
+    def value(self) -> np.ndarray:
+        return self._deferred["value"]()
 
 
 @dataclass(frozen=True)
@@ -448,14 +476,13 @@ def _base_fibers(tiling: Tiling, classes: StrideClasses, streamed_tensor: np.nda
     split = (n_groups, kc, geometry.rows, mh, geometry.cols, mw)
     axes = (0, 1, 2, 5, 7, 4, 6, 3) if options.channel_inner else (0, 1, 2, 5, 7, 3, 4, 6)
     laid_out = _fiber_layout(np.asarray(streamed_tensor), split, axes)
-    if options.dense:
-        slot = np.flatnonzero(_fiber_layout(np.ones(streamed_tensor.shape, bool), split, axes))
-    else:
-        slot = np.flatnonzero(laid_out != 0)  # ~2× faster than a nonzero scan of floats
-    value = laid_out[slot]  # the tensor's dtype (float32: half the bytes); float64 once the store is gathered
+    mask = _fiber_layout(np.ones(streamed_tensor.shape, bool), split, axes) if options.dense else laid_out != 0
+    slot = np.flatnonzero(mask)  # of the boolean mask: ~2× faster than a nonzero scan of floats
+    value = np.take(laid_out, slot)  # the tensor's dtype (float32: half the bytes); float64 once the store is gathered
     del laid_out
     cells_per_fiber = geometry.rows * geometry.cols
-    cell_counts = np.bincount(geometry.cell_of(slot), minlength=geometry.n_fibers * cells_per_fiber)
+    cell_counts = _cell_counts(geometry, mask, slot)
+    del mask
     cell_start = np.zeros(len(cell_counts) + 1, np.int64)
     np.cumsum(cell_counts, out=cell_start[1:])
     fiber_nnz = np.diff(cell_start[::cells_per_fiber])
@@ -463,6 +490,18 @@ def _base_fibers(tiling: Tiling, classes: StrideClasses, streamed_tensor: np.nda
     base = _BaseFibers(geometry, slot, value, cell_start, fiber_nnz, run_fiber, cell_start[run_fiber * cells_per_fiber],
                        fiber_nnz[run_fiber])
     return base, geometry.position_counts(cell_counts)
+
+
+def _cell_counts(geometry: _Geometry, mask: np.ndarray, slot: np.ndarray) -> np.ndarray:
+    """Non-zeros per cell (int64) of the laid-out non-zero ``mask`` (flat, C order) whose non-zeros are ``slot``. With
+    fibers ordered (u', v', ko) a cell is ``kc`` consecutive slots: where ``kc`` bytes make one unsigned integer
+    (kc = 1, 2, 4, 8), a cell's count is the number of set bits of its bytes read as that integer (each byte is 0 or
+    1) — one pass over the cells (numpy ≥ 2.0); else a bincount of the slots' cells."""
+    n_cells = geometry.n_fibers * geometry.rows * geometry.cols
+    if geometry.channel_inner and geometry.kc in (1, 2, 4, 8) and hasattr(np, "bitwise_count") and \
+            mask.size == n_cells * geometry.kc:
+        return np.bitwise_count(mask.view(np.dtype(f"u{geometry.kc}"))).astype(np.int64)
+    return np.bincount(geometry.cell_of(slot), minlength=n_cells)
 
 
 def _fiber_layout(tensor: np.ndarray, split: tuple[int, ...], axes: tuple[int, ...]) -> np.ndarray:
@@ -750,7 +789,9 @@ def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClass
     block_nnz = base.fiber_nnz.reshape(n_blocks, n_classes).sum(axis=1)
     reached = np.asarray(reach.member.any(axis=0))
     fetched = block_nnz if reached.all() else counts.sum(axis=1, where=reached[None, :])
-    delivered = reach.per_set(counts, int(block_nnz.max(initial=0)))
+    # Every set keeps every position (no fetch filter): each set receives the whole block, no per-position sum.
+    delivered = np.repeat(block_nnz[:, None], layout.n_sets, axis=1) if reach.member.all() else \
+        reach.per_set(counts, int(block_nnz.max(initial=0)))
     del counts  # (n_blocks, U·V): freed before the fibers are laid out
     # A set cuts a channel where it receives fewer of the channel's non-zeros than the channel holds.
     cuts = block_nnz.reshape(Nt * Ct, -1).sum(axis=1)[:, None] > delivered.reshape(Nt * Ct, -1, layout.n_sets
@@ -767,6 +808,8 @@ def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClass
 def _key_order(keys: np.ndarray, key_space: int) -> np.ndarray:
     """``np.argsort(keys)`` for distinct keys in ``0..key_space − 1``: by a position table when the key space is
     at most ``_KEY_TABLE_PER_KEY`` entries per key (no sort), else the sort."""
+    if len(keys) < 2 or bool((keys[1:] > keys[:-1]).all()):  # already ascending (one fetch set, every fiber whole)
+        return np.arange(len(keys))
     if key_space > _KEY_TABLE_PER_KEY * len(keys) + (1 << 16):
         return np.argsort(keys)
     index = np.dtype(np.int32 if len(keys) < 1 << 31 else np.int64)  # half the table's bytes to fill and scan
@@ -794,10 +837,12 @@ def _segment_vectors(geometry: _Geometry, elements: tuple[np.ndarray, np.ndarray
         u, v, chan, image = (a[store] for a in geometry.decode(slot))
     else:
         u, v, chan, image = geometry.decode(slot if store is None else slot[store])
-    value = (value if store is None else value[store]).astype(np.float64)
     del slot
-    return Vectors(segments.key[order], vec0[segment], nvec[segment], segments.length[segment], vec_start, vec_size,
-                   _vector_boxes(u, v, vec_start, vec_size, width, geometry.channel_inner), u, v, chan, image, value)
+    arrays = {"fiber_keys": segments.key[order], "fiber_vec0": vec0[segment], "fiber_nvec": nvec[segment],
+              "fiber_nnz": segments.length[segment], "vec_start": vec_start, "vec_size": vec_size, "sp1": u, "sp2": v,
+              "chan": chan, "image": image}
+    return _Deferred.of(arrays, lambda: _vector_boxes(u, v, vec_start, vec_size, width, geometry.channel_inner),
+                        lambda: (value if store is None else value[store]).astype(np.float64))
 
 
 def _vector_boxes(sp1: np.ndarray, sp2: np.ndarray, vec_start: np.ndarray, vec_size: np.ndarray, width: int,
