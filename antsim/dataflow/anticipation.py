@@ -114,7 +114,7 @@ def _screened_cells(context: MappingContext) -> tuple[np.ndarray, np.ndarray, _C
     if table is not None:
         context.derived[_JOINT_TABLE] = table
         runs = np.flatnonzero((cells.n_f > 0) & table.screened(cells.i0))
-        if len(runs) > len(context.streamed_vectors.fiber_nvec) // _FIBERS_PER_RUN:  # the masks' fiber pass pays
+        if len(runs) > len(context.streamed_vectors.vec_size) // _VECTORS_PER_RUN:  # the masks' F-vector pass pays
             runs = table.holding_failed(cells, runs, context.streamed_vectors)
         return _single_screened(context, _Verdict(context, table=table), runs)
     tables = _DimTables.of(context.problem, context.stationary, context.streamed_vectors)
@@ -156,14 +156,23 @@ def _failing_cells(context: MappingContext, tables: _DimTables | None) -> np.nda
     fails = masks.fiber_fails[cells.i0]  # per cell: the intervals its stationary fiber fails (0 for most)
     candidates = np.flatnonzero(fails != 0)  # a bool's nonzero: faster than the uint64's
     # Below, a cell without F-vectors may read another fiber's mask: such cells are dropped at the end.
-    if masks.fiber_held is not None:  # its first F-vector names its streamed fiber: one lookup per cell
-        held = masks.fiber_held[cells.f0[candidates]]
-        held &= fails[candidates]
-        candidates = candidates[held != 0]
-    elif masks.held is not None:
-        candidates = candidates[_holds_failed(masks.held, cells.f0[candidates], cells.n_f[candidates],
-                                              fails[candidates])]
+    if masks.held is not None:
+        candidates = candidates[_runs_holding(masks.held, context.streamed_vectors, cells.f0[candidates],
+                                              cells.n_f[candidates], fails[candidates])]
     return candidates[cells.n_f[candidates] > 0]
+
+
+def _runs_holding(held: np.ndarray, streamed: Vectors, f0: np.ndarray, n_f: np.ndarray, fails: np.ndarray
+                  ) -> np.ndarray:
+    """Per run (the ``n_f`` F-vectors from ``f0``): whether one of its F-vectors holds an interval of ``fails``: looked
+    up per streamed fiber (``_held_at_starts``) when the runs outnumber the fibers and their first F-vectors name
+    them, else OR-ed run by run (``_holds_failed``)."""
+    fiber_held = _held_at_starts(held, streamed) if len(f0) > len(streamed.fiber_nvec) else None
+    if fiber_held is None:
+        return _holds_failed(held, f0, n_f, fails)
+    found = fiber_held[f0]
+    found &= fails
+    return found != 0
 
 
 def _holds_failed(held: np.ndarray, f0: np.ndarray, n_f: np.ndarray, fails: np.ndarray) -> np.ndarray:
@@ -383,8 +392,8 @@ class _ScreenTable:
     def holding_failed(self, cells: Cells, runs: np.ndarray, streamed: Vectors) -> np.ndarray:
         """The single-I cells of ``runs`` (each with F-vectors) whose streamed fiber holds a box their I-vector fails:
         exactly those with a pair the screen skips, found by 64-bit masks over the failed boxes present (per I-vector
-        the boxes it fails, per streamed fiber those it holds, ``_held_at_starts``) — or ``runs`` itself where the
-        failed boxes exceed the bits or the fibers' first F-vectors do not name them."""
+        the boxes it fails, per F-vector the one it has, ``_runs_holding``) — or ``runs`` itself where the failed
+        boxes exceed the bits."""
         present = self.present()
         fail = ~self.issued_table[:, present]
         failing = np.flatnonzero(fail.any(axis=0))
@@ -392,13 +401,9 @@ class _ScreenTable:
             return runs
         code_bit = np.zeros(self.issued_table.shape[1], np.uint64)
         code_bit[present[failing]] = np.left_shift(np.uint64(1), np.arange(len(failing), dtype=np.uint64))
-        fiber_held = _held_at_starts(code_bit[self.code], streamed)
-        if fiber_held is None:
-            return runs
         row_fails = (fail[:, failing] * code_bit[present[failing]]).sum(axis=1, dtype=np.uint64)  # distinct bits: OR
-        held = fiber_held[cells.f0[runs]]
-        held &= row_fails[self.row][cells.i0[runs]]
-        return runs[held != 0]
+        return runs[_runs_holding(code_bit[self.code], streamed, cells.f0[runs], cells.n_f[runs],
+                                  row_fails[self.row][cells.i0[runs]])]
 
 
 @dataclass(frozen=True)
@@ -448,10 +453,10 @@ class _DimTables:
 
 # Bits of a ``_FailMasks`` / ``_ScreenTable.holding_failed`` mask: one uint64.
 _MASK_BITS = 64
-# Streamed fibers per single-I cell to screen above which ``_screened_cells`` screens those cells pair by pair rather
-# than first narrowing them down by masks (a pass over every streamed fiber). Speed only: the same counts either way.
-# [choice] ResNet-18 CIFAR fprop / dgrad: a cell's pairs cost about what four fibers' pass does.
-_FIBERS_PER_RUN = 1
+# F-vectors per single-I cell to screen above which ``_screened_cells`` screens those cells pair by pair rather than
+# first narrowing them down by masks (a pass over every F-vector). Speed only: the same counts either way. [choice]
+# ResNet-18 CIFAR fprop / dgrad: screening a cell's pairs costs about what eight F-vectors' masks do.
+_VECTORS_PER_RUN = 8
 
 
 @dataclass(frozen=True)
@@ -459,14 +464,11 @@ class _FailMasks:
     """Where the screen can skip, as 64-bit masks over the streamed intervals present that some stationary interval
     fails (bit ``offset[d] + k``: the k-th such interval of dimension d): per vector that starts a stationary fiber
     (elsewhere 0), the intervals some I-vector of the fiber fails (``fiber_fails``), per F-vector the intervals it
-    holds (``held``) and per F-vector that starts a streamed fiber the intervals that fiber holds (``fiber_held``,
-    ``_held_at_starts``; None where that does not name them). With more such intervals than bits, ``fiber_fails`` is
-    1 where the fiber fails any interval present and ``held`` None: the cells screened are then those whose
-    stationary fiber fails some interval."""
+    holds (``held``). With more such intervals than bits, ``fiber_fails`` is 1 where the fiber fails any interval
+    present and ``held`` None: the cells screened are then those whose stationary fiber fails some interval."""
 
     fiber_fails: np.ndarray
     held: np.ndarray | None
-    fiber_held: np.ndarray | None = None
 
     @classmethod
     def of(cls, tables: _DimTables, stationary: Vectors, streamed: Vectors) -> _FailMasks:
@@ -489,7 +491,7 @@ class _FailMasks:
             offset += len(cols)
             vector_fails |= (fail * col_bit).sum(axis=1, dtype=np.uint64)[row_of]  # distinct bits: the sum is the OR
             held |= col_bit[col_of]
-        return cls(_fiber_or(vector_fails, stationary), held, _held_at_starts(held, streamed))
+        return cls(_fiber_or(vector_fails, stationary), held)
 
 
 def _fiber_or(vector_masks: np.ndarray, vectors: Vectors) -> np.ndarray:

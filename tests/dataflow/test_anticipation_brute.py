@@ -261,7 +261,7 @@ def test_the_joint_table_narrows_single_i_cells_down_to_those_holding_a_failing_
             with monkeypatch.context() as narrow:
                 narrow.setattr(anticipation, "_MASK_BITS", 0)
                 np.testing.assert_array_equal(table.holding_failed(cells, runs, context.streamed_vectors), runs)
-            monkeypatch.setattr(anticipation, "_FIBERS_PER_RUN", 10**9)  # the counts with every run narrowed first
+            monkeypatch.setattr(anticipation, "_VECTORS_PER_RUN", 10**9)  # the counts with every run narrowed first
             _assert_equal_to_brute_force(context)
             monkeypatch.undo()
     assert narrowed > 0
@@ -291,3 +291,28 @@ def test_fiber_masks_are_the_or_over_each_fiber():
     ones = np.ones(12, np.uint64) << np.arange(12, dtype=np.uint64)  # distinct bits: every range its own OR
     two_ranges = SimpleNamespace(fiber_vec0=np.array([0, 0]), fiber_nvec=np.array([3, 5]), vec_size=ones)
     assert anticipation._held_at_starts(ones, two_ranges) is None
+
+
+@pytest.mark.parametrize("n_runs", [3, 40])
+def test_runs_holding_a_failed_interval_equal_a_loop(n_runs):
+    """``_runs_holding``: per run of a streamed fiber (fewer runs than fibers: OR-ed run by run; more: looked up per
+    fiber), whether one of its F-vectors holds an interval of the run's ``fails``; runs past ``_COLUMN_PASSES``
+    F-vectors count as holding one."""
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(n_runs)
+    counts = rng.integers(1, 4, 10)  # short fibers; with few runs two long ones
+    if n_runs <= 10:
+        counts[8:] = anticipation._COLUMN_PASSES + rng.integers(1, 4, 2)
+    starts = np.cumsum(counts) - counts
+    held = np.left_shift(np.uint64(1), rng.integers(0, 64, int(counts.sum())).astype(np.uint64))
+    streamed = SimpleNamespace(fiber_vec0=starts, fiber_nvec=counts, vec_size=held)
+    fiber = rng.integers(0, 10, n_runs)
+    assert (anticipation._held_at_starts(held, streamed) is not None) == (n_runs > 10)  # the lookup per fiber taken
+    fails = rng.integers(0, 1 << 63, n_runs, dtype=np.int64).astype(np.uint64) & rng.integers(0, 2, n_runs).astype(
+        np.uint64) * np.uint64(0xFFFF)
+    got = anticipation._runs_holding(held, streamed, starts[fiber], counts[fiber], fails)
+    for k, fib in enumerate(fiber):
+        run_held = np.bitwise_or.reduce(held[starts[fib]:starts[fib] + counts[fib]])
+        want = bool(run_held & fails[k]) or counts[fib] > anticipation._COLUMN_PASSES
+        assert got[k] == want, k
