@@ -75,8 +75,8 @@ def _f62f66e_bernoulli_normals(shape: tuple[int, ...], density: float, rng: np.r
 
 
 @pytest.mark.parametrize("chunk", [1, 3, 64, 1000, 1 << 18])
-def test_positions_and_put_give_the_f62f66e_bytes_and_stream(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
-    """The offsets read from each chunk's compare and placed by ``np.put``: the bytes of f62f66e's whole mask and
+def test_offsets_and_assignment_give_the_f62f66e_bytes_and_stream(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    """The offsets read from each chunk's compare and assigned at: the bytes of f62f66e's whole mask and
     boolean assignment, and the generator left where it left it, across chunk sizes, partial last chunks,
     densities from almost nothing to everything, and a drawn zero."""
     monkeypatch.setattr(generators, "_CHUNK", chunk)
