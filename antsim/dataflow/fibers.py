@@ -411,6 +411,14 @@ class _Geometry:
         u_of, v_of, k_of = self._coordinates(np.arange(per_channel))
         return u_of[within], v_of[within], k_of[within], image
 
+    def values(self, tensor: np.ndarray, slot: np.ndarray) -> np.ndarray:
+        """The elements (float64) of the streamed tensor (Nt, Ct, Ko, U, V) at laid-out slots: ``decode``'s
+        coordinates, the channel from the slot's image-channel slice of the layout."""
+        u, v, ko, image = self.decode(slot)
+        channel = slot // (self.n_groups * self.n_classes * self.fiber_length)
+        channel %= self.shape[1]
+        return np.asarray(tensor)[image, channel, ko, u, v].astype(np.float64)
+
     def _coordinates(self, slot: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``u, v, ko`` of laid-out slots: three small position tables within the fiber, the class and group
         terms from the fiber index."""
@@ -442,13 +450,13 @@ class _Geometry:
 class _BaseFibers:
     """The streamed non-zeros sorted once into their unfiltered fibers ``(block, class)`` (fiber index
     ``block · n_classes + class``), each fiber in the streamed order: ``slot``, each non-zero's laid-out index
-    (ascending: base order), and its value (in the tensor's dtype); per cell (``_Geometry``), the base index of
+    (ascending: base order; values are read from the tensor only when asked for, ``_Geometry.values``); per cell
+    (``_Geometry``), the base index of
     its first non-zero (``cell_start``, one past the end last; meaningful within a fiber only for fibers ordered
     (u', v', ko)); per fiber its non-zero count; the non-empty fibers (runs)."""
 
     geometry: _Geometry
     slot: np.ndarray
-    value: np.ndarray
     cell_start: np.ndarray
     fiber_nnz: np.ndarray
     run_fiber: np.ndarray
@@ -462,45 +470,46 @@ class _BaseFibers:
 
 def _base_fibers(tiling: Tiling, classes: StrideClasses, streamed_tensor: np.ndarray, options: MappingOptions
                  ) -> tuple[_BaseFibers, np.ndarray]:
-    """The streamed non-zeros of (Nt, Ct, Ko, U, V) in unfiltered fiber order, without a sort: the tensor,
-    padded with zeros to whole output-channel groups and whole stride phases, is copied once laid out as
+    """The streamed non-zeros of (Nt, Ct, Ko, U, V) in unfiltered fiber order, without a sort: the tensor's non-zero
+    mask, padded with False to whole output-channel groups and whole stride phases, is copied once laid out as
     (Nt, Ct, G, phase_u, phase_v, U', V', Kc) — (…, Kc, U', V') for ``spatial_inner`` — whose C order is
-    block, class, then (u, v, ko) (or (ko, u, v)) within the fiber; its non-zeros and their values are read
-    from that copy (a dense design takes every element of the unpadded tensor). The cell counts (one bincount
-    of the slots' cells) give every per-fiber and per-position count; also returned: the (n_blocks, U·V)
-    non-zeros per block and position."""
+    block, class, then (u, v, ko) (or (ko, u, v)) within the fiber; its non-zeros are read from that copy (a dense
+    design takes every element of the unpadded tensor). The cell counts (``_cell_counts``) give every per-fiber
+    and per-position count; also returned: the (n_blocks, U·V) non-zeros per block and position."""
     n_u, n_v = streamed_tensor.shape[3:]
     (mh, mw), kc, n_groups = classes.mt, tiling.kc, tiling.n_groups
     geometry = _Geometry(tuple(streamed_tensor.shape), n_groups, kc, -(-n_u // mh), -(-n_v // mw), classes.mt,
                          options.channel_inner)
     split = (n_groups, kc, geometry.rows, mh, geometry.cols, mw)
     axes = (0, 1, 2, 5, 7, 4, 6, 3) if options.channel_inner else (0, 1, 2, 5, 7, 3, 4, 6)
-    laid_out = _fiber_layout(np.asarray(streamed_tensor), split, axes)
-    mask = _fiber_layout(np.ones(streamed_tensor.shape, bool), split, axes) if options.dense else laid_out != 0
-    slot = np.flatnonzero(mask)  # of the boolean mask: ~2× faster than a nonzero scan of floats
-    value = np.take(laid_out, slot)  # the tensor's dtype (float32: half the bytes); float64 once the store is gathered
-    del laid_out
+    # The non-zero mask is laid out, not the values: a quarter of the bytes of float32 to move (values are read
+    # from the tensor at the store's slots when asked for); a nonzero scan of booleans, ~2× faster than of floats.
+    nonzero = np.ones(streamed_tensor.shape, bool) if options.dense else np.asarray(streamed_tensor) != 0
+    mask = _fiber_layout(nonzero, split, axes)
+    del nonzero
+    slot = np.flatnonzero(mask)
     cells_per_fiber = geometry.rows * geometry.cols
     cell_counts = _cell_counts(geometry, mask, slot)
     del mask
     cell_start = np.zeros(len(cell_counts) + 1, np.int64)
-    np.cumsum(cell_counts, out=cell_start[1:])
+    np.cumsum(cell_counts, dtype=np.int64, out=cell_start[1:])
     fiber_nnz = np.diff(cell_start[::cells_per_fiber])
     run_fiber = np.flatnonzero(fiber_nnz)
-    base = _BaseFibers(geometry, slot, value, cell_start, fiber_nnz, run_fiber, cell_start[run_fiber * cells_per_fiber],
+    base = _BaseFibers(geometry, slot, cell_start, fiber_nnz, run_fiber, cell_start[run_fiber * cells_per_fiber],
                        fiber_nnz[run_fiber])
     return base, geometry.position_counts(cell_counts)
 
 
 def _cell_counts(geometry: _Geometry, mask: np.ndarray, slot: np.ndarray) -> np.ndarray:
-    """Non-zeros per cell (int64) of the laid-out non-zero ``mask`` (flat, C order) whose non-zeros are ``slot``. With
+    """Non-zeros per cell of the laid-out non-zero ``mask`` (flat, C order) whose non-zeros are ``slot``. With
     fibers ordered (u', v', ko) a cell is ``kc`` consecutive slots: where ``kc`` bytes make one unsigned integer
     (kc = 1, 2, 4, 8), a cell's count is the number of set bits of its bytes read as that integer (each byte is 0 or
-    1) — one pass over the cells (numpy ≥ 2.0); else a bincount of the slots' cells."""
+    1) — one pass over the cells (numpy ≥ 2.0; uint8 counts, summed as int64 by every user); else a bincount of the
+    slots' cells (int64)."""
     n_cells = geometry.n_fibers * geometry.rows * geometry.cols
     if geometry.channel_inner and geometry.kc in (1, 2, 4, 8) and hasattr(np, "bitwise_count") and \
             mask.size == n_cells * geometry.kc:
-        return np.bitwise_count(mask.view(np.dtype(f"u{geometry.kc}"))).astype(np.int64)
+        return np.bitwise_count(mask.view(np.dtype(f"u{geometry.kc}")))
     return np.bincount(geometry.cell_of(slot), minlength=n_cells)
 
 
@@ -525,10 +534,21 @@ def _runs(sorted_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _concatenated_ranges(first: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """``first[k], …, first[k] + count[k] − 1`` for every k, end to end (int64)."""
-    along = np.arange(int(count.sum()), dtype=np.int64)
-    along += np.repeat(first - (np.cumsum(count) - count), count)
-    return along
+    """``first[k], …, first[k] + count[k] − 1`` for every k, end to end (int64): the running sum of steps that are 1
+    within a range and jump from one range's last element to the next one's first (one pass over the output;
+    ``np.repeat`` of per-range offsets costs ~5× as much on ranges of a few elements)."""
+    count = np.asarray(count, dtype=np.int64)
+    first = np.asarray(first, dtype=np.int64)
+    if not count.all():
+        kept = np.flatnonzero(count)
+        first, count = first[kept], count[kept]
+    if not len(count):
+        return np.zeros(0, np.int64)
+    end = np.cumsum(count)
+    step = np.ones(int(end[-1]), np.int64)
+    step[0] = first[0]
+    step[end[:-1]] = first[1:] - first[:-1] - count[:-1] + 1
+    return np.cumsum(step)
 
 
 @dataclass(frozen=True)
@@ -788,7 +808,7 @@ def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClass
     # position.
     block_nnz = base.fiber_nnz.reshape(n_blocks, n_classes).sum(axis=1)
     reached = np.asarray(reach.member.any(axis=0))
-    fetched = block_nnz if reached.all() else counts.sum(axis=1, where=reached[None, :])
+    fetched = block_nnz if reached.all() else counts.sum(axis=1, where=reached[None, :], dtype=np.int64)
     # Every set keeps every position (no fetch filter): each set receives the whole block, no per-position sum.
     delivered = np.repeat(block_nnz[:, None], layout.n_sets, axis=1) if reach.member.all() else \
         reach.per_set(counts, int(block_nnz.max(initial=0)))
@@ -798,10 +818,10 @@ def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClass
                                                                                     ).sum(axis=1)
     wanted = _wanted_pairs(problem, tiling, classes, stationary, set_of_pe, layout.n_sets)
     segments = _segments(base, reach, wanted, cuts)
-    geometry, slot, value = base.geometry, base.slot, base.value
+    geometry, slot = base.geometry, base.slot
     unfiltered = base.fiber_nnz.reshape(n_blocks, n_classes)
     del base  # the cell table and runs are done with: freed before the store is gathered
-    vectors = _segment_vectors(geometry, (slot, value), segments, width, n_blocks * n_classes * layout.n_sets)
+    vectors = _segment_vectors(geometry, (slot, streamed_tensor), segments, width, n_blocks * n_classes * layout.n_sets)
     return StreamedOperand(vectors, layout, unfiltered, fetched, delivered)
 
 
@@ -826,23 +846,22 @@ _KEY_TABLE_PER_KEY = 16
 def _segment_vectors(geometry: _Geometry, elements: tuple[np.ndarray, np.ndarray], segments: _Segments, width: int,
                      key_space: int) -> Vectors:
     """The vectors of every segment and the elements of the store, decoded from their laid-out slots
-    (``elements``: the base fibers' slots and values; the base decoded and gathered where the store holds
-    more than twice as many elements); each fiber key points at its segment's vectors, keys ascending."""
+    (``elements``: the base fibers' slots and the streamed tensor; the base decoded and gathered where the store
+    holds more than twice as many elements); each fiber key points at its segment's vectors, keys ascending."""
     vec0, nvec, vec_start, vec_size = cut_segments(segments.length, width, segments.start)
     order = _key_order(segments.key, key_space)
     segment = segments.segment[order]
-    slot, value = elements
+    slot, tensor = elements
     store = segments.store
     if store is not None and len(store) > 2 * len(slot):  # copies outnumber the base: decode it, then gather
         u, v, chan, image = (a[store] for a in geometry.decode(slot))
     else:
         u, v, chan, image = geometry.decode(slot if store is None else slot[store])
-    del slot
     arrays = {"fiber_keys": segments.key[order], "fiber_vec0": vec0[segment], "fiber_nvec": nvec[segment],
               "fiber_nnz": segments.length[segment], "vec_start": vec_start, "vec_size": vec_size, "sp1": u, "sp2": v,
               "chan": chan, "image": image}
     return _Deferred.of(arrays, lambda: _vector_boxes(u, v, vec_start, vec_size, width, geometry.channel_inner),
-                        lambda: (value if store is None else value[store]).astype(np.float64))
+                        lambda: geometry.values(tensor, slot if store is None else slot[store]))
 
 
 def _vector_boxes(sp1: np.ndarray, sp2: np.ndarray, vec_start: np.ndarray, vec_size: np.ndarray, width: int,
