@@ -65,13 +65,15 @@ class _Lock:
         self.busy = False
         self.waiting: deque[Wake] = deque()
 
-    def request(self, me: Wake, now: float) -> None:
-        if self.busy or self.waiting:  # in line (a free lock with waiters grants the oldest first)
+    def take(self, me: Wake, now: float) -> bool:
+        """Request the lock: True when it is granted at once (the caller then waits its one hop itself),
+        False when ``me`` is in line (a grant entry wakes it; a free lock with waiters grants the oldest)."""
+        if self.busy or self.waiting:
             self.waiting.append(me)
             self.fire(now)
-        else:
-            self.busy = True
-            heappush(self.queue, (now, NORMAL, next(self.eid), me))
+            return False
+        self.busy = True
+        return True
 
     def release(self, now: float) -> None:
         self.busy = False
@@ -95,9 +97,15 @@ class _Slots:
         self.level = capacity
         self.waiting: deque[Wake] = deque()
 
-    def get(self, me: Wake, now: float) -> None:
-        self.waiting.append(me)
-        self.fire(now)
+    def take(self, me: Wake, now: float) -> bool:
+        """Take a slot: True when granted at once (the caller then waits its one hop itself), False when
+        ``me`` waits for a return (or behind older requests granted now: their entries come first)."""
+        if self.waiting or self.level < 1:
+            self.waiting.append(me)
+            self.fire(now)
+            return False
+        self.level -= 1
+        return True
 
     def put(self, now: float) -> None:
         self.level += 1
@@ -137,6 +145,7 @@ class FlatRun:
         self.array = ArraySteps(schedule, self.ready_at, self.ledger, screening, lookahead)
         self.dram = self  # the channel's counters (``read_bits``, ``write_bits``, ``busy_cycles``) live here
         self.now: float = 0  # simpy's initial time, an int as there
+        self.clock: float = 0  # the latest time a process went on to without a queue entry (see ``run``)
         self._start(self._prefetch_chunks(), self.now)
         self._start(self._multiply_steps(), self.now)
 
@@ -149,23 +158,37 @@ class FlatRun:
         heappush(self.queue, (now, URGENT, next(self.eid), send))
 
     def run(self) -> float:
-        """Hand out the queue's entries in order until none is left; returns the end time."""
+        """Hand out the queue's entries in order until none is left; returns the end time.
+
+        A process that would wait for an entry of its own (a timeout, a grant's hop) at ``at`` goes on at
+        once when every entry in the queue is later than ``at``: that entry would be handed out next, to
+        it, so going on is what its turn would do, and every later entry keeps its order. The end is the
+        later of the last entry handed out and the last such instant (``clock``)."""
         queue = self.queue
         now = self.now
         while queue:
             now, _, _, target = heappop(queue)
             target(now)
-        self.now = now
-        self.array.account_tail(float(now))
-        return float(now)
+        self.now = max(now, self.clock)
+        self.array.account_tail(float(self.now))
+        return float(self.now)
 
     def _transfer(self, me: Wake, now: float, bits: float, write: bool = False) -> Generator[None, Any, float]:
-        """``DramChannel.transfer`` of ``bits > 0``: request the port, hold it ``bits / bits_per_cycle``."""
-        self.port.request(me, now)
-        now = yield
+        """``DramChannel.transfer`` of ``bits > 0``: request the port, hold it ``bits / bits_per_cycle``
+        (each wait taken at once when nothing comes first, see ``run``)."""
+        queue = self.queue
+        if not self.port.take(me, now):
+            now = yield
+        elif queue and queue[0][0] <= now:
+            heappush(queue, (now, NORMAL, next(self.eid), me))
+            now = yield
         duration = bits / self.bits_per_cycle
-        heappush(self.queue, (now + duration, NORMAL, next(self.eid), me))
-        now = yield
+        at = now + duration
+        if queue and queue[0][0] <= at:
+            heappush(queue, (at, NORMAL, next(self.eid), me))
+            now = yield
+        else:
+            now = self.clock = at
         self.port.release(now)
         self.busy_cycles += duration
         if write:
@@ -190,15 +213,25 @@ class FlatRun:
                     now = yield
                 now = yield from self._transfer(me, now, stationary)
             if fetches[step]:
-                self.staging.get(me, now)
-                now = yield
+                if not self.staging.take(me, now):
+                    now = yield
+                elif queue and queue[0][0] <= now:
+                    heappush(queue, (now, NORMAL, next(eid), me))
+                    now = yield
             bits = streamed_bits[step]
             if bits > 0:  # self._transfer, inlined: the one transfer of nearly every step
-                port.request(me, now)
-                now = yield
+                if not port.take(me, now):
+                    now = yield
+                elif queue and queue[0][0] <= now:
+                    heappush(queue, (now, NORMAL, next(eid), me))
+                    now = yield
                 duration = bits / bits_per_cycle
-                heappush(queue, (now + duration, NORMAL, next(eid), me))
-                now = yield
+                at = now + duration
+                if queue and queue[0][0] <= at:
+                    heappush(queue, (at, NORMAL, next(eid), me))
+                    now = yield
+                else:
+                    now = self.clock = at
                 port.release(now)
                 self.busy_cycles += duration
                 self.read_bits += bits
@@ -229,8 +262,12 @@ class FlatRun:
             start = now
             release = array.release_time(step, start)
             if release > start:
-                heappush(queue, (now + (release - start), NORMAL, next(eid), me))
-                now = yield
+                at = now + (release - start)
+                if queue and queue[0][0] <= at:
+                    heappush(queue, (at, NORMAL, next(eid), me))
+                    now = yield
+                else:
+                    now = self.clock = at
             if observed[step]:
                 heappush(queue, (now, NORMAL, next(eid), self.released[step].fire))
             if frees[step]:
@@ -244,13 +281,24 @@ class FlatRun:
         me = yield
         now = yield
         ledger, queue, eid = self.ledger, self.queue, self.eid
-        self.links.request(me, now)
-        now = yield
-        heappush(queue, (now + ledger.halo_cycles[step], NORMAL, next(eid), me))
-        now = yield
+        if not self.links.take(me, now):
+            now = yield
+        elif queue and queue[0][0] <= now:
+            heappush(queue, (now, NORMAL, next(eid), me))
+            now = yield
+        at = now + ledger.halo_cycles[step]
+        if queue and queue[0][0] <= at:
+            heappush(queue, (at, NORMAL, next(eid), me))
+            now = yield
+        else:
+            now = self.clock = at
         ledger.halo_end[step] = now
-        heappush(queue, (now + ledger.reduction_cycles[step], NORMAL, next(eid), me))
-        now = yield
+        at = now + ledger.reduction_cycles[step]
+        if queue and queue[0][0] <= at:
+            heappush(queue, (at, NORMAL, next(eid), me))
+            now = yield
+        else:
+            now = self.clock = at
         self.links.release(now)
         ledger.drained_at[step] = now
         if ledger.observed[step]:
@@ -260,11 +308,18 @@ class FlatRun:
         bits = ledger.output_bits[step]
         if bits > 0:  # self._transfer, inlined: the write-back of nearly every step
             port = self.port
-            port.request(me, now)
-            now = yield
+            if not port.take(me, now):
+                now = yield
+            elif queue and queue[0][0] <= now:
+                heappush(queue, (now, NORMAL, next(eid), me))
+                now = yield
             duration = bits / self.bits_per_cycle
-            heappush(queue, (now + duration, NORMAL, next(eid), me))
-            now = yield
+            at = now + duration
+            if queue and queue[0][0] <= at:
+                heappush(queue, (at, NORMAL, next(eid), me))
+                now = yield
+            else:
+                now = self.clock = at
             port.release(now)
             self.busy_cycles += duration
             self.write_bits += bits
