@@ -261,6 +261,22 @@ PHASED_MIN_C = 64
 # offers it there (``phased_for_any_c``).
 
 
+def _dgrad_window_negative(layer: Layer) -> bool:
+    """True when dgrad, as a forward convolution of dY with the flipped filter, would need the negative
+    padding R − 1 − pad (pad ≥ R or pad ≥ S): BWD_DATA_ALGO_1, an implicit GEMM over that window, has none,
+    so the library runs BWD_DATA_ALGO_0 (col2im: dY·W scattered into dX, which any padding allows).
+
+    [assumption, inferred from DeepBench: its one such layer (1×1 stride 2 pad 3, C = 2048, K = 512, 7×7,
+    N = 8 and 16) runs dgrad 1.3–2.2× slower than the zero-inserted implicit GEMM predicts on all seven
+    sheets (cuDNN 5–7.6, fp32 and fp16); col2im takes those 14 rows from 0.45–0.75× of the measured time
+    to 0.52–0.89×, and every sheet's dgrad error falls (P100 25.0 → 24.6 %, TITAN Xp 22.9 → 22.4 %,
+    GTX 1080 Ti 21.2 → 20.5 %, TITAN X Maxwell 24.4 → 23.8 %, M40 24.3 → 23.8 %, T4 fp32 27.8 → 27.4 %,
+    T4 fp16 20.6 → 20.2 %). The same reason keeps such layers off cuDNN 7's backward tensor-core kernels
+    (``antsim.gpu.menus.backward_padding_ok``).]
+    """
+    return layer.pad_h >= layer.R or layer.pad_w >= layer.S
+
+
 def phased_for_any_c(layer: Layer, phase: Phase) -> list[Gemm]:
     """The stride-phase dgrad of a strided layer narrower than ``PHASED_MIN_C`` whose filter reaches every
     phase (the NHWC kernels' enhanced strided dgrad); empty otherwise (wider layers have it already)."""
@@ -280,8 +296,11 @@ def phase_gemms(layer: Layer, phase: Phase) -> list[Gemm]:
     a phase instead (R < stride), the row-phased GEMM over the reached rows (``dgrad_row_phased``: at 1×1
     stride 2 it runs 2× the useful work, the zero-inserted GEMM 4×) [assumption, inferred from DeepBench:
     its 1×1 stride-2 dgrads with K ≥ 512 run 1.5–2.7× faster than the zero-inserted GEMM, those with
-    K ≤ 256 at its speed — between the two, which the fastest-plan rule picks]; col2im for narrow C.
+    K ≤ 256 at its speed — between the two, which the fastest-plan rule picks]; col2im for narrow C, and
+    col2im alone when the padding reaches the filter (``_dgrad_window_negative``).
     """
+    if phase == "dgrad" and _dgrad_window_negative(layer):
+        return [dgrad_col2im(layer)]
     gemms = [implicit_gemm(layer, phase)]
     strided = layer.stride_h > 1 or layer.stride_w > 1
     if phase == "dgrad" and strided and layer.C >= PHASED_MIN_C and _every_phase_reached(layer):

@@ -126,8 +126,26 @@ def test_row_phased_dgrad_at_1x1_stride_2_executes_twice_the_useful_work() -> No
 def test_row_phased_dgrad_needs_the_padding_inside_the_filter_and_a_wide_c() -> None:
     padded = Layer("p3", N=8, C=2048, K=512, H=7, W=7, R=1, S=1, stride=2, pad=3)  # pad >= R: no window
     narrow = Layer("c32", N=8, C=32, K=512, H=14, W=14, R=1, S=1, stride=2, pad=0)  # C < PHASED_MIN_C
-    for layer in (padded, narrow):
-        assert [g.algorithm for g in phase_gemms(layer, "dgrad")] == ["implicit"], layer.name
+    assert "row_phased" not in [g.algorithm for g in phase_gemms(padded, "dgrad")]
+    assert [g.algorithm for g in phase_gemms(narrow, "dgrad")] == ["implicit"]
+
+
+@pytest.mark.parametrize("pad", [(3, 0), (0, 1), (1, 1)])
+def test_dgrad_whose_padding_reaches_the_filter_runs_col2im_alone(pad: tuple[int, int]) -> None:
+    # As a forward convolution dgrad pads dY by R − 1 − pad, negative here: ALGO_1's implicit GEMM has no such
+    # window, so only BWD_DATA_ALGO_0 (col2im) is on the menu, at the convolution's MACs and no structural zeros.
+    layer = Layer("p", N=8, C=2048, K=512, H=7, W=7, R=1, S=1, stride=2, pad=pad)
+    assert min(layer.R - 1 - layer.pad_h, layer.S - 1 - layer.pad_w) < 0
+    gemms = phase_gemms(layer, "dgrad")
+    assert [g.algorithm for g in gemms] == ["col2im"]
+    assert (gemms[0].M, gemms[0].N, gemms[0].K) == (8 * layer.P * layer.Q, 2048, 512)
+    assert gemms[0].macs == layer.macs
+    assert [g.algorithm for g in phase_gemms(layer, "fprop")] == ["implicit"]  # fprop pads X: no such limit
+    inside = dataclasses.replace(layer, pad=(0, 0))
+    assert "implicit" in [g.algorithm for g in phase_gemms(inside, "dgrad")]
+    for gpu, precision in (("p100", "fp32"), ("t4", "fp16")):
+        r = estimate_layer(load_gpu(gpu), layer, "dgrad", precision, library="cudnn7", selection="heuristic")
+        assert r.details["algo"] == "BWD_DATA_ALGO_0" and not r.details["tensor_cores"], gpu
 
 
 def test_phased_dgrad_needs_c_to_fill_the_phased_tile() -> None:
