@@ -123,15 +123,24 @@ def pack_vectors(fiber: np.ndarray, elements: Elements, width: int) -> Vectors:
         elements: per-element coordinates and values in the same order.
         width: vector width (F or I).
     """
+    return _pack(fiber, (elements.sp1, elements.sp2, elements.chan, elements.image), width, lambda: elements.value)
+
+
+def _pack(fiber: np.ndarray, coordinates: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], width: int,
+          value: Callable[[], np.ndarray]) -> Vectors:
+    """``pack_vectors`` of elements ``coordinates`` (sp1, sp2, chan, image), their boxes and ``value()`` worked out on
+    first read (``_Deferred``)."""
     new_fiber = np.ones(len(fiber), bool)
     np.not_equal(fiber[1:], fiber[:-1], out=new_fiber[1:])
     fiber_start = np.flatnonzero(new_fiber)
     del new_fiber
     fiber_nnz = np.diff(np.append(fiber_start, len(fiber)))
     vec0, nvec, vec_start, vec_size = cut_segments(fiber_nnz, width)
-    return Vectors(fiber[fiber_start].astype(np.int64), vec0, nvec, fiber_nnz.astype(np.int64), vec_start, vec_size,
-                   _boxes(elements.sp1, elements.sp2, vec_start), elements.sp1, elements.sp2, elements.chan,
-                   elements.image, elements.value)
+    sp1, sp2, chan, image = coordinates
+    arrays = {"fiber_keys": fiber[fiber_start].astype(np.int64), "fiber_vec0": vec0, "fiber_nvec": nvec,
+              "fiber_nnz": fiber_nnz.astype(np.int64), "vec_start": vec_start, "vec_size": vec_size, "sp1": sp1,
+              "sp2": sp2, "chan": chan, "image": image}
+    return _Deferred.of(arrays, lambda: _boxes(sp1, sp2, vec_start), value)
 
 
 def cut_segments(lengths: np.ndarray, width: int, starts: np.ndarray | None = None
@@ -244,14 +253,13 @@ def stationary_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideCla
     order = _stable_order(image_channel)
     fiber, flat = image_channel[order], flat[order]
     del image_channel, pe_class, order
-    values = stationary.reshape(-1)[flat].astype(np.float64)
     channel = flat // (Ys * Xs)
     position = flat - channel * (Ys * Xs)
     y = position // Xs
     x = position - y * Xs
     image = channel // n_channels
     channel -= image * n_channels
-    return pack_vectors(fiber, Elements(y, x, channel, image, values), width)
+    return _pack(fiber, (y, x, channel, image), width, lambda: stationary.reshape(-1)[flat].astype(np.float64))
 
 
 @dataclass(frozen=True)
