@@ -201,15 +201,14 @@ def build_schedule(arch: ArchSpec, work: PhaseWork, densities: Densities,
     tile_values = np.bincount(work.chunk_tile, weights=work.stationary_dram_values)
     tile_bits = encoded_bits_each(tile_values, densities.stationary, comp) / passes
     tile = work.chunk_tile if single else work.chunk_tile[chunk]
-    opens_pass = _changes(tile) if single else _changes(tile, pass_of)  # a batch tile's pass starts
-    stationary = np.where(opens_pass, tile_bits[tile], 0.0)  # ... and loads its stationary share
+    # A batch tile's pass starts: load its stationary share.
+    stationary = np.where(_changes(tile) if single else _changes(tile, pass_of), tile_bits[tile], 0.0)
     # Weights are staged once per (tile, group) and pass; wgrad's dY differs per image.
     if work.streamed_operand != "weights":
         fetches = np.ones(len(chunk), bool)
     else:
         fetches = _changes(tile, work.chunk_group) if single else _changes(tile, pass_of, work.chunk_group[chunk])
     last = pass_of == passes - 1
-    drains = work.drains if single else work.drains[chunk]
 
     def in_last_pass(values: np.ndarray) -> np.ndarray:
         """Per step: the chunk's value in its last pass, 0 in the others (drains happen once)."""
@@ -233,6 +232,6 @@ def build_schedule(arch: ArchSpec, work: PhaseWork, densities: Densities,
         output_bits=in_last_pass(outputs), passes=passes, restream_factor=restream,
         readback_bits=in_last_pass(readback),
         fetches=fetches, frees=np.append(fetches[1:], True)[:len(fetches)],
-        half_wait=_half_wait(drains, halves),
+        half_wait=_half_wait(work.drains if single else work.drains[chunk], halves),
         lockstep=split(work.lockstep_pairs[:, None])[:, 0].astype(np.float64),
     )

@@ -7,7 +7,7 @@ runs the PE-array wiring's processes on one specialised queue loop. These tests 
 single and double accumulator buffers, staging depths) on simpy, on the kernel and (the PE array) on the
 specialised loop and require every field of the timing to be equal with ``==``, floats included — the
 order in which simultaneous requests reach the DRAM port decides the times, so any difference in event
-order would show; schedules built to tie (``tie_case``) make such simultaneous requests the rule.
+order would show (tests/sim/test_flat.py adds schedules built to tie).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from antsim.sim.kernel import Environment, SimpyEnvironment
 from antsim.sparsity.generators import make_tensors
 from antsim.spec.arch import load_arch
 from antsim.workloads.layers import PHASES, Layer
-from tests.sim.conftest import random_case, tie_case
+from tests.sim.conftest import random_case
 
 
 def _assert_identical(arch, work, densities, params=None, per_pe=False):
@@ -42,16 +42,6 @@ def _assert_identical(arch, work, densities, params=None, per_pe=False):
 def test_random_schedules_time_as_on_simpy(seed, policy):
     arch, work, params = random_case(seed, policy)
     _assert_identical(arch, work, Densities(0.3, 0.5, 0.4), params)
-
-
-@pytest.mark.parametrize("seed", [*range(60), 801])
-def test_schedules_built_to_tie_time_as_on_simpy(seed):
-    # Integer work on a DRAM moving one value per 1-4 cycles: transfers, multiplies and drains end on the
-    # same cycles, so the order of same-instant entries decides the times (seed 801: the tie the closed
-    # form cannot see, tests/sim/test_closed_form.py).
-    for policy in ("none", "ant"):
-        arch, work, params = tie_case(seed, policy)
-        _assert_identical(arch, work, Densities(1.0, 1.0, 1.0), params)
 
 
 @pytest.mark.parametrize("seed", range(8))
