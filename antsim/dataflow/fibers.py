@@ -90,6 +90,10 @@ class _Deferred(Vectors):
         object.__setattr__(vectors, "_deferred", {"box": box, "value": value})
         return vectors
 
+    def __reduce__(self) -> tuple[type, tuple[np.ndarray, ...]]:
+        """Pickled (and deep-copied) as the eager ``Vectors`` it reads as: the builders are closures."""
+        return Vectors, tuple(getattr(self, name) for name in Vectors.__dataclass_fields__)
+
     @cached_property
     def box(self) -> np.ndarray:
         return self._deferred["box"]()

@@ -9,12 +9,14 @@ the slots' cells, and ``_concatenated_ranges`` the ranges written out one by one
 from __future__ import annotations
 
 import dataclasses
+import pickle
 
 import numpy as np
 import pytest
 
 from antsim.dataflow.fibers import (
     StreamedInput,
+    Vectors,
     _boxes,
     _cell_counts,
     _concatenated_ranges,
@@ -68,6 +70,11 @@ def test_deferred_boxes_and_values_are_the_eager_ones(phase, options):  # type: 
                                                        streamed.sp1[elements], streamed.sp2[elements]]
         np.testing.assert_array_equal(streamed.value[elements], want)
     assert streamed.value.dtype == stationary.value.dtype == np.float64
+    # A pickled copy is an eager Vectors, equal field by field.
+    restored = pickle.loads(pickle.dumps(streamed))
+    assert type(restored) is Vectors
+    for field in dataclasses.fields(streamed):
+        np.testing.assert_array_equal(getattr(restored, field.name), getattr(streamed, field.name))
     # A replaced copy is eager and equal field by field.
     copy = dataclasses.replace(streamed, box=streamed.box.astype(np.int32))
     assert copy.box.dtype == np.int32
