@@ -329,13 +329,16 @@ def split_candidates(g: Gemm, tile: Tile, sms: int, cal: Calibration = CALIBRATI
     sheet that had them (P100, TITAN Xp, T4 fp32, T4 fp16: 6 rows at 0.56×); without them dgrad
     P100 25.9 → 25.0 %, TITAN Xp 23.1 → 22.9 %, T4 fp16 24.6 → 20.6 %, no other sheet moves; cuDNN's
     wgrad kernels carry the split in their names (``*_stridedB_splitK_*``), its dgrad kernels in public
-    profiles (``dgrad_engine``, ``dgrad2d_alg1_1``, ``dgrad_1x1_stride_2x2``) do not].
-    A GEMM layer's cuBLAS GEMM (``algorithm == "gemm"``, any phase) splits when its output tiles,
-    counted over all its batched products, leave more than half of the SMs idle (cuBLAS picks split-K
+    profiles (``dgrad2d_alg1_1``, ``dgrad_1x1_stride_2x2``) do not]. The exception is col2im
+    (``Gemm.scatter``: BWD_DATA_ALGO_0, whose partial products cuDNN sums "using the atomic add operation",
+    cuDNN API reference, ``cudnnConvolutionBwdDataAlgo_t``): its atomics already add partial sums, so it
+    splits a small output like a GEMM layer (no DeepBench row moves either way).
+    A GEMM layer's cuBLAS GEMM (``algorithm == "gemm"``, any phase) and col2im split when their output
+    tiles, counted over all batched products, leave more than half of the SMs idle (cuBLAS picks split-K
     kernels for small outputs).
     """
     layer_gemm = g.algorithm == "gemm"
-    if g.phase in ("fprop", "dgrad") and not layer_gemm:
+    if (g.phase == "fprop" or (g.phase == "dgrad" and not g.scatter)) and not layer_gemm:
         return [1]
     output_tiles = math.ceil(g.M / tile.m) * g.n_tiles(tile.n) * (g.batch if layer_gemm else 1)
     if (g.phase != "wgrad" or layer_gemm) and 2 * output_tiles >= sms:

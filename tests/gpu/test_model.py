@@ -141,6 +141,7 @@ def test_wgrad_with_a_tiny_output_uses_split_k_and_it_pays() -> None:
 def test_convolution_dgrad_never_splits_k_where_wgrad_and_a_gemm_layer_would() -> None:
     # antsim.gpu.model.split_candidates: cuDNN's backward-data kernels run one CTA per output tile.
     from antsim.gpu import implicit_gemm
+    from antsim.gpu.gemm import dgrad_col2im
     from antsim.gpu.model import split_candidates
 
     gpu = load_gpu("p100")
@@ -150,6 +151,7 @@ def test_convolution_dgrad_never_splits_k_where_wgrad_and_a_gemm_layer_would() -
     assert split_candidates(dgrad, tile, gpu.sms) == [1]
     assert len(split_candidates(dataclasses.replace(dgrad, algorithm="gemm"), tile, gpu.sms)) > 1  # cuBLAS may
     assert len(split_candidates(dataclasses.replace(dgrad, phase="wgrad"), tile, gpu.sms)) > 1
+    assert len(split_candidates(dgrad_col2im(layer), tile, gpu.sms)) > 1  # ALGO_0 adds its partial sums by atomics
     r = estimate_layer(gpu, layer, "dgrad", selection="heuristic")
     assert r.details["split_k"] == 1
     unsplit = min(plan_gemm(gpu, dgrad, "fp32", t, 1).time_s for t in SIMT_TILES)
