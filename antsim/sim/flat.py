@@ -11,7 +11,8 @@ processes, line for line, with the machinery cut down to what this one wiring ne
   event (``_Flag``), of the DRAM port or drain links (``_Lock``) or of the staging slots (``_Slots``);
 * an event has at most one waiter (every event of this wiring is waited on by one known process), so it
   keeps a ``processed`` flag and that waiter instead of a callback list;
-* a process is a generator that arranges its own wake-up before it yields (``me`` is its ``send``).
+* a process is a generator that arranges its own wake-up before it yields (``me`` is its ``send``, handed
+  to it in a one-element list when it starts).
 
 Every entry the blocks put on ``antsim.sim.kernel``'s queue is put here, at the same point of the same
 process, with the same time expression (``now + delay``), so the queue hands them out in the same order
@@ -70,7 +71,8 @@ class _Lock:
         False when ``me`` is in line (a grant entry wakes it; a free lock with waiters grants the oldest)."""
         if self.busy or self.waiting:
             self.waiting.append(me)
-            self.fire(now)
+            if not self.busy:
+                self.fire(now)
             return False
         self.busy = True
         return True
@@ -102,7 +104,8 @@ class _Slots:
         ``me`` waits for a return (or behind older requests granted now: their entries come first)."""
         if self.waiting or self.level < 1:
             self.waiting.append(me)
-            self.fire(now)
+            if self.level >= 1:
+                self.fire(now)
             return False
         self.level -= 1
         return True
@@ -146,15 +149,17 @@ class FlatRun:
         self.dram = self  # the channel's counters (``read_bits``, ``write_bits``, ``busy_cycles``) live here
         self.now: float = 0  # simpy's initial time, an int as there
         self.clock: float = 0  # the latest time a process went on to without a queue entry (see ``run``)
-        self._start(self._prefetch_chunks(), self.now)
-        self._start(self._multiply_steps(), self.now)
+        box: list[Wake] = []
+        self._start(self._prefetch_chunks(box), box, self.now)
+        box = []
+        self._start(self._multiply_steps(box), box, self.now)
 
-    def _start(self, process: Proc, now: float) -> None:
-        """Queue a process's start at ``now`` (URGENT, as simpy's ``Initialize``); it first receives its own
-        send."""
+    def _start(self, process: Proc, box: list[Wake], now: float) -> None:
+        """Queue a process's start at ``now`` (URGENT, as simpy's ``Initialize``); ``box`` hands it its own
+        send (``me``) when it starts."""
         send = process.send
+        box.append(send)
         next(process)
-        send(send)
         heappush(self.queue, (now, URGENT, next(self.eid), send))
 
     def run(self) -> float:
@@ -197,10 +202,10 @@ class FlatRun:
             self.read_bits += bits
         return now
 
-    def _prefetch_chunks(self) -> Proc:
+    def _prefetch_chunks(self, box: list[Wake]) -> Proc:
         """``StreamFetcher.prefetch_chunks``."""
-        me = yield
         now = yield
+        me = box[0]
         schedule, queue, eid, ready, ready_at = self.schedule, self.queue, self.eid, self.ready, self.ready_at
         port, bits_per_cycle = self.port, self.bits_per_cycle
         stationary_bits, streamed_bits = schedule.stationary_bits.tolist(), schedule.streamed_bits.tolist()
@@ -239,10 +244,10 @@ class FlatRun:
             heappush(queue, (now, NORMAL, next(eid), ready[step].fire))
         yield  # done: nothing resumes it
 
-    def _multiply_steps(self) -> Proc:
+    def _multiply_steps(self, box: list[Wake]) -> Proc:
         """``PEArray.multiply_steps``."""
-        me = yield
         now = yield
+        me = box[0]
         schedule, array, queue, eid, ready = self.schedule, self.array, self.queue, self.eid, self.ready
         half_wait, frees = schedule.half_wait.tolist(), schedule.frees.tolist()
         observed = schedule.stationary_bits[1:].tolist() + [0.0]  # the fetcher waits for these releases
@@ -272,14 +277,15 @@ class FlatRun:
                 heappush(queue, (now, NORMAL, next(eid), self.released[step].fire))
             if frees[step]:
                 self.staging.put(now)
-            self._start(self._drain_chunk(step), now)
+            drain_box: list[Wake] = []
+            self._start(self._drain_chunk(step, drain_box), drain_box, now)
         array.last_release = now
         yield  # done: nothing resumes it
 
-    def _drain_chunk(self, step: int) -> Proc:
+    def _drain_chunk(self, step: int, box: list[Wake]) -> Proc:
         """``AccumulatorDrain.drain_chunk``."""
-        me = yield
         now = yield
+        me = box[0]
         ledger, queue, eid = self.ledger, self.queue, self.eid
         if not self.links.take(me, now):
             now = yield
