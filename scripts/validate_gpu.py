@@ -75,7 +75,8 @@ DEEPBENCH_TENSOR_PAD = 8
 @dataclass(frozen=True)
 class Run:
     """One measured file read as it was measured (``pad_channels``: the multiple the harness padded C and K
-    up to before timing; 0: none)."""
+    up to before timing; 0: none; ``computes``: the precision the rows ran at when the file's label says
+    otherwise, ``modelled``)."""
 
     file: str
     gpu: str
@@ -84,11 +85,27 @@ class Run:
     selection: str
     harness: str  # "deepbench" (no host time inside the interval) or "neusight"
     pad_channels: int = 0
+    computes: str = ""
+
+    @property
+    def modelled(self) -> str:
+        """The precision the model predicts the rows at."""
+        return self.computes or self.precision
+
+
+# DeepBench's P100 half rows (labelled ``fp16_pseudo`` in the data) ran cuDNN's TRUE_HALF_CONFIG: conv_bench
+# times "half" training convolutions as ``time_cnn<uint16_t, uint16_t>``, whose convolution descriptor gets
+# compute type CUDNN_DATA_HALF (GitHub `baidu-research/DeepBench` code/nvidia/conv_bench.cu and
+# code/nvidia/cudnn_helper.h, ``ConvolutionDescriptor``), and its compute-bound rows run above the P100's
+# fp32 peak (the 5×5 stride-2 C = 64, K = 128 fprop: 44.5 GFLOP in 2.81 ms, 15.9 TFLOP/s of 10.6) at half
+# the fp32 rows' time: half2 arithmetic (docs/gpu_precision.md).
+P100_HALF = "fp16"
 
 
 RUNS: tuple[Run, ...] = (
     Run("deepbench/deepbench_conv_P100.csv", "p100", "fp32", "cudnn7", "heuristic", "deepbench"),
-    Run("deepbench/deepbench_conv_P100.csv", "p100", "fp16_pseudo", "cudnn7", "heuristic", "deepbench"),
+    Run("deepbench/deepbench_conv_P100.csv", "p100", "fp16_pseudo", "cudnn7", "heuristic", "deepbench",
+        computes=P100_HALF),
     Run("deepbench/deepbench_conv_TitanXp.csv", "titanxp", "fp32", "cudnn7", "heuristic", "deepbench"),
     Run("deepbench/deepbench_conv_1080Ti.csv", "gtx1080ti", "fp32", "cudnn6", "heuristic", "deepbench"),
     Run("deepbench/deepbench_conv_TitanX_Maxwell.csv", "titanx-maxwell", "fp32", "cudnn5", "heuristic", "deepbench"),
@@ -111,7 +128,7 @@ def harness_host_s(run: Run, measured: Sequence[Observation], cal: Calibration =
     divided), NeuSight's read off the file's own least-work rows (``harness_host_time_s``)."""
     if run.harness != "neusight":
         return 0.0
-    return harness_host_time_s(load_gpu(run.gpu), measured, run.precision, cal, run.selection, run.library)
+    return harness_host_time_s(load_gpu(run.gpu), measured, run.modelled, cal, run.selection, run.library)
 
 
 def run_rows(run: Run, cal: Calibration = CALIBRATION, data: Path = DATA, floor: bool = False,
@@ -122,8 +139,8 @@ def run_rows(run: Run, cal: Calibration = CALIBRATION, data: Path = DATA, floor:
     measured = padded_channels(observations(read_deepbench_csv(data / run.file, run.precision)), run.pad_channels)
     host = harness_host_s(run, measured, cal)
     if floor:
-        return oracle_rows(gpu, measured, run.precision, cal, library=run.library, host_overhead_s=host)
-    return check_measured(gpu, measured, run.precision, cal, selection=run.selection, library=run.library,
+        return oracle_rows(gpu, measured, run.modelled, cal, library=run.library, host_overhead_s=host)
+    return check_measured(gpu, measured, run.modelled, cal, selection=run.selection, library=run.library,
                           host_overhead_s=host, correction=correction)
 
 
@@ -141,8 +158,8 @@ def gemm_path_rows(run: Run, data: Path = DATA) -> tuple[list[CheckRow], list[Ch
     gemms = gemm_observations(measured)
     keys = {(o.layer.name, o.phase) for o in gemms}
     convs = [o for o in measured if (o.layer.name, o.phase) in keys]
-    return (check_measured(gpu, gemms, run.precision, selection=run.selection, library=run.library),
-            check_measured(gpu, convs, run.precision, selection=run.selection, library=run.library))
+    return (check_measured(gpu, gemms, run.modelled, selection=run.selection, library=run.library),
+            check_measured(gpu, convs, run.modelled, selection=run.selection, library=run.library))
 
 
 def gemm_table(data: Path = DATA) -> None:
@@ -330,7 +347,7 @@ def power_rows(run: Run, data: Path = DATA) -> list[tuple[str, float, float, flo
     host = harness_host_s(run, measured)
     out = []
     for o in measured:
-        r = estimate_layer(gpu, o.layer, o.phase, run.precision, CALIBRATION, None, run.selection, run.library, o.algo)
+        r = estimate_layer(gpu, o.layer, o.phase, run.modelled, CALIBRATION, None, run.selection, run.library, o.algo)
         energy = r.energy_breakdown_j
         out.append((o.phase, o.measured_s, r.time_s, host, energy["core"], energy["dram"]))
     return out

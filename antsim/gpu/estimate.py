@@ -24,6 +24,7 @@ from antsim.gpu.menus import (
     check_selection,
     formulations,
     heuristic_formulations,
+    heuristic_tile,
 )
 from antsim.gpu.model import CALIBRATION, Calibration, Plan, best_plan, candidate_plans
 from antsim.gpu.spec import PRECISIONS, GpuSpec, load_gpu, precision_key
@@ -118,7 +119,8 @@ def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer | GemmLayer, phase: P
     gemms = _gemms(spec, layer, phase, precision, structured, library)
     if selection == "heuristic" and not isinstance(layer, GemmLayer):
         gemms = heuristic_formulations(gemms, layer, phase, forward_algo, library)
-    candidates = [(best_plan(spec, g, precision, calibration), g) for g in gemms]
+    candidates = [(best_plan(spec, g, precision, calibration, _heuristic_keep(g, selection, layer)), g)
+                  for g in gemms]
     plan, gemm = min(candidates, key=lambda pg: pg[0].time_s)
     details = _details(plan, gemm, precision, selection, library)
     time_s = plan.time_s if correction is None else plan.time_s * correction.factor(spec, layer, phase, details,
@@ -126,6 +128,13 @@ def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer | GemmLayer, phase: P
     energy = energy_breakdown(spec, precision, time_s, 2.0 * plan.executed_macs, plan.dram_bytes)
     return LayerResult(layer=layer.name, phase=phase, time_s=time_s, energy_j=sum(energy.values()),
                        energy_breakdown_j=energy, details=details, kind=layer_kind(layer))
+
+
+def _heuristic_keep(g: Gemm, selection: Selection, layer: Layer | GemmLayer) -> Callable[[Plan], bool] | None:
+    """The tiles a heuristic selection lets a convolution's GEMM run (``menus.heuristic_tile``); None: any."""
+    if selection != "heuristic" or isinstance(layer, GemmLayer):
+        return None
+    return lambda plan: heuristic_tile(g, plan.tile)
 
 
 def layer_plans(gpu: GpuSpec, layer: Layer | GemmLayer, phase: Phase, precision: Precision = "fp32",

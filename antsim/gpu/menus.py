@@ -28,7 +28,7 @@ from antsim.errors import AntsimError
 from antsim.gpu import fft, winograd
 from antsim.gpu.gemm import Gemm, phase_gemms, phased_for_any_c
 from antsim.gpu.spec import PRECISIONS, GpuSpec
-from antsim.gpu.tiles import CUDNN7_TENSOR_SHAPES
+from antsim.gpu.tiles import CUDNN7_TENSOR_SHAPES, HALF2_TILES, SIMT_TILES, Tile
 from antsim.vocabulary import LIBRARIES as LIBRARIES  # re-exported: the library generations this menu knows
 from antsim.vocabulary import SELECTIONS as SELECTIONS  # re-exported
 from antsim.vocabulary import Library, Phase, Precision, Selection
@@ -141,6 +141,8 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
         gemms.append(fft.fft_gemm(layer, phase, tiled=False))
     if fft.eligible(layer, tiled=True) and (phase != "wgrad" or generation >= 7):
         gemms.append(fft.fft_gemm(layer, phase, tiled=True))
+    if gpu.true_half(precision):  # (a layer whose only formulation lacks a true-half kernel keeps it)
+        gemms = [g for g in gemms if g.algorithm not in NOT_TRUE_HALF] or gemms
     if not tensor_core_eligible(gpu, layer, precision, library, phase):
         return [replace(g, simt_only=True) for g in gemms]
     gemms[1:1] = [replace(g, algo=_GEMM_ALGO[phase, g.algorithm]) for g in phased_for_any_c(layer, phase)]
@@ -149,6 +151,17 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
         width = VECTOR_BYTES // PRECISIONS[precision][0]
         return [replace(g, gather_width=width) if g.gathered else g for g in gemms]
     return [_cudnn7_tensor_kernel(g, layer) if g.gathered and not g.simt_only else g for g in gemms]
+
+
+# Formulations cuDNN has no TRUE_HALF_CONFIG kernel for (fp16 tensors and an fp16 compute type on a GPU
+# without tensor cores, ``GpuSpec.true_half``): fused WINOGRAD, FFT and FFT_TILING support only
+# PSEUDO_HALF_CONFIG and FLOAT_CONFIG, IMPLICIT_PRECOMP_GEMM and WINOGRAD_NONFUSED (3×3) every config (cuDNN
+# 5.1 User Guide, cudnnConvolutionForward's "Data Type Config Support", as encoded in Theano's cuDNN checks,
+# GitHub `Theano/Theano`, its cuDNN conv checks), and BWD_DATA_ALGO_0 (col2im, a scatter-add into dX) none
+# [assumption, inferred from DeepBench's P100 half sheet (cuDNN 7): with it on the menu the model runs 10 of
+# its 94 dgrads with it at 0.03–0.37× the measured time; a scatter-add of single fp16 elements needs the scalar
+# __half atomicAdd, which CUDA offers from compute capability 7.x (CUDA C++ Programming Guide, atomicAdd)].
+NOT_TRUE_HALF = ("winograd_fused", "fft", "fft_tiling", "col2im")
 
 
 def _cudnn7_tensor_kernel(g: Gemm, layer: Layer) -> Gemm:
@@ -214,6 +227,26 @@ def heuristic_formulations(gemms: list[Gemm], layer: Layer, phase: Phase, forwar
     family = heuristic_family(layer, phase, forward_algo, library)
     kept = [g for g in gemms if FAMILY[g.algorithm] == family] or gemms
     return [g for g in kept if g.algorithm != "row_phased" or row_phased_by_heuristic(layer)]
+
+
+def heuristic_tile(g: Gemm, tile: Tile) -> bool:
+    """True when the library's heuristics would run ``tile`` for ``g``: for a SIMT implicit-GEMM fprop (NCHW
+    kernels, fp32 or half2), the narrowest tile of its tile set whose width covers the GEMM's N (the output
+    channels; the widest tile when N is wider), whether or not its CTAs fill the SMs; any tile otherwise
+    (dgrad, wgrad, tensor-core, Winograd, FFT and cuBLAS kernels keep the fastest).
+
+    [assumption, inferred from DeepBench (cuDNN 5–7): on P100 the 1×1 fprops of 7×7 planes with C = 2048,
+    K = 512 take 0.46–0.49 ms whether N = 8 or 16 — the time of the 128×128 grid on half the SMs, twice what
+    the 128×64 tiles filling all SMs would take — and on the P100 half sheet that of the 256×128 half2 tiles.
+    fprop, all rows: P100 fp32 20.0 → 16.1 %, TITAN X Maxwell 20.4 → 16.3 %, M40 19.7 → 15.7 %, T4 fp32
+    21.1 → 21.6 %, GTX 1080 Ti 15.7 → 15.8 %, TITAN Xp 17.6 → 19.1 %. The same rule on dgrad (docs/gpu_precision.md
+    §4) moves TITAN Xp's implicit rows above 20 %, so it is not applied there. ``timed`` keeps the fastest tile.]
+    """
+    tile_set = HALF2_TILES if tile.packed > 1 else SIMT_TILES
+    if g.phase != "fprop" or not g.gathered or tile not in tile_set:
+        return True
+    widths = sorted({t.n for t in tile_set})
+    return tile.n == min(n for n in widths if n >= min(g.N, widths[-1]))
 
 
 def row_phased_by_heuristic(layer: Layer) -> bool:

@@ -19,8 +19,9 @@ from antsim.vocabulary import Precision
 SPEC_DIR = Path(__file__).with_name("specs")
 
 # Model precisions: bytes per operand element, the peak they run at, and whether the GEMM main loop
-# uses tensor-core MMA tiles (when the GPU has tensor cores). ``fp16_pseudo`` is DeepBench's
-# "pseudo fp16": fp16 storage, fp32 arithmetic (cuDNN's PSEUDO_HALF_CONFIG).
+# uses tensor-core MMA tiles (when the GPU has tensor cores). ``fp16_pseudo``: fp16 storage, fp32
+# arithmetic (cuDNN's PSEUDO_HALF_CONFIG). ``fp16`` on a GPU without tensor cores is TRUE_HALF_CONFIG:
+# half2 arithmetic at the ``fp16`` peak (``GpuSpec.true_half``; docs/gpu_precision.md).
 PRECISIONS: dict[Precision, tuple[int, str]] = {
     "fp32": (4, "fp32"),
     "tf32": (4, "tf32"),
@@ -132,6 +133,11 @@ class GpuSpec(_Section):
     def uses_tensor_cores(self, precision: Precision) -> bool:
         """True when ``precision`` runs on tensor-core MMA tiles on this GPU."""
         return self.tensor_cores and PRECISIONS[precision][1] != "fp32"
+
+    def true_half(self, precision: Precision) -> bool:
+        """True when ``precision`` computes in fp16 on the SIMT lanes (half2, no tensor cores): cuDNN's
+        TRUE_HALF_CONFIG (fp16 tensors and an fp16 convolution compute type), e.g. fp16 on a P100."""
+        return PRECISIONS[precision][1] == "fp16" and not self.tensor_cores
 
     @property
     def fp32_lanes_per_sm(self) -> float:

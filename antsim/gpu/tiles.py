@@ -28,6 +28,8 @@ class Tile:
             per k step a thread reads 2 × fragment operands from shared memory for fragment² MACs.
             0 for tensor-core tiles (MMA operands come through shared memory at a rate the
             tensor-core peak already reflects).
+        packed: Accumulators per 32-bit register: 2 for a half2 kernel (fp16 accumulators, two per
+            register, ``HALF2_TILES``), whose fragment then spans ``packed × fragment`` rows of M.
     """
 
     m: int
@@ -36,10 +38,14 @@ class Tile:
     threads: int
     stages: int
     fragment: int = 0
+    packed: int = 1
 
     def smem_bytes_per_mac(self, operand_bytes: int) -> float:
-        """Shared-memory bytes read per MAC by the main loop (0 for tensor-core tiles)."""
-        return 2 * operand_bytes / self.fragment if self.fragment else 0.0
+        """Shared-memory bytes read per MAC by the main loop (0 for tensor-core tiles): per k step a thread
+        reads ``packed × fragment`` A and ``fragment`` B operands for their product of MACs."""
+        if not self.fragment:
+            return 0.0
+        return operand_bytes * (1 / (self.packed * self.fragment) + 1 / self.fragment)
 
     @property
     def name(self) -> str:
@@ -54,7 +60,7 @@ class Tile:
 
         [assumption] 40 registers per thread of indices/pointers, typical of CUTLASS kernels.
         """
-        accumulators = self.m * self.n // self.threads
+        accumulators = self.m * self.n // self.threads // self.packed
         fragments = 2 * int(accumulators**0.5)
         return self.threads * (accumulators + fragments + 40)
 
@@ -81,6 +87,20 @@ SIMT_WGRAD_TILES: tuple[Tile, ...] = tuple(_simt(m, n) for m, n in _WGRAD_SHAPES
 # dgrad runs at the zero-inserted GEMM's speed, while its C ≥ 64 Speaker-ID 5×5 stride-2 layers run
 # ~3× faster than that (BENCHMARKS.md, section gpu).
 SIMT_PHASED_TILES: tuple[Tile, ...] = tuple(t for t in SIMT_TILES if t.n >= 64)
+# Half2 fprop/dgrad kernels (cuDNN's TRUE_HALF_CONFIG on a GPU without tensor cores, e.g. P100): a 32-bit
+# register holds two fp16 accumulators, so the fp32 kernels' threads and registers (8×8 fragments) cover
+# twice the pixels — 256×128 and 256×64 CTA tiles at HFMA2's two MACs per lane. [assumption, inferred from
+# DeepBench's P100 half rows (cuDNN 7): the fprops whose output fills under one wave of 128-wide tiles
+# (7×7 and 14×14 planes, C = 512–2048) take the time of one 256×128 CTA walking the whole reduction at the
+# half2 rate (0.46–0.48 ms at C = 2048, N = 8 and 16 alike), and the K = 32 DeepSpeech layers the time of
+# 256×64 tiles (a 256×32 tile would run them 1.8× faster than measured).]
+def half2(tile: Tile) -> Tile:
+    """The half2 kernel of a SIMT tile: the same threads and registers, two fp16 accumulators per register
+    along M."""
+    return Tile(2 * tile.m, tile.n, tile.k, tile.threads, tile.stages, tile.fragment, 2)
+
+
+HALF2_TILES: tuple[Tile, ...] = tuple(half2(t) for t in SIMT_PHASED_TILES)
 # cuBLAS-style SGEMM kernels (non-fused Winograd's batched α² products, GEMM layers on the SIMT lanes):
 # 128×128, 128×64, 64×64 (8×8 fragments) and 32×128 (4×4 fragments, 256 threads). Which of them the
 # library runs depends on the generation, per the kernel names NeuSight recorded with cuDNN 8.9 (public

@@ -1,0 +1,97 @@
+"""Half2 arithmetic on a GPU without tensor cores (cuDNN's TRUE_HALF_CONFIG; docs/gpu_precision.md): which GPUs
+and precisions it applies to, its packed tiles, its menu, its wgrad accumulation, and the heuristic's tile rule."""
+
+from __future__ import annotations
+
+import pytest
+
+from antsim.gpu import estimate_layer, implicit_gemm, load_gpu
+from antsim.gpu.menus import NOT_TRUE_HALF, formulations, heuristic_tile
+from antsim.gpu.model import candidate_plans, plan_gemm, run_precision
+from antsim.gpu.tiles import HALF2_TILES, SIMT_PHASED_TILES, SIMT_TILES, ctas_per_sm, half2
+from antsim.workloads.layers import Layer
+
+WINO = Layer("w3", N=16, C=128, K=128, H=28, W=28, R=3, S=3, stride=1, pad=1)
+FAT = Layer("fat", N=16, C=2048, K=512, H=7, W=7, R=1, S=1, stride=1, pad=0)  # 784 pixels: under one wave
+BIG = Layer("big", N=64, C=512, K=512, H=56, W=56, R=3, S=3, stride=1, pad=1)
+
+
+def test_true_half_is_fp16_on_a_gpu_without_tensor_cores() -> None:
+    p100, v100, t4 = load_gpu("p100"), load_gpu("v100"), load_gpu("t4")
+    assert p100.true_half("fp16")
+    assert not p100.true_half("fp32") and not p100.true_half("fp16_pseudo")  # fp32 arithmetic
+    assert not v100.true_half("fp16") and not t4.true_half("fp16")  # tensor cores take fp16
+
+
+def test_a_half2_tile_holds_twice_the_pixels_in_the_same_registers() -> None:
+    gpu = load_gpu("p100")
+    for fp32 in SIMT_PHASED_TILES:
+        h = half2(fp32)
+        assert (h.m, h.n, h.k, h.threads, h.packed) == (2 * fp32.m, fp32.n, fp32.k, fp32.threads, 2)
+        assert h.registers() == fp32.registers()  # two fp16 accumulators per 32-bit register
+        assert ctas_per_sm(gpu, h, 2) == ctas_per_sm(gpu, fp32, 2)
+    # per k step a thread reads 16 A and 8 B halves (2 B each) for 16 × 8 MACs
+    assert half2(SIMT_TILES[0]).smem_bytes_per_mac(2) == pytest.approx(2 * (16 + 8) / (16 * 8))
+    assert SIMT_TILES[0].smem_bytes_per_mac(4) == pytest.approx(4 * (8 + 8) / (8 * 8))  # unpacked: unchanged
+    assert {(t.m, t.n) for t in HALF2_TILES} == {(256, 128), (256, 64)}
+
+
+def test_the_true_half_menu_lacks_fused_winograd_fft_and_col2im() -> None:
+    p100 = load_gpu("p100")
+    for phase in ("fprop", "dgrad"):
+        half = {g.algorithm for g in formulations(p100, WINO, phase, "fp16", "cudnn7")}
+        pseudo = {g.algorithm for g in formulations(p100, WINO, phase, "fp16_pseudo", "cudnn7")}
+        assert not half & set(NOT_TRUE_HALF), phase
+        assert {"implicit", "winograd_nonfused"} <= half, phase
+        assert {"winograd_fused", "fft_tiling"} <= pseudo, phase  # PSEUDO_HALF keeps them
+        assert half == pseudo - set(NOT_TRUE_HALF), phase
+
+
+def test_true_half_fprop_and_dgrad_run_packed_half2_tiles_and_wgrad_accumulates_in_fp32() -> None:
+    p100 = load_gpu("p100")
+    for phase in ("fprop", "dgrad"):
+        g = implicit_gemm(BIG, phase)
+        assert run_precision(p100, g, "fp16") == "fp16"
+        assert {p.tile for p in candidate_plans(p100, g, "fp16")} <= set(HALF2_TILES), phase
+    wgrad = implicit_gemm(BIG, "wgrad")
+    assert run_precision(p100, wgrad, "fp16") == "fp16_pseudo"
+    assert estimate_layer(p100, BIG, "wgrad", "fp16").details["run_precision"] == "fp16_pseudo"
+
+
+def test_a_compute_bound_true_half_gemm_takes_half_the_fp32_time() -> None:
+    # HFMA2: two MACs per lane per clock (the spec's fp16 peak is twice its fp32 peak); the 256×128 half2 tile
+    # does the 128×128 fp32 tile's work twice over with the same threads, so per CTA the time is the same and
+    # there are half as many CTAs. Many waves: the quantisation of the last one is negligible.
+    p100 = load_gpu("p100")
+    assert p100.peak("fp16") == pytest.approx(2 * p100.peak("fp32"))
+    g = implicit_gemm(BIG, "fprop")
+    half = plan_gemm(p100, g, "fp16", HALF2_TILES[0], 1)
+    single = plan_gemm(p100, g, "fp32", SIMT_TILES[0], 1)
+    assert half is not None and single is not None and half.bound == single.bound == "compute"
+    assert half.compute_s / single.compute_s == pytest.approx(0.5, rel=0.02)
+
+
+def test_the_heuristic_tile_is_the_narrowest_covering_the_output_channels() -> None:
+    g = implicit_gemm(FAT, "fprop")  # N = K = 512: wider than every tile
+    assert [t.n for t in SIMT_TILES if heuristic_tile(g, t)] == [128]
+    assert [t.n for t in HALF2_TILES if heuristic_tile(g, t)] == [128]
+    for k, fp32_width, half_width in ((48, 64, 64), (32, 32, 64), (16, 32, 64), (100, 128, 128)):
+        narrow = implicit_gemm(Layer("n", N=16, C=64, K=k, H=14, W=14, R=1, S=1, stride=1, pad=0), "fprop")
+        assert [t.n for t in SIMT_TILES if heuristic_tile(narrow, t)] == [fp32_width], k
+        assert [t.n for t in HALF2_TILES if heuristic_tile(narrow, t)] == [half_width], k
+    for phase in ("dgrad", "wgrad"):  # keep the fastest tile
+        assert all(heuristic_tile(implicit_gemm(FAT, phase), t) for t in SIMT_TILES), phase
+
+
+def test_timed_is_never_slower_than_the_heuristic_tile() -> None:
+    p100 = load_gpu("p100")
+    for precision in ("fp32", "fp16"):
+        for phase in ("fprop", "dgrad"):
+            heuristic = estimate_layer(p100, FAT, phase, precision, library="cudnn7", selection="heuristic")
+            timed = estimate_layer(p100, FAT, phase, precision, library="cudnn7", selection="timed")
+            assert timed.time_s <= heuristic.time_s, (precision, phase)
+    # under one wave of 128-wide tiles the heuristic keeps them (half the SMs idle) where timed fills the SMs
+    heuristic = estimate_layer(p100, FAT, "fprop", "fp32", library="cudnn7", selection="heuristic")
+    assert heuristic.details["tile"].startswith("128x128")
+    timed = estimate_layer(p100, FAT, "fprop", "fp32", library="cudnn7", selection="timed")
+    assert timed.time_s < 0.75 * heuristic.time_s
