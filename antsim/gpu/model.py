@@ -24,21 +24,18 @@ cuDNN/cuBLAS heuristics roughly pick the best kernel.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from antsim.gpu.gemm import Gemm, SideKernel
 from antsim.gpu.spec import PRECISIONS, GpuSpec
 from antsim.gpu.tiles import (
     FFT_TILES,
-    HALF2_TILES,
     SIMT_PHASED_TILES,
     SIMT_TILES,
     SIMT_WGRAD_TILES,
     WINOGRAD_FUSED_TILES,
     Tile,
     ctas_per_sm,
-    half2,
     sgemm_tiles,
     tensor_tiles,
 )
@@ -265,14 +262,9 @@ def _structured(gpu: GpuSpec, g: Gemm, precision: Precision) -> bool:
 def run_precision(gpu: GpuSpec, g: Gemm, precision: Precision) -> Precision:
     """The precision the GEMM's kernel computes at: a tensor-core precision falls back to the SIMT
     kernel of the same storage (``fp16_pseudo``: fp16 data, fp32 math; tf32 → fp32) when the
-    formulation cannot use tensor cores (``Gemm.simt_only``); a true-half wgrad (``GpuSpec.true_half``)
-    accumulates its N·P·Q-long reduction in fp32 (``fp16_pseudo``) [assumption, inferred from DeepBench's
-    P100 half rows (cuDNN 7): their 1×1 wgrads take 1.1× the fp32 rows' time (geomean of 27) where the
-    fprops and dgrads of the same layers take 0.80× and 0.76×, at the half2 rate]."""
+    formulation cannot use tensor cores (``Gemm.simt_only``)."""
     if g.simt_only and gpu.uses_tensor_cores(precision):
         return "fp32" if PRECISIONS[precision][0] == 4 else "fp16_pseudo"
-    if g.phase == "wgrad" and gpu.true_half(precision):
-        return "fp16_pseudo"
     return precision
 
 
@@ -333,8 +325,9 @@ def split_candidates(g: Gemm, tile: Tile, sms: int, cal: Calibration = CALIBRATI
     NeuSight recorded with cuDNN 8.9, public dataset ``trsharm25/NeuSight``; its 5×5-plane rows with
     C ≈ 900 run at the speed of one unsplit wave on A100, P100 and P4 alike), and so do its
     backward-data kernels [assumption, inferred from DeepBench: the split-K dgrad plans the model kept
-    when an output's tiles left half of the SMs idle predicted 0.56–0.80× the measured time on every
-    sheet that had them (P100, TITAN Xp, T4 fp32, T4 fp16: 6 rows at 0.56×); without them dgrad
+    when an output's tiles left half of the SMs idle — its smallest outputs, 7×7 and 14×14 planes at
+    N = 8 — predicted 0.38–0.80× the measured time on every sheet that had them (11 rows on P100,
+    TITAN Xp, T4 fp32 and fp16), the same plans unsplit 0.61–1.17× (nine of them 0.76–1.17×); without them dgrad
     P100 25.9 → 25.0 %, TITAN Xp 23.1 → 22.9 %, T4 fp16 24.6 → 20.6 %, no other sheet moves; cuDNN's
     wgrad kernels carry the split in their names (``*_stridedB_splitK_*``), its dgrad kernels in public
     profiles (``dgrad2d_alg1_1``, ``dgrad_1x1_stride_2x2``) do not]. The exception is col2im
@@ -373,10 +366,6 @@ def candidate_plans(gpu: GpuSpec, g: Gemm, precision: Precision, cal: Calibratio
         tiles = WINOGRAD_FUSED_TILES
     elif g.algorithm == "gemm" or (g.batch > 1 and not g.gathered):  # cuBLAS SGEMM (non-fused Winograd, GEMM layers)
         tiles = sgemm_tiles(gpu)
-        if gpu.true_half(run_precision(gpu, g, precision)):  # HGEMM: the same kernels, half2 accumulators
-            tiles = tuple(half2(t) for t in tiles)
-    elif g.phase != "wgrad" and gpu.true_half(run_precision(gpu, g, precision)):
-        tiles = HALF2_TILES
     else:
         phased = g.algorithm in ("phased", "row_phased")
         tiles = SIMT_WGRAD_TILES if g.phase == "wgrad" else SIMT_PHASED_TILES if phased else SIMT_TILES
@@ -385,15 +374,13 @@ def candidate_plans(gpu: GpuSpec, g: Gemm, precision: Precision, cal: Calibratio
     return [p for p in plans if p is not None]
 
 
-def best_plan(gpu: GpuSpec, g: Gemm, precision: Precision, cal: Calibration = CALIBRATION,
-              keep: Callable[[Plan], bool] | None = None) -> Plan:
-    """The fastest of ``candidate_plans`` (ties: fewer splits, then the larger tile), of those ``keep``
-    accepts when given (a library heuristic's own tile choice, ``antsim.gpu.menus.heuristic_tile``).
+def best_plan(gpu: GpuSpec, g: Gemm, precision: Precision, cal: Calibration = CALIBRATION) -> Plan:
+    """The fastest of ``candidate_plans`` (ties: fewer splits, then the larger tile).
 
     Raises:
         AntsimError: the GPU lacks ``precision``.
     """
-    fitting = [p for p in candidate_plans(gpu, g, precision, cal) if keep is None or keep(p)]
+    fitting = candidate_plans(gpu, g, precision, cal)
     if not fitting:  # pragma: no cover - every builtin GPU fits the smallest tile
         raise ValueError(f"no tile fits on {gpu.name}")
     return min(fitting, key=lambda p: (p.time_s, p.split_k, -p.tile.m * p.tile.n))
