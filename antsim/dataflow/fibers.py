@@ -866,7 +866,9 @@ def _segment_vectors(geometry: _Geometry, elements: tuple[np.ndarray, np.ndarray
     slot, tensor = elements
     store = segments.store
     if store is not None and len(store) > 2 * len(slot):  # copies outnumber the base: decode it, then gather
-        u, v, chan, image = (a[store] for a in geometry.decode(slot))
+        u, v, chan, image = geometry.decode(slot)
+        u, v, chan = u[store], v[store], chan[store]
+        image = image[store] if geometry.shape[0] > 1 else np.zeros(len(store), np.int64)  # one image: all 0
     else:
         u, v, chan, image = geometry.decode(slot if store is None else slot[store])
     arrays = {"fiber_keys": segments.key[order], "fiber_vec0": vec0[segment], "fiber_nvec": nvec[segment],
