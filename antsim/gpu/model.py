@@ -24,18 +24,21 @@ cuDNN/cuBLAS heuristics roughly pick the best kernel.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from antsim.gpu.gemm import Gemm, SideKernel
 from antsim.gpu.spec import PRECISIONS, GpuSpec
 from antsim.gpu.tiles import (
     FFT_TILES,
+    HALF2_TILES,
     SIMT_PHASED_TILES,
     SIMT_TILES,
     SIMT_WGRAD_TILES,
     WINOGRAD_FUSED_TILES,
     Tile,
     ctas_per_sm,
+    half2,
     sgemm_tiles,
     tensor_tiles,
 )
@@ -262,9 +265,14 @@ def _structured(gpu: GpuSpec, g: Gemm, precision: Precision) -> bool:
 def run_precision(gpu: GpuSpec, g: Gemm, precision: Precision) -> Precision:
     """The precision the GEMM's kernel computes at: a tensor-core precision falls back to the SIMT
     kernel of the same storage (``fp16_pseudo``: fp16 data, fp32 math; tf32 → fp32) when the
-    formulation cannot use tensor cores (``Gemm.simt_only``)."""
+    formulation cannot use tensor cores (``Gemm.simt_only``); a true-half wgrad (``GpuSpec.true_half``)
+    accumulates its N·P·Q-long reduction in fp32 (``fp16_pseudo``) [assumption, inferred from DeepBench's
+    P100 half rows (cuDNN 7): their 1×1 wgrads take 1.1× the fp32 rows' time (geomean of 27) where the
+    fprops and dgrads of the same layers take 0.80× and 0.76×, at the half2 rate]."""
     if g.simt_only and gpu.uses_tensor_cores(precision):
         return "fp32" if PRECISIONS[precision][0] == 4 else "fp16_pseudo"
+    if g.phase == "wgrad" and gpu.true_half(precision):
+        return "fp16_pseudo"
     return precision
 
 
@@ -366,6 +374,10 @@ def candidate_plans(gpu: GpuSpec, g: Gemm, precision: Precision, cal: Calibratio
         tiles = WINOGRAD_FUSED_TILES
     elif g.algorithm == "gemm" or (g.batch > 1 and not g.gathered):  # cuBLAS SGEMM (non-fused Winograd, GEMM layers)
         tiles = sgemm_tiles(gpu)
+        if gpu.true_half(run_precision(gpu, g, precision)):  # HGEMM: the same kernels, half2 accumulators
+            tiles = tuple(half2(t) for t in tiles)
+    elif g.phase != "wgrad" and gpu.true_half(run_precision(gpu, g, precision)):
+        tiles = HALF2_TILES
     else:
         phased = g.algorithm in ("phased", "row_phased")
         tiles = SIMT_WGRAD_TILES if g.phase == "wgrad" else SIMT_PHASED_TILES if phased else SIMT_TILES
@@ -374,13 +386,15 @@ def candidate_plans(gpu: GpuSpec, g: Gemm, precision: Precision, cal: Calibratio
     return [p for p in plans if p is not None]
 
 
-def best_plan(gpu: GpuSpec, g: Gemm, precision: Precision, cal: Calibration = CALIBRATION) -> Plan:
-    """The fastest of ``candidate_plans`` (ties: fewer splits, then the larger tile).
+def best_plan(gpu: GpuSpec, g: Gemm, precision: Precision, cal: Calibration = CALIBRATION,
+              keep: Callable[[Plan], bool] | None = None) -> Plan:
+    """The fastest of ``candidate_plans`` (ties: fewer splits, then the larger tile), of those ``keep``
+    accepts when given (a library heuristic's own tile choice, ``antsim.gpu.menus.heuristic_tile``).
 
     Raises:
         AntsimError: the GPU lacks ``precision``.
     """
-    fitting = candidate_plans(gpu, g, precision, cal)
+    fitting = [p for p in candidate_plans(gpu, g, precision, cal) if keep is None or keep(p)]
     if not fitting:  # pragma: no cover - every builtin GPU fits the smallest tile
         raise ValueError(f"no tile fits on {gpu.name}")
     return min(fitting, key=lambda p: (p.time_s, p.split_k, -p.tile.m * p.tile.n))
