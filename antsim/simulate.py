@@ -8,13 +8,14 @@ index, unless tensors are given) and returns the ``antsim.result/1`` ``NetworkRe
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
 from antsim.dataflow.gemm import gemm_stream_densities, map_gemm_phase
 from antsim.dataflow.sampling import check_batch_sample
+from antsim.energy.pricing import PriceList, price_list
 from antsim.errors import AntsimError, WorkloadError
 from antsim.progress import Progress, track
 from antsim.results import AcceleratorLayerDetails, LayerResult, NetworkResult, WorkloadEcho
@@ -43,7 +44,37 @@ def _density(array: np.ndarray) -> float:
     return float(np.count_nonzero(array)) / array.size if array.size else 1.0
 
 
-def output_density(tensors: Tensors, phase: Phase) -> float:
+class SharedWork:
+    """What one ``simulate_network`` call works out once for its ``simulate_layer`` calls: the design's prices
+    (``antsim.energy.PriceList``) and the non-zero fraction of each operand array of the layer in flight.
+
+    Densities are keyed by array identity and held with the array, so a key cannot be reused by another array
+    while its entry lives; ``next_layer`` empties them (the layer's arrays are not kept past it).
+    """
+
+    def __init__(self, arch: ArchSpec) -> None:
+        self.arch = arch
+        self._prices: PriceList | None = None
+        self._densities: dict[int, tuple[np.ndarray, float]] = {}
+
+    def prices(self) -> PriceList:
+        if self._prices is None:
+            self._prices = price_list(self.arch)
+        return self._prices
+
+    def density(self, array: np.ndarray) -> float:
+        held = self._densities.get(id(array))
+        if held is not None and held[0] is array:
+            return held[1]
+        value = _density(array)
+        self._densities[id(array)] = (array, value)
+        return value
+
+    def next_layer(self) -> None:
+        self._densities.clear()
+
+
+def output_density(tensors: Tensors, phase: Phase, density: Callable[[np.ndarray], float] = _density) -> float:
     """Density of a phase's outputs as written back (after the post-processing unit sparsifies them).
 
     [assumption] fprop: Y leaves through ReLU / top-k at the density of this layer's own input A (the
@@ -51,14 +82,16 @@ def output_density(tensors: Tensors, phase: Phase) -> float:
     docs/sources.md §1.2); wgrad: dW is written dense.
     """
     if phase == "fprop":
-        return _density(tensors.activations)
+        return density(tensors.activations)
     if phase == "dgrad":
-        return _density(tensors.grad_output)
+        return density(tensors.grad_output)
     return 1.0
 
 
-def stream_densities(arch: ArchSpec, work: Any, tensors: Tensors, phase: Phase) -> StreamDensities:
-    """Densities that set the compressed sizes of the stationary, streamed and output streams.
+def stream_densities(arch: ArchSpec, work: Any, tensors: Tensors, phase: Phase,
+                     density: Callable[[np.ndarray], float] = _density) -> StreamDensities:
+    """Densities that set the compressed sizes of the stationary, streamed and output streams (``density``:
+    an array's non-zero fraction, e.g. ``SharedWork.density``).
 
     A dense design (``sparsity_support: false``) stores and moves every value, so its streams have
     density 1 whatever the tensors hold.
@@ -66,9 +99,9 @@ def stream_densities(arch: ArchSpec, work: Any, tensors: Tensors, phase: Phase) 
     if not arch.sparsity_support:
         return StreamDensities(1.0, 1.0, 1.0)
     return StreamDensities(
-        stationary=_density(operand_array(tensors, work.stationary_operand, phase)),
-        streamed=_density(operand_array(tensors, work.streamed_operand, phase)),
-        output=max(output_density(tensors, phase), 1e-6),
+        stationary=density(operand_array(tensors, work.stationary_operand, phase)),
+        streamed=density(operand_array(tensors, work.streamed_operand, phase)),
+        output=max(output_density(tensors, phase, density), 1e-6),
     )
 
 
@@ -77,10 +110,8 @@ def _check_choice(name: str, value: str, allowed: Sequence[str]) -> None:
         raise AntsimError(f"{name}: unknown value {value!r}; known: {', '.join(allowed)}")
 
 
-def _price(arch: ArchSpec, actions: Mapping[str, Mapping[str, float]], time_s: float) -> dict[str, float]:
-    from antsim.energy import price
-
-    return {k: float(v) for k, v in price(actions, arch, time_s).items()}
+def _price(prices: PriceList, actions: Mapping[str, Mapping[str, float]], time_s: float) -> dict[str, float]:
+    return {k: float(v) for k, v in prices.price(actions, time_s).items()}
 
 
 def design_area_mm2(arch: ArchSpec) -> float:
@@ -92,7 +123,7 @@ def design_area_mm2(arch: ArchSpec) -> float:
 
 def simulate_layer(arch: ArchSpec, layer: Layer, phase: Phase, tensors: Tensors, fidelity: Fidelity = "exact",
                    seed: int = 0, params: SimParams | None = None, batch_sample: int = 0,
-                   timing: TimingModel = "events") -> LayerResult:
+                   timing: TimingModel = "events", shared: SharedWork | None = None) -> LayerResult:
     """Simulate one (layer, phase) of a training step on ``arch``.
 
     Args:
@@ -106,6 +137,8 @@ def simulate_layer(arch: ArchSpec, layer: Layer, phase: Phase, tensors: Tensors,
         batch_sample: ``fast`` only: map this many images of the batch and estimate the rest
             (``antsim.dataflow.sampling``; recorded in ``details.batch_sample``); 0 = every image.
         timing: ``events`` (simpy) or ``closed_form`` (the same timing as a recurrence).
+        shared: Prices and operand densities a caller works out once for many calls on ``arch`` (``SharedWork``
+            of this ``arch``); ``None`` works them out here.
 
     Returns:
         The ``LayerResult`` with cycles, time, energy (and breakdown), area, products, stalls, actions.
@@ -115,6 +148,8 @@ def simulate_layer(arch: ArchSpec, layer: Layer, phase: Phase, tensors: Tensors,
     """
     from antsim.dataflow import map_phase
 
+    if shared is not None and shared.arch is not arch:
+        raise AntsimError("simulate_layer: shared= was made for another arch (SharedWork(arch) of this one)")
     parse_phase(phase)  # a library caller may pass any string: refuse it before any work
     parse_fidelity(fidelity)
     parse_timing(timing)
@@ -124,10 +159,10 @@ def simulate_layer(arch: ArchSpec, layer: Layer, phase: Phase, tensors: Tensors,
         densities = StreamDensities(*gemm_stream_densities(arch, layer, phase, tensors))
     else:
         work = map_phase(arch, layer, phase, tensors, fidelity, batch_sample=batch_sample)
-        densities = stream_densities(arch, work, tensors, phase)
+        densities = stream_densities(arch, work, tensors, phase, _density if shared is None else shared.density)
     timed = simulate_phase(arch, work, densities, params, timing=timing)
     time_s = timed.cycles / (arch.technology.clock_ghz * 1e9)
-    energy = _price(arch, timed.actions, time_s)
+    energy = _price(price_list(arch) if shared is None else shared.prices(), timed.actions, time_s)
     details = AcceleratorLayerDetails(
         fidelity=fidelity, seed=int(seed), tiling=dict(work.tiling), notes=tuple(work.notes),
         stationary_operand=work.stationary_operand, streamed_operand=work.streamed_operand, chunks=work.n_chunks,
@@ -217,15 +252,18 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[P
     ordered = _check_run(arch, phases, fidelity, batch_sample, None if tensors is not None else sparsity, timing)
     records: list[LayerResult] = []
     used: list[Tensors] = []
+    shared = SharedWork(arch)
     for index, layer in _iterate(layers, progress, arch.name):
+        shared.next_layer()
         t = _layer_tensors(layer, index, dens, sparsity, tensors, seed)
         if tensors is not None:  # generated operands are not kept: a network's worth would stay in memory
             used.append(t)
         measured = operand_densities(t) if tensors is not None else None
         for phase in ordered:
             result = simulate_layer(arch, layer, phase, t, fidelity=fidelity, seed=seed, params=params,
-                                    batch_sample=batch_sample, timing=timing)
+                                    batch_sample=batch_sample, timing=timing, shared=shared)
             records.append(_without_output(result, measured))
+    shared.next_layer()  # the last layer's operands are not held past the run
     if tensors is not None:
         # A tensors file's operands carry their own densities: echo those, never the generator defaults.
         dens = overall_densities(used)

@@ -8,8 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from antsim.energy import price
 from antsim.errors import AntsimError, WorkloadError
-from antsim.simulate import check_densities, layer_seed, simulate_network
+from antsim.simulate import SharedWork, check_densities, layer_seed, simulate_layer, simulate_network
 from antsim.sparsity.generators import make_tensors
 from antsim.spec.arch import arch_from_dict, load_arch
 from antsim.workloads.layers import Layer
@@ -121,3 +122,21 @@ def test_ant_matches_scnn_on_fprop_dgrad_and_beats_it_on_wgrad():
         ant, scnn = _cycles("ant", phase, 0.1)[0], _cycles("scnn", phase, 0.1)[0]
         assert abs(ant - scnn) <= 0.03 * scnn, phase  # stride 1: only border RCPs to skip
     assert _cycles("scnn", "wgrad", 0.1)[0] > 3 * _cycles("ant", "wgrad", 0.1)[0]  # 99% RCPs at 32x32
+
+
+def test_shared_work_gives_every_record_a_cold_call_gives_and_counts_each_array_once():
+    arch = load_arch("arch_configs/ant.yaml")
+    layer = Layer("l", N=2, C=8, K=16, H=8, W=8, R=3, S=3, pad=1)
+    tensors = make_tensors(layer, 0.3, 0.4, 0.5, seed=3)
+    shared = SharedWork(arch)
+    for phase in ("fprop", "dgrad", "wgrad"):
+        warm = simulate_layer(arch, layer, phase, tensors, shared=shared)
+        cold = simulate_layer(arch, layer, phase, tensors)
+        assert warm.to_dict() == cold.to_dict()
+        assert warm.energy_j == pytest.approx(sum(price(cold.actions, arch, cold.time_s).values()), rel=1e-12)
+    assert shared.density(tensors.weights) == np.count_nonzero(tensors.weights) / tensors.weights.size
+    other = tensors.weights.copy()
+    other[other != 0] = 0  # another array (another id while both live): counted afresh
+    assert shared.density(other) == 0.0 and shared.density(tensors.weights) > 0.0
+    with pytest.raises(AntsimError, match="another arch"):
+        simulate_layer(load_arch("arch_configs/scnn.yaml"), layer, "fprop", tensors, shared=shared)

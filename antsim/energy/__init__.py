@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from antsim.energy.actions import ACTIONS, ActionCounts, check_actions
 from antsim.energy.areas import AREA_COMPONENTS, area, area_total, pe_area_um2
-from antsim.energy.pricing import energy_per_action, energy_per_action_pj, leakage_power, price
+from antsim.energy.pricing import PriceList, energy_per_action, energy_per_action_pj, leakage_power, price, price_list
 from antsim.energy.tables import EnergyTable, builtin_tables, load_table
 
 __all__ = [
@@ -17,6 +17,7 @@ __all__ = [
     "AREA_COMPONENTS",
     "ActionCounts",
     "EnergyTable",
+    "PriceList",
     "area",
     "area_total",
     "builtin_tables",
@@ -27,4 +28,5 @@ __all__ = [
     "load_table",
     "pe_area_um2",
     "price",
+    "price_list",
 ]

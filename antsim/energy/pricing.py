@@ -14,6 +14,7 @@ Pure functions of (arch, table, counts, time); nothing here sees cycles.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from antsim.energy import geometry as geo
 from antsim.energy.actions import ActionCounts, check_actions
@@ -138,6 +139,39 @@ def leakage_power(arch: ArchSpec, table: EnergyTable | None = None) -> dict[str,
     return {c: w * arch.pe_array.n_pes for c, w in per_pe.items()}
 
 
+@dataclass(frozen=True)
+class PriceList:
+    """A design's prices, worked out once: joules per action of every component and the chip's static power.
+
+    Attributes:
+        joules_per_action: component → action → J (``energy_per_action``).
+        leakage_w: Static power of the whole chip (W; the sum of ``leakage_power``).
+    """
+
+    joules_per_action: Mapping[str, Mapping[str, float]]
+    leakage_w: float
+
+    def price(self, actions: ActionCounts, time_s: float) -> dict[str, float]:
+        """Joules per component that has counts, plus ``"leakage"`` = static power × ``time_s`` (see ``price``)."""
+        check_actions(actions)
+        if not time_s >= 0:
+            raise ValueError(f"time_s must be >= 0; got {time_s!r}")
+        joules = {component: _sum_counts(counts, self.joules_per_action[component])
+                  for component, counts in actions.items()}
+        joules["leakage"] = self.leakage_w * time_s
+        return joules
+
+
+def price_list(arch: ArchSpec, table: EnergyTable | None = None) -> PriceList:
+    """``arch``'s ``PriceList`` from ``table`` (default: its ``technology.energy_table``, loaded now).
+
+    Raises:
+        SpecError: the table cannot be loaded or lacks the arch's DRAM technology.
+    """
+    table = table or load_table(arch.technology.energy_table)
+    return PriceList(energy_per_action(arch, table), sum(leakage_power(arch, table).values()))
+
+
 def price(actions: ActionCounts, arch: ArchSpec, time_s: float, table: EnergyTable | None = None) -> dict[str, float]:
     """Energy of a run: counts × energy per action, per component, plus ``"leakage"`` = static power × time.
 
@@ -157,11 +191,7 @@ def price(actions: ActionCounts, arch: ArchSpec, time_s: float, table: EnergyTab
     check_actions(actions)
     if not time_s >= 0:
         raise ValueError(f"time_s must be >= 0; got {time_s!r}")
-    table = table or load_table(arch.technology.energy_table)
-    per_action = energy_per_action(arch, table)
-    joules = {component: _sum_counts(counts, per_action[component]) for component, counts in actions.items()}
-    joules["leakage"] = sum(leakage_power(arch, table).values()) * time_s
-    return joules
+    return price_list(arch, table).price(actions, time_s)
 
 
 def _sum_counts(counts: Mapping[str, float], joules_per_action: Mapping[str, float]) -> float:
