@@ -28,7 +28,7 @@ import numpy as np
 from antsim.dataflow import map_phase
 from antsim.dataflow.reuse import clear_all, disabled
 from antsim.sim import simulate_phase
-from antsim.simulate import _price, layer_seed, stream_densities
+from antsim.simulate import SharedWork, _price, layer_seed, stream_densities
 from antsim.sparsity.generators import make_tensors
 from antsim.sparsity.regimes import regime
 from antsim.spec.arch import load_arch
@@ -41,7 +41,7 @@ DATAFLOW_PARTS = (
     ("footprints (valid, halo, partial)", "footprint.py", "fast_footprint"),
     ("bank-conflict sampling", "exact.py", "sampled_conflicts"), ("PE drift (lock-step)", "drift.py", "lockstep_pairs"),
     ("batch loop", "batching.py", "batch_tiled"), ("schedule", "schedule.py", "build_schedule"),
-    ("event run", "engine.py", "run"),
+    ("event run", "flat.py", "run"),
 )
 
 
@@ -55,7 +55,9 @@ def _one_step(arch, layers: list[Layer], densities, sparsity: str, batch_sample:
             return _one_step(arch, layers, densities, sparsity, batch_sample, warm=True, clock=clock,
                              timing_model=timing_model)
     spent: dict = defaultdict(float)
+    shared = SharedWork(arch)  # as simulate_network: prices once per design, each operand counted once per layer
     for index, layer in enumerate(layers):
+        shared.next_layer()
         t0 = clock()
         tensors = make_tensors(layer, densities["w"], densities["a"], densities["g"], model=sparsity,
                                seed=layer_seed(0, index), density_a_saved=densities.get("a_saved"))
@@ -64,9 +66,10 @@ def _one_step(arch, layers: list[Layer], densities, sparsity: str, batch_sample:
             t1 = clock()
             work = map_phase(arch, layer, phase, tensors, "fast", batch_sample=batch_sample)
             t2 = clock()
-            timing = simulate_phase(arch, work, stream_densities(arch, work, tensors, phase), timing=timing_model)
+            timing = simulate_phase(arch, work, stream_densities(arch, work, tensors, phase, shared.density),
+                                    timing=timing_model)
             t3 = clock()
-            _price(arch, timing.actions, timing.cycles / (arch.technology.clock_ghz * 1e9))
+            _price(shared.prices(), timing.actions, timing.cycles / (arch.technology.clock_ghz * 1e9))
             t4 = clock()
             spent["dataflow", phase] += t2 - t1
             spent["timing", phase] += t3 - t2
