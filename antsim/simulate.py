@@ -254,16 +254,14 @@ def simulate_network(arch: ArchSpec, layers: Sequence[Layer], phases: Sequence[P
     used: list[Tensors] = []
     shared = SharedWork(arch)
     for index, layer in _iterate(layers, progress, arch.name):
-        shared.next_layer()
+        shared.next_layer()  # the previous layer's operands are not held past it
         t = _layer_tensors(layer, index, dens, sparsity, tensors, seed)
         if tensors is not None:  # generated operands are not kept: a network's worth would stay in memory
             used.append(t)
         measured = operand_densities(t) if tensors is not None else None
-        for phase in ordered:
-            result = simulate_layer(arch, layer, phase, t, fidelity=fidelity, seed=seed, params=params,
-                                    batch_sample=batch_sample, timing=timing, shared=shared)
-            records.append(_without_output(result, measured))
-    shared.next_layer()  # the last layer's operands are not held past the run
+        records.extend(_without_output(simulate_layer(arch, layer, phase, t, fidelity=fidelity, seed=seed,
+                                                      params=params, batch_sample=batch_sample, timing=timing,
+                                                      shared=shared), measured) for phase in ordered)
     if tensors is not None:
         # A tensors file's operands carry their own densities: echo those, never the generator defaults.
         dens = overall_densities(used)
