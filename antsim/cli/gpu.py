@@ -63,6 +63,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --check: the multiple the measurement harness padded C and K to before timing "
                              "(DeepBench's conv_bench pads fp16 tensor-core runs to 8); the model predicts those "
                              "layers")
+    parser.add_argument("--rows-precision", default=None, metavar="LABEL",
+                        help="with --check on a DeepBench CSV: read the rows of this precision label and model them "
+                             "at --precision (default: --precision's own rows). DeepBench's P100 half rows, labelled "
+                             "fp16_pseudo, ran true half (docs/gpu_precision.md): --precision fp16 --rows-precision "
+                             "fp16_pseudo")
     parser.add_argument("--gpu-correction", default=DEFAULT_CORRECTION, choices=CORRECTIONS,
                         help="none = the physical model (default) | learned = times the fitted correction "
                              "exp(w . features) of antsim/gpu/learned_table.py (docs/gpu_learned.md); refused when "
@@ -86,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
         raise AntsimError("--host-overhead-us goes with --check MEASURED.csv")
     if args.pad_channels:
         raise AntsimError("--pad-channels goes with --check MEASURED.csv")
+    if args.rows_precision is not None:
+        raise AntsimError("--rows-precision goes with --check MEASURED.csv")
     if args.out is None:
         raise AntsimError("--out FILE is required (or use --check MEASURED.csv)")
     out = check_out_path(args.out, (".json", ".csv"))
@@ -132,6 +139,7 @@ def _print_summary(result: NetworkResult, out: Path) -> None:
 
 
 def _run_check(args: argparse.Namespace) -> int:
+    from antsim.errors import AntsimError
     from antsim.gpu import load_gpu
     from antsim.gpu.check import (
         check_measured,
@@ -158,7 +166,10 @@ def _run_check(args: argparse.Namespace) -> int:
 
         raise WorkloadError(f"{args.check}: measurement CSV not found")
     if is_deepbench_csv(args.check):
-        measured = observations(read_deepbench_csv(args.check, args.precision))
+        measured = observations(read_deepbench_csv(args.check, args.rows_precision or args.precision))
+    elif args.rows_precision is not None:
+        raise AntsimError(f"--rows-precision {args.rows_precision}: only a DeepBench CSV labels its rows' precision;"
+                          f" {args.check} is a name,phase,time_s CSV")
     else:
         from antsim.measure.external import measured_batch, read_results_csv
 
@@ -200,8 +211,9 @@ def _check_report(name: str, args: argparse.Namespace, rows: Sequence[CheckRow],
                   out: Path | None) -> str:
     from antsim.gpu.check import summarize, worst
 
-    lines = [f"{name} vs {args.check} ({args.precision}, {args.library}, {args.selection} selection, host overhead "
-             f"{args.host_overhead_us} us, channels padded to {args.pad_channels or 'none'}"
+    rows_of = f" rows {args.rows_precision}," if args.rows_precision else ""
+    lines = [f"{name} vs {args.check} ({args.precision},{rows_of} {args.library}, {args.selection} selection, "
+             f"host overhead {args.host_overhead_us} us, channels padded to {args.pad_channels or 'none'}"
              f"{', learned correction' if args.gpu_correction != 'none' else ''}); "
              "error = exp(mean |ln(pred/meas)|) - 1, bias = exp(mean ln(pred/meas))",
              f"{'phase':6s} {'n impl':>6s} {'err impl':>8s} {'bias':>5s} {'n all':>6s} {'err all':>8s} {'bias':>5s}"]

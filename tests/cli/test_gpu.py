@@ -75,6 +75,10 @@ def test_check_generic_csv_joined_by_layer_name(tmp_path: Path, layers_csv: Path
                  "--phases", "fprop"]) == 0
     stdout = capsys.readouterr().out
     assert "c1 fprop: measured 0.020 ms" in stdout and "c2 fprop: measured 0.040 ms" in stdout
+    assert main(["gpu", "--gpu", "p100", "--check", str(measured), "--layers-csv", str(layers_csv),
+                 "--phases", "fprop", "--rows-precision", "fp16_pseudo"]) == 2  # no precision column to read
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--rows-precision fp16_pseudo: only a DeepBench CSV" in err
 
 
 def test_check_floor_finds_the_plan_that_matches_a_measurement(tmp_path: Path, layers_csv: Path,
@@ -225,3 +229,25 @@ def test_check_reads_the_host_overhead_off_the_file_when_auto(tmp_path: Path, ca
         assert main(["gpu", "--gpu", "titanxp", "--check", str(db), "--host-overhead-us", bad]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "--host-overhead-us" in err and bad in err
+
+
+def test_rows_precision_models_a_files_rows_at_another_precision(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """DeepBench's P100 half rows are labelled ``fp16_pseudo`` but ran true half: ``--rows-precision`` reads them
+    and the model predicts them at ``--precision`` (what ``scripts/validate_gpu.py`` scores)."""
+    db = REPO / "tests" / "data" / "deepbench" / "deepbench_conv_P100.csv"
+    out = tmp_path / "half.csv"
+    assert main(["gpu", "--gpu", "p100", "--check", str(db), "--precision", "fp16", "--rows-precision", "fp16_pseudo",
+                 "--library", "cudnn7", "--selection", "heuristic", "--out", str(out)]) == 0
+    assert "(fp16, rows fp16_pseudo, cudnn7" in capsys.readouterr().out
+    measured = observations(read_deepbench_csv(db, "fp16_pseudo"))
+    want = check_measured(load_gpu("p100"), measured, "fp16", selection="heuristic", library="cudnn7")
+    got = {(r["name"], r["phase"]): float(r["predicted_s"]) for r in csv.DictReader(out.open())}
+    assert got == pytest.approx({(r.name, r.phase): r.predicted_s for r in want}, rel=1e-5)  # CSV: 6 digits
+    pseudo = check_measured(load_gpu("p100"), measured, "fp16_pseudo", selection="heuristic", library="cudnn7")
+    assert any(p.predicted_s != pytest.approx(got[(p.name, p.phase)], rel=1e-3) for p in pseudo)
+    assert main(["gpu", "--gpu", "p100", "--check", str(db), "--precision", "fp16"]) == 2  # the file has no fp16 rows
+    assert "no rows of 'fp16'" in capsys.readouterr().err
+    assert main(["gpu", "--gpu", "p100", "--network", "resnet18-cifar", "--rows-precision", "fp16_pseudo",
+                 "--out", str(tmp_path / "r.json")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--rows-precision goes with --check" in err
