@@ -180,18 +180,24 @@ def _holds_failed(held: np.ndarray, f0: np.ndarray, n_f: np.ndarray, fails: np.n
     ``held`` mask meets it) — for an empty run, whether F-vector ``f0`` does. Column by column, as
     ``_Verdict.run_sums`` walks runs; a run longer than ``_COLUMN_PASSES`` is taken as holding one (it is screened
     pair by pair all the same)."""
-    f = f0.astype(np.int64)
-    mask = held[f]
-    active = np.flatnonzero(n_f > 1)
+    mask, longer = _or_over_runs(held, f0.astype(np.int64), n_f)
+    mask &= fails
+    out = mask != 0
+    out[longer] = True
+    return out
+
+
+def _or_over_runs(held: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per run (``lengths`` entries of ``held`` from ``starts``), the OR of its first ``_COLUMN_PASSES`` entries
+    (an empty run reads its start), column by column; and the runs longer than that (whose OR is partial)."""
+    mask = held[starts]
+    active = np.flatnonzero(lengths > 1)
     for k in range(1, _COLUMN_PASSES):
         if not len(active):
             break
-        mask[active] |= held[f[active] + k]
-        active = active[n_f[active] > k + 1]
-    mask &= fails
-    out = mask != 0
-    out[active] = True
-    return out
+        mask[active] |= held[starts[active] + k]
+        active = active[lengths[active] > k + 1]
+    return mask, active
 
 
 def _multi_sums(context: MappingContext, verdict: _Verdict, multi: np.ndarray) -> _CellSums:
@@ -524,13 +530,7 @@ def _held_at_starts(held: np.ndarray, streamed: Vectors) -> np.ndarray | None:
     starts, counts = streamed.fiber_vec0[some].astype(np.int64), streamed.fiber_nvec[some]
     if not len(starts) or int(counts.max()) > _COLUMN_PASSES:
         return None
-    fiber_held = held[starts]
-    active = np.flatnonzero(counts > 1)
-    for k in range(1, _COLUMN_PASSES):
-        if not len(active):
-            break
-        fiber_held[active] |= held[starts[active] + k]
-        active = active[counts[active] > k + 1]
+    fiber_held, _ = _or_over_runs(held, starts, counts)  # every fiber fits: its OR is whole
     at_start = np.zeros(len(held), np.uint64)
     at_start[starts] = fiber_held
     return at_start if np.array_equal(at_start[starts], fiber_held) else None
