@@ -230,20 +230,22 @@ def heuristic_formulations(gemms: list[Gemm], layer: Layer, phase: Phase, forwar
 
 
 def heuristic_tile(g: Gemm, tile: Tile) -> bool:
-    """True when the library's heuristics would run ``tile`` for ``g``: for a SIMT implicit-GEMM fprop (NCHW
-    kernels, fp32 or half2), the narrowest tile of its tile set whose width covers the GEMM's N (the output
-    channels; the widest tile when N is wider), whether or not its CTAs fill the SMs; any tile otherwise
-    (dgrad, wgrad, tensor-core, Winograd, FFT and cuBLAS kernels keep the fastest).
+    """True when the library's heuristics would run ``tile`` for ``g``: for a SIMT implicit-GEMM fprop or dgrad
+    (NCHW kernels, fp32 or half2), the narrowest tile of its tile set whose width covers the GEMM's N (fprop's
+    output channels, dgrad's input channels; the widest tile when N is wider), whether or not its CTAs fill the
+    SMs; any tile otherwise (wgrad, tensor-core, Winograd, FFT and cuBLAS kernels keep the fastest).
 
     [assumption, inferred from DeepBench (cuDNN 5–7): on P100 the 1×1 fprops of 7×7 planes with C = 2048,
     K = 512 take 0.46–0.49 ms whether N = 8 or 16 — the time of the 128×128 grid on half the SMs, twice what
     the 128×64 tiles filling all SMs would take — and on the P100 half sheet that of the 256×128 half2 tiles.
     fprop, all rows: P100 fp32 20.0 → 16.1 %, TITAN X Maxwell 20.4 → 16.3 %, M40 19.7 → 15.7 %, T4 fp32
-    21.1 → 21.6 %, GTX 1080 Ti 15.7 → 15.8 %, TITAN Xp 17.6 → 19.1 %. The same rule on dgrad (docs/gpu_precision.md
-    §4) moves TITAN Xp's implicit rows above 20 %, so it is not applied there. ``timed`` keeps the fastest tile.]
+    21.1 → 21.6 %, GTX 1080 Ti 15.7 → 15.8 %, TITAN Xp 17.6 → 19.1 %. dgrad's implicit GEMM is the same kernel
+    family and its heuristic the same rule (session 10): dgrad, all rows, TITAN X Maxwell and M40 23.8 → 19.8 %,
+    P100 24.6 → 23.3 %, T4 fp32 27.4 → 25.9 %, P100 half 145.9 → 121.0 %, T4 fp16 20.2 → 20.1 %, GTX 1080 Ti
+    20.5 → 20.8 %, TITAN Xp 22.4 → 23.6 % (its implicit rows 19.3 → 20.8 %). ``timed`` keeps the fastest tile.]
     """
     tile_set = HALF2_TILES if tile.packed > 1 else SIMT_TILES
-    if g.phase != "fprop" or not g.gathered or tile not in tile_set:
+    if g.phase not in ("fprop", "dgrad") or not g.gathered or tile not in tile_set:
         return True
     widths = sorted({t.n for t in tile_set})
     return tile.n == min(n for n in widths if n >= min(g.N, widths[-1]))

@@ -79,8 +79,10 @@ def test_the_heuristic_tile_is_the_narrowest_covering_the_output_channels() -> N
         narrow = implicit_gemm(Layer("n", N=16, C=64, K=k, H=14, W=14, R=1, S=1, stride=1, pad=0), "fprop")
         assert [t.n for t in SIMT_TILES if heuristic_tile(narrow, t)] == [fp32_width], k
         assert [t.n for t in HALF2_TILES if heuristic_tile(narrow, t)] == [half_width], k
-    for phase in ("dgrad", "wgrad"):  # keep the fastest tile
-        assert all(heuristic_tile(implicit_gemm(FAT, phase), t) for t in SIMT_TILES), phase
+        narrow_dgrad = implicit_gemm(Layer("n", N=16, C=k, K=64, H=14, W=14, R=1, S=1, stride=1, pad=0), "dgrad")
+        assert [t.n for t in SIMT_TILES if heuristic_tile(narrow_dgrad, t)] == [fp32_width], k  # dgrad's N is C
+    assert [t.n for t in SIMT_TILES if heuristic_tile(implicit_gemm(FAT, "dgrad"), t)] == [128]  # C = 2048
+    assert all(heuristic_tile(implicit_gemm(FAT, "wgrad"), t) for t in SIMT_TILES)  # wgrad keeps the fastest tile
 
 
 def test_timed_is_never_slower_than_the_heuristic_tile() -> None:

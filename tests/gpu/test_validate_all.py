@@ -22,11 +22,11 @@ _spec.loader.exec_module(validate)
 # (gpu, precision) -> phase -> bound on the all-rows error, as reached.
 REACHED = {
     ("p100", "fp32"): {"fprop": 0.20, "dgrad": 0.25, "wgrad": 0.25},
-    ("p100", "fp16_pseudo"): {"fprop": 0.25, "dgrad": 1.50, "wgrad": 0.50},  # true-half rows (docs/gpu_precision.md)
+    ("p100", "fp16_pseudo"): {"fprop": 0.25, "dgrad": 1.25, "wgrad": 0.50},  # true-half rows (docs/gpu_precision.md)
     ("titanxp", "fp32"): {"fprop": 0.20, "dgrad": 0.25, "wgrad": 0.25},
     ("gtx1080ti", "fp32"): {"fprop": 0.20, "dgrad": 0.25, "wgrad": 0.25},
-    ("titanx-maxwell", "fp32"): {"fprop": 0.20, "dgrad": 0.25, "wgrad": 0.25},
-    ("m40", "fp32"): {"fprop": 0.20, "dgrad": 0.25, "wgrad": 0.25},
+    ("titanx-maxwell", "fp32"): {"fprop": 0.20, "dgrad": 0.20, "wgrad": 0.25},
+    ("m40", "fp32"): {"fprop": 0.20, "dgrad": 0.20, "wgrad": 0.25},
     ("t4", "fp32"): {"fprop": 0.25, "dgrad": 0.30, "wgrad": 0.30},
     ("t4", "fp16"): {"fprop": 0.20, "dgrad": 0.25, "wgrad": 0.25},
     ("a100-80gb-pcie", "fp32"): {"fprop": 0.25},
