@@ -496,7 +496,7 @@ def chunk_cycles(arch: ArchSpec, ops: PhaseOperands, counts: PhaseCounts, q: flo
     if arch.sparsity_support and issued_total > 0:  # a dense design has no scatter crossbar: no conflicts
         routed = ops.valid_products if arch.accumulators.drop_invalid == "before_crossbar" else counts.products * q
         own = issued * max(1.0, expected_max_load(routed / issued_total, arch.accumulators.banks))
-    if arch.sparsity_support and arch.anticipation.policy != "none":
+    if arch.screens_pairs:
         own = np.maximum(own, counts.candidate_pairs / arch.anticipation.pairs_per_cycle)
     # Double-buffered accumulators: a chunk's drain overlaps the next chunk's multiplies, so per chunk the
     # slower of the two counts.
@@ -550,7 +550,7 @@ def _actions(arch: ArchSpec, ops: PhaseOperands, counts: PhaseCounts, q: float, 
         "weight_fifo": {"read": counts.streamed_delivered, "write": counts.streamed_delivered},
         "output_buffer": {"read": outputs, "write": partials},
         "anticipation": {"screen": float(counts.candidate_pairs.sum())
-                         if sparse and arch.anticipation.policy != "none" else 0.0},
+                         if arch.screens_pairs else 0.0},
         "halo": {"transfer": 0.0},
         "reduction": {"add": max(0.0, partials - outputs) if wgrad else 0.0},
         "dram": {"read_bits": float(round(read_bits)), "write_bits": float(round(write_bits))},

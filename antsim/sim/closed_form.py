@@ -137,7 +137,7 @@ class ClosedFormRun:
         # bits per core cycle, as engine.dram_bits_per_cycle (which imports this module)
         self.dram = _Arrivals(arch.dram.bandwidth_gbps * 8.0 / arch.technology.clock_ghz)
         self.staging_chunks = params.staging_chunks
-        self.screening = arch.sparsity_support and arch.anticipation.policy != "none"
+        self.screening = arch.screens_pairs
         self.lookahead = params.anticipation_lookahead
         pairs = schedule.issued + schedule.conflicts
         self.lockstep_wait = np.maximum(schedule.lockstep[:, None] - pairs, 0.0)

@@ -46,7 +46,7 @@ def action_counts(arch: ArchSpec, work: PhaseWork, dram_read_bits: float,
     outputs = _total(work.output_values)
     valid = _total(work.valid_products)
     delivered = _total(work.streamed_delivered)
-    has_unit = arch.sparsity_support and arch.anticipation.policy != "none"
+    has_unit = arch.screens_pairs
     routed = valid if arch.accumulators.drop_invalid == "before_crossbar" else issued_products
     computed = issued_products if arch.sparsity_support else 0.0
     scattered = routed if arch.sparsity_support else 0.0

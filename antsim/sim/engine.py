@@ -47,11 +47,6 @@ def dram_bits_per_cycle(arch: ArchSpec) -> float:
     return arch.dram.bandwidth_gbps * 8.0 / arch.technology.clock_ghz
 
 
-def _screening(arch: ArchSpec) -> bool:
-    """Whether each PE has an RCP anticipation unit in front of it."""
-    return arch.sparsity_support and arch.anticipation.policy != "none"
-
-
 class _Blocks:
     """All blocks of one simulation, wired together (state for one run only).
 
@@ -67,7 +62,7 @@ class _Blocks:
         self.n_pes = schedule.n_pes
         self.dram = DramChannel(env, dram_bits_per_cycle(arch))
         self.drain = AccumulatorDrain(env, self.dram, schedule)
-        screening = _screening(arch)
+        screening = arch.screens_pairs
         self.pes: list[PE] = []
         self.anticipators: list[RcpAnticipator] = []
         if not per_pe:
@@ -153,7 +148,7 @@ def simulate_phase(arch: ArchSpec, work: PhaseWork, densities: Densities,
     if model == "closed_form":
         blocks = ClosedFormRun(arch, schedule, params)
     elif environment is None and not per_pe:
-        blocks = FlatRun(schedule, dram_bits_per_cycle(arch), params.staging_chunks, _screening(arch),
+        blocks = FlatRun(schedule, dram_bits_per_cycle(arch), params.staging_chunks, arch.screens_pairs,
                          params.anticipation_lookahead)
     else:
         blocks = _Blocks(arch, schedule, params, per_pe, environment or Environment)

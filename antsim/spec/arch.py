@@ -178,6 +178,12 @@ class ArchSpec(_Section):
     compression: Compression = Compression()
     dram: Dram = Dram()
 
+    @property
+    def screens_pairs(self) -> bool:
+        """Whether each PE has an RCP anticipation unit screening its pairs (a sparse design whose policy is
+        not ``none``)."""
+        return self.sparsity_support and self.anticipation.policy != "none"
+
     def to_dict(self) -> dict[str, Any]:
         data = self.model_dump(mode="json")
         if data["mapping"]["gemm"] == "auto":  # the default is left out: conv-only results echo the spec as before

@@ -21,6 +21,8 @@ def test_scnn_and_ant_are_the_published_configuration() -> None:
     assert scnn.pe_array.n_pes == 64 and scnn.pe_array.multipliers == 1024
     assert (scnn.pe_array.F, scnn.pe_array.I, scnn.accumulators.banks) == (4, 4, 32)
     assert scnn.anticipation.policy == "none" and ant.anticipation.policy == "ant"
+    dense = antsim.load_arch(ROOT / "arch_configs/dense.yaml")
+    assert (scnn.screens_pairs, ant.screens_pairs, dense.screens_pairs) == (False, True, False)
     # the two files differ only in name/description and the anticipation section
     a, b = scnn.to_dict(), ant.to_dict()
     assert {k for k in a if a[k] != b[k]} == {"name", "description", "anticipation"}
