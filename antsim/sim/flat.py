@@ -207,7 +207,6 @@ class FlatRun:
         now = yield
         me = box[0]
         schedule, queue, eid, ready, ready_at = self.schedule, self.queue, self.eid, self.ready, self.ready_at
-        port, bits_per_cycle = self.port, self.bits_per_cycle
         stationary_bits, streamed_bits = schedule.stationary_bits.tolist(), schedule.streamed_bits.tolist()
         fetches = schedule.fetches.tolist()
         for step in range(schedule.n_steps):
@@ -224,22 +223,8 @@ class FlatRun:
                     heappush(queue, (now, NORMAL, next(eid), me))
                     now = yield
             bits = streamed_bits[step]
-            if bits > 0:  # self._transfer, inlined: the one transfer of nearly every step
-                if not port.take(me, now):
-                    now = yield
-                elif queue and queue[0][0] <= now:
-                    heappush(queue, (now, NORMAL, next(eid), me))
-                    now = yield
-                duration = bits / bits_per_cycle
-                at = now + duration
-                if queue and queue[0][0] <= at:
-                    heappush(queue, (at, NORMAL, next(eid), me))
-                    now = yield
-                else:
-                    now = self.clock = at
-                port.release(now)
-                self.busy_cycles += duration
-                self.read_bits += bits
+            if bits > 0:
+                now = yield from self._transfer(me, now, bits)
             ready_at[step] = now
             heappush(queue, (now, NORMAL, next(eid), ready[step].fire))
         yield  # done: nothing resumes it
@@ -312,23 +297,8 @@ class FlatRun:
         if ledger.readback_bits[step] > 0:
             now = yield from self._transfer(me, now, ledger.readback_bits[step])
         bits = ledger.output_bits[step]
-        if bits > 0:  # self._transfer, inlined: the write-back of nearly every step
-            port = self.port
-            if not port.take(me, now):
-                now = yield
-            elif queue and queue[0][0] <= now:
-                heappush(queue, (now, NORMAL, next(eid), me))
-                now = yield
-            duration = bits / self.bits_per_cycle
-            at = now + duration
-            if queue and queue[0][0] <= at:
-                heappush(queue, (at, NORMAL, next(eid), me))
-                now = yield
-            else:
-                now = self.clock = at
-            port.release(now)
-            self.busy_cycles += duration
-            self.write_bits += bits
+        if bits > 0:
+            now = yield from self._transfer(me, now, bits, write=True)
         yield  # done: nothing resumes it
 
     def mean_stalls(self) -> dict[str, float]:
