@@ -175,12 +175,18 @@ def implicit_gemm(layer: Layer, phase: Phase) -> Gemm:
 
 
 def dgrad_col2im(layer: Layer) -> Gemm:
-    """dgrad as (N·P·Q, C·R·S, K): dY · W gives one column per (input channel, tap), added into dX."""
+    """dgrad as (N·P·Q, C·R·S, K): dY · W gives one column per (input channel, tap), added into dX.
+
+    The products are atomic adds into dX, so dX is first set to zero by a kernel of its own (``side``): cuDNN
+    sums ALGO_0's matrix products "using the atomic add operation" (API reference,
+    ``cudnnConvolutionBwdDataAlgo_t``), and a BWD_DATA_ALGO_0 call runs ``scalePackedTensor_kernel`` (dX ← β·dX,
+    β = 0) before its ``dgrad_engine`` kernel (docs/gpu_model.md §5).
+    """
     x = layer.N * layer.C * layer.H * layer.W
     w = layer.K * layer.C * layer.R * layer.S
     y = layer.N * layer.K * layer.P * layer.Q
     return Gemm(layer.N * layer.P * layer.Q, layer.C * layer.R * layer.S, layer.K, y, w, x, layer.macs, "col2im",
-                "dgrad")
+                "dgrad", side=(SideKernel("dX zero fill", x, 0.0),))
 
 
 def dgrad_phased(layer: Layer) -> Gemm:

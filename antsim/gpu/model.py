@@ -201,7 +201,10 @@ def _traffic(gpu: GpuSpec, g: Gemm, tile: Tile, split: int, k_slice: int, ob: in
     dram_load = g.a_unique * ob * a_reloads + g.b_unique * b_bytes * b_reloads
     output = g.c_unique * ob  # = batch·M·N, except a fused Winograd kernel stores finished outputs
     if g.scatter:  # col2im: every column element is an atomic add into dX (an L2 read-modify-write)
-        return _Traffic(l2_load, dram_load, g.M * g.N * cal.atomic_sectors * _SECTOR_BYTES * split, g.c_unique * ob)
+        # The atomics find dX in L2 only when the zeroed dX fits in its share; otherwise each line comes back
+        # from DRAM before its first add, and goes out again once finished.
+        passes = 1 if output <= l2_room else 2
+        return _Traffic(l2_load, dram_load, g.M * g.N * cal.atomic_sectors * _SECTOR_BYTES * split, passes * output)
     if split == 1:
         return _Traffic(l2_load, dram_load, output, output)
     partials = split * g.batch * g.M * g.N * _ACC_BYTES  # fp32 workspace: written by the GEMM, read by the reduction

@@ -287,3 +287,27 @@ def test_a_larger_wgrad_run_overhead_is_never_faster_and_moves_only_wgrad(gpu: s
                 assert len(set(times)) == 1, (layer.name, phase)
             moved += times[-1] > times[0]
     assert moved >= 1  # the 1x1 wgrads on 14² and 28² planes become DRAM-bound at some overhead
+
+
+@pytest.mark.parametrize("n, rereads", [(1, False), (64, True)])
+def test_col2im_dgrad_zeroes_dx_first_and_rereads_it_when_it_outgrows_l2(n: int, rereads: bool) -> None:
+    # ALGO_0's products are atomic adds into dX, so a kernel of its own zeroes dX first (one write of dX at DRAM
+    # bandwidth plus a launch), and when dX is larger than the L2 share each line comes back from DRAM before its
+    # first add: the atomics' DRAM traffic is then two passes over dX (read, write back) instead of one.
+    from antsim.gpu.gemm import dgrad_col2im
+    from antsim.gpu.spec import PRECISIONS
+
+    gpu = load_gpu("p100")
+    layer = Layer("x", N=n, C=3, K=64, H=56, W=56, R=3, S=3, stride=1, pad=1)
+    g = dgrad_col2im(layer)
+    dx_bytes = layer.N * layer.C * layer.H * layer.W * PRECISIONS["fp32"][0]
+    assert (dx_bytes > CALIBRATION.l2_residency * gpu.l2.size_mb * 2**20) == rereads
+    bare = dataclasses.replace(g, side=())
+    stored_once = dataclasses.replace(g, algorithm="implicit", side=())  # same operands, one store of dX
+    for tile in SIMT_TILES:
+        with_fill, without = plan_gemm(gpu, g, "fp32", tile, 1), plan_gemm(gpu, bare, "fp32", tile, 1)
+        assert with_fill.side_s == pytest.approx(dx_bytes / gpu.dram_bytes_per_s + CALIBRATION.launch_overhead_s)
+        assert with_fill.time_s == pytest.approx(without.time_s + with_fill.side_s)
+        reread = without.dram_bytes - plan_gemm(gpu, stored_once, "fp32", tile, 1).dram_bytes
+        assert reread == pytest.approx(dx_bytes if rereads else 0.0)
+        assert with_fill.dram_bytes - without.dram_bytes == pytest.approx(dx_bytes)  # the zero fill writes dX once
