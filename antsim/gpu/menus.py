@@ -222,8 +222,8 @@ FFT_WGRAD_GENERATION = 7
 def heuristic_formulations(gemms: list[Gemm], layer: Layer, phase: Phase, forward_algo: str = "",
                            library: Library = DEFAULT_LIBRARY) -> list[Gemm]:
     """The formulations of ``gemms`` the library's heuristics choose among: those of ``heuristic_family``
-    (all of them when the family is not on the menu), without the row-phased dgrad unless K > C
-    (``row_phased_by_heuristic``)."""
+    (all of them when the family is not on the menu), without the row-phased dgrad unless K ≥
+    ``ROW_PHASED_MIN_K`` (``row_phased_by_heuristic``)."""
     family = heuristic_family(layer, phase, forward_algo, library)
     kept = [g for g in gemms if FAMILY[g.algorithm] == family] or gemms
     return [g for g in kept if g.algorithm != "row_phased" or row_phased_by_heuristic(layer)]
@@ -251,14 +251,22 @@ def heuristic_tile(g: Gemm, tile: Tile) -> bool:
     return tile.n == min(n for n in widths if n >= min(g.N, widths[-1]))
 
 
+# Shortest zero-inserted reduction (dY channels, K) for which cuDNN 5–7's heuristics run a 1×1 stride-2 dgrad with
+# the row-phased kernel [assumption, read off DeepBench's six fp32 sheets (cuDNN 5–7.6), 12 rows per layer: with
+# K ≥ 512 the zero-inserted GEMM predicts 1.35–2.8× the measured time of C = 512 → 1024 (28²), 1024 → 512 and
+# 1024 → 2048 (14²), the row-phased one 0.80–1.43× (C = 128 → 512 and 256 → 1024 lie between the two); with
+# K ≤ 256 the zero-inserted GEMM predicts 0.88–1.32× the measured time of C = 256 → 128 and 512 → 256, the
+# row-phased one 0.58–0.80× (C = 64 → 256 lies between). The sheets' K take the values 128, 256, 512, 1024 and
+# 2048, so any threshold in (256, 512] reads the same. It replaces the earlier K > C, which sent C = 1024 → 512
+# (K = C/2) to the zero-inserted GEMM, 1.42–1.90× too slow on every sheet.]
+ROW_PHASED_MIN_K = 512
+
+
 def row_phased_by_heuristic(layer: Layer) -> bool:
     """True when the heuristics run a strided dgrad whose filter misses stride phases (1×1 stride 2) with the
-    row-phased kernel (``gemm.dgrad_row_phased``): when the GEMM's reduction (K) is longer than its output
-    width (C) [assumption, read off DeepBench's cuDNN 5–7.6 fp32 sheets: the 1×1 stride-2 dgrads of K = 2C or
-    4C run 1.5–2.7× faster than the zero-inserted GEMM allows, at the row-phased GEMM's speed, while those of
-    K = C/2 run at the zero-inserted GEMM's speed (0.9–1.2× its prediction) although the row-phased one would
-    be faster; ``timed`` selection keeps the fastest of both]."""
-    return layer.K > layer.C
+    row-phased kernel (``gemm.dgrad_row_phased``): when the zero-inserted GEMM's reduction, the layer's K, is at
+    least ``ROW_PHASED_MIN_K``; ``timed`` selection keeps the fastest of both."""
+    return layer.K >= ROW_PHASED_MIN_K
 
 
 def heuristic_family(layer: Layer, phase: Phase, forward_algo: str = "", library: Library = DEFAULT_LIBRARY) -> str:

@@ -283,12 +283,16 @@ def test_heuristic_wgrad_follows_an_fft_forward_from_cudnn7_on() -> None:
     assert fft.details.family == "fft" and timed.time_s <= fft.time_s  # timed is never slower than heuristic
 
 
-def test_heuristic_runs_the_row_phased_dgrad_only_when_k_exceeds_c() -> None:
-    # 1×1 stride-2 dgrad: timed keeps the faster row-phased GEMM always; the heuristics only for K > C.
+def test_heuristic_runs_the_row_phased_dgrad_only_for_a_long_reduction() -> None:
+    # 1×1 stride-2 dgrad: timed keeps the faster row-phased GEMM always; the heuristics only for K ≥ 512, whatever
+    # C is (menus.ROW_PHASED_MIN_K): a K = C/2 layer with K = 512 runs row-phased, a K = 4C layer with K = 256 not.
+    from antsim.gpu.menus import ROW_PHASED_MIN_K
+
     p100 = load_gpu("p100")
-    expand = Layer("expand", N=16, C=512, K=1024, H=28, W=28, R=1, S=1, stride=2, pad=0)
-    reduce = Layer("reduce", N=16, C=512, K=256, H=28, W=28, R=1, S=1, stride=2, pad=0)
-    for layer, heuristic_algorithm in ((expand, "row_phased"), (reduce, "implicit")):
+    halve = Layer("halve", N=16, C=1024, K=512, H=14, W=14, R=1, S=1, stride=2, pad=0)
+    widen = Layer("widen", N=16, C=64, K=256, H=56, W=56, R=1, S=1, stride=2, pad=0)
+    assert halve.K >= ROW_PHASED_MIN_K > widen.K
+    for layer, heuristic_algorithm in ((halve, "row_phased"), (widen, "implicit")):
         timed = estimate_layer(p100, layer, "dgrad", selection="timed", library="cudnn7")
         heuristic = estimate_layer(p100, layer, "dgrad", selection="heuristic", library="cudnn7")
         assert timed.details["algorithm"] == "row_phased", layer.name
