@@ -29,7 +29,7 @@ from antsim.workloads.layers import PHASES, Layer
 FILES = {"p100": "deepbench_conv_P100.csv", "titanxp": "deepbench_conv_TitanXp.csv"}
 # Reached by the calibrated model (BENCHMARKS.md, section gpu); these bounds guard against regressions.
 # fprop meets the 20 % design target; dgrad and wgrad do not yet (see the xfail test below).
-ACHIEVED = {"fprop": 0.20, "dgrad": 0.30, "wgrad": 0.25}
+ACHIEVED = {"fprop": 0.20, "dgrad": 0.25, "wgrad": 0.25}
 
 
 def _errors(deepbench: Path, gpu: str) -> dict[str, dict]:
@@ -56,12 +56,11 @@ def test_implicit_gemm_rows_within_the_achieved_error(deepbench: Path, gpu: str)
         assert s.err_all < 0.6, (gpu, phase)  # Winograd/FFT rows included
 
 
-# Not reached on the implicit rows of either calibration GPU: P100 dgrad 24.6 %; TITAN Xp dgrad 20.8 % since the
-# heuristic's narrowest-tile rule covers dgrad as it does fprop (session 10: it was 19.3 % with dgrad free to pick
-# any tile; the rule brings TITAN X Maxwell and M40 dgrad, all rows, from 23.8 to 19.8 %, menus.heuristic_tile).
-@pytest.mark.parametrize("gpu", [pytest.param(gpu, marks=pytest.mark.xfail(
-    strict=True, reason="design target ≤ 20 % per phase on the implicit rows: dgrad P100 24.6 %, TITAN Xp 20.8 % "
-    "(BENCHMARKS.md, session 10)")) for gpu in ("p100", "titanxp")])
+# Reached on TITAN Xp's implicit rows since session 11 (dgrad 18.7 %: the 1×1 stride-2 dgrads of K ≥ 512 run the
+# row-phased kernel, menus.ROW_PHASED_MIN_K; 20.8 % before). Not reached on P100's: dgrad 22.7 %.
+@pytest.mark.parametrize("gpu", [pytest.param("p100", marks=pytest.mark.xfail(
+    strict=True, reason="design target ≤ 20 % per phase on the implicit rows: dgrad P100 22.7 % "
+    "(BENCHMARKS.md, session 11)")), "titanxp"])
 def test_design_target_twenty_percent_every_phase(deepbench: Path, gpu: str) -> None:
     errors = _errors(deepbench, gpu)
     assert all(errors[p].err_implicit <= 0.20 for p in ("fprop", "dgrad", "wgrad"))
