@@ -81,8 +81,8 @@ def fit_rows(data: Path, runs: Sequence[Any] | None = None) -> list[FitRow]:
         gpu = load_gpu(run.gpu)
         measured = padded_channels(observations(read_deepbench_csv(data / run.file, run.precision)),
                                    run.pad_channels)
-        host = validate.harness_host_s(run, measured)
-        for o in measured:
+        hosts = validate.harness_host_s(run, measured)
+        for o, host in zip(measured, hosts, strict=True):
             assert isinstance(o.layer, Layer), "the calibration files hold convolutions"
             r = estimate_layer(gpu, o.layer, o.phase, run.precision, CALIBRATION, None, run.selection, run.library,
                                o.algo)

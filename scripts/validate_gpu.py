@@ -5,7 +5,7 @@ with (``RUNS``): DeepBench's cuDNN heuristics (``heuristic``, following each row
 algorithm) and, for its tensor-core rows, the C and K it padded up to a multiple of 8 before timing
 (``Run.pad_channels``), NeuSight's ``cudnn.benchmark`` (``timed``) with its per-call PyTorch dispatch time
 inside each timed interval (``--host-overhead-us`` of ``antsim gpu --check``; here each file's own, read off
-its least-work rows: ``harness_host_s``). Printed as Markdown:
+its least-work rows along its collection sequence: ``harness_host_s``). Printed as Markdown:
 
 1. per GPU, precision and phase: error = exp(mean |ln(pred/meas)|) − 1 and bias on all rows, on the
    implicit-GEMM rows, per recorded forward-algorithm family (fprop), and the plan-space floor (every
@@ -45,7 +45,7 @@ from antsim.gpu.check import (
     family_rows,
     gemm_observations,
     geomean_abs_error,
-    harness_host_time_s,
+    harness_host_times_s,
     observations,
     oracle_rows,
     padded_channels,
@@ -60,9 +60,9 @@ from antsim.workloads.layers import PHASES, Layer
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data"
 # NeuSight's harness: CUDA events around a Python torch.nn.Conv2d call, so the dispatch time lands in
 # each interval (neusight/README.md: 0.1–0.3 ms on rows under ~0.3 ms). It is a property of the harness and
-# its host machine, read off each file's own least-work rows (``antsim.gpu.check.harness_host_time_s``;
-# docs/gpu_scale.md §7), not a constant shared by the GPUs: 122 µs on the A100 machine, 342 µs on the
-# P100 PCIe one, 310 µs on the P4 one (full files).
+# its host machine, read off each file's own least-work rows (docs/gpu_scale.md §7), not a constant shared by
+# the GPUs, and it grows along each file's collection sequence (``antsim.gpu.check.harness_host_times_s``;
+# docs/gpu_scale.md §8).
 
 
 # DeepBench's conv_bench pads C and K up to a multiple of 8 before timing a tensor-core ("half") training
@@ -123,12 +123,13 @@ FIT_GRID = {"winograd_efficiency": (0.5, 0.6, 0.65, 0.7, 0.8),
 Key = tuple[float, float]  # (winograd_efficiency, wgrad_run_overhead_bytes)
 
 
-def harness_host_s(run: Run, measured: Sequence[Observation], cal: Calibration = CALIBRATION) -> float:
-    """The per-call host time inside a run's timed intervals: none for DeepBench (300 back-to-back calls
-    divided), NeuSight's read off the file's own least-work rows (``harness_host_time_s``)."""
+def harness_host_s(run: Run, measured: Sequence[Observation], cal: Calibration = CALIBRATION) -> list[float]:
+    """The per-call host time inside each of a run's timed intervals: none for DeepBench (300 back-to-back calls
+    divided), NeuSight's read off the file's own least-work rows along its collection sequence, where it drifts
+    (``harness_host_times_s``; docs/gpu_scale.md §8)."""
     if run.harness != "neusight":
-        return 0.0
-    return harness_host_time_s(load_gpu(run.gpu), measured, run.modelled, cal, run.selection, run.library)
+        return [0.0] * len(measured)
+    return harness_host_times_s(load_gpu(run.gpu), measured, run.modelled, cal, run.selection, run.library)
 
 
 def run_rows(run: Run, cal: Calibration = CALIBRATION, data: Path = DATA, floor: bool = False,
@@ -144,10 +145,11 @@ def run_rows(run: Run, cal: Calibration = CALIBRATION, data: Path = DATA, floor:
                           host_overhead_s=host, correction=correction)
 
 
-def host_time_us(run: Run, data: Path = DATA) -> float:
-    """``harness_host_s`` of a run's file, in µs."""
+def host_time_us(run: Run, data: Path = DATA) -> tuple[float, float]:
+    """``harness_host_s`` of a run's file at its first and last row, in µs."""
     measured = padded_channels(observations(read_deepbench_csv(data / run.file, run.precision)), run.pad_channels)
-    return harness_host_s(run, measured) * 1e6
+    hosts = harness_host_s(run, measured)
+    return hosts[0] * 1e6, hosts[-1] * 1e6
 
 
 def gemm_path_rows(run: Run, data: Path = DATA) -> tuple[list[CheckRow], list[CheckRow]]:
@@ -346,10 +348,10 @@ def power_rows(run: Run, data: Path = DATA) -> list[tuple[str, float, float, flo
     measured = padded_channels(observations(read_deepbench_csv(data / run.file, run.precision)), run.pad_channels)
     host = harness_host_s(run, measured)
     out = []
-    for o in measured:
+    for o, host_s in zip(measured, host, strict=True):
         r = estimate_layer(gpu, o.layer, o.phase, run.modelled, CALIBRATION, None, run.selection, run.library, o.algo)
         energy = r.energy_breakdown_j
-        out.append((o.phase, o.measured_s, r.time_s, host, energy["core"], energy["dram"]))
+        out.append((o.phase, o.measured_s, r.time_s, host_s, energy["core"], energy["dram"]))
     return out
 
 
@@ -402,8 +404,9 @@ def main() -> None:
     score_table(args.data, resolve_correction(args.gpu_correction))
     print()
     print("calibration:", ", ".join(f"{k}={v}" for k, v in CALIBRATION.to_dict().items()))
-    print("NeuSight host time per call (each file's least-work rows):", ", ".join(
-        f"{run.gpu} {host_time_us(run, args.data):.0f} µs" for run in RUNS if run.harness == "neusight"))
+    print("NeuSight host time per call, first → last row (each file's least-work rows):", ", ".join(
+        "{} {:.0f} → {:.0f} µs".format(run.gpu, *host_time_us(run, args.data)) for run in RUNS
+        if run.harness == "neusight"))
     if args.gpu_correction != "none":
         print("table 1 with the learned correction (antsim/gpu/learned_table.py); floor and other tables without")
     if args.gemm:

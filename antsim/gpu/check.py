@@ -115,21 +115,24 @@ def result_observations(measured: NetworkResult, layers: Sequence[Layer | GemmLa
 def check_measured(gpu: GpuSpec, measured: Sequence[Observation], precision: Precision,
                    calibration: Calibration = CALIBRATION, structured: str | None = None,
                    selection: Selection = DEFAULT_SELECTION, library: Library = DEFAULT_LIBRARY,
-                   host_overhead_s: float = 0.0, correction: KernelCorrection | None = None) -> list[CheckRow]:
+                   host_overhead_s: float | Sequence[float] = 0.0,
+                   correction: KernelCorrection | None = None) -> list[CheckRow]:
     """Predict every measured (layer, phase) (layers carry their own batch; ``structured``,
     ``selection``, ``library``, ``correction``: see ``estimate_layer``; heuristic selection follows each
     row's recorded forward algorithm).
 
     ``host_overhead_s`` is the measurement harness's per-call host time that lands inside the timed
     interval (a framework call timed with CUDA events around it: the GPU idles while the host
-    dispatches), added to every prediction: a property of the harness, not of the GPU.
+    dispatches), added to every prediction: a property of the harness, not of the GPU. One value for every
+    row, or one per row (``harness_host_times_s``: a host time that drifts along the collection sequence).
     """
+    hosts = per_row_host_s(host_overhead_s, len(measured))
     rows = []
-    for o in measured:
+    for o, host in zip(measured, hosts, strict=True):
         r = estimate_layer(gpu, o.layer, o.phase, precision, calibration, structured, selection, library, o.algo,
                            correction)
         d = GpuLayerDetails.of(r)
-        rows.append(CheckRow(o.layer.name, o.phase, o.measured_s, r.time_s + host_overhead_s, o.implicit, o.algo,
+        rows.append(CheckRow(o.layer.name, o.phase, o.measured_s, r.time_s + host, o.implicit, o.algo,
                              d.M, d.N, d.K, d.algo, d.tensor_cores))
     return rows
 
@@ -158,9 +161,57 @@ def harness_host_time_s(gpu: GpuSpec, measured: Sequence[Observation], precision
     return max(0.0, statistics.median(r.measured_s - r.predicted_s for r in rows))
 
 
+def per_row_host_s(host_overhead_s: float | Sequence[float], rows: int) -> list[float]:
+    """The host time of each of ``rows`` rows: one value repeated, or a sequence of exactly ``rows`` values.
+
+    Raises:
+        AntsimError: a sequence of another length (a host time per row must name every row).
+    """
+    if isinstance(host_overhead_s, (int, float)):
+        return [float(host_overhead_s)] * rows
+    hosts = [float(h) for h in host_overhead_s]
+    if len(hosts) != rows:
+        raise AntsimError(f"host time per row: {len(hosts)} values for {rows} rows", subject="host_overhead_s")
+    return hosts
+
+
+def harness_host_times_s(gpu: GpuSpec, measured: Sequence[Observation], precision: Precision,
+                         calibration: Calibration = CALIBRATION, selection: Selection = DEFAULT_SELECTION,
+                         library: Library = DEFAULT_LIBRARY) -> list[float]:
+    """The per-call host time inside each row's timed interval for a harness whose host time drifts along its
+    collection sequence (``measured`` in the order it was collected): the Theil–Sen line (median of the
+    pairwise slopes, Sen 1968, JASA 63:1379; robust to the probes' jitter) of measured − model kernel time
+    against the row's place in the sequence, over the least-work rows (``HOST_PROBE_SHARE``, as
+    ``harness_host_time_s``), evaluated at every row, never below 0.
+
+    NeuSight's ``collect.py`` (GitHub ``trsharm25/NeuSight``, ``neusight/Dataset/collect.py``) times each
+    configuration in one long-lived process and then opens a ``torch.profiler.profile()`` session on it, one
+    session per configuration; the profiler sessions of one process are known not to leave it as they found it
+    (GitHub ``pytorch/pytorch`` issue 175790: each later session's GPU activity is shifted further). On all
+    three NeuSight files the gap over the model's kernel on the least-work rows grows linearly with the row's
+    place in the file, from ~45 µs on the first rows to 340 µs (A100), 770 µs (P100 PCIe) and 755 µs (P4) on
+    the last, with a lag-1 autocorrelation of 0.94–0.98 along the file and none with N, C, K or the plane
+    (docs/gpu_scale.md §8) [assumption: linear; the A100's growth is slightly convex].
+
+    Raises:
+        AntsimError: no rows.
+    """
+    if not measured:
+        raise AntsimError("harness host time: no measured rows to read it from")
+    count = max(HOST_PROBE_MIN_ROWS, round(HOST_PROBE_SHARE * len(measured)))
+    probes = sorted(range(len(measured)), key=lambda i: measured[i].layer.macs)[:count]
+    rows = check_measured(gpu, [measured[i] for i in probes], precision, calibration, selection=selection,
+                          library=library)
+    points = [(i, r.measured_s - r.predicted_s) for i, r in zip(probes, rows, strict=True)]
+    slopes = [(g2 - g1) / (i2 - i1) for k, (i1, g1) in enumerate(points) for i2, g2 in points[k + 1:] if i2 != i1]
+    slope = statistics.median(slopes) if slopes else 0.0
+    base = statistics.median(g - slope * i for i, g in points)
+    return [max(0.0, base + slope * i) for i in range(len(measured))]
+
+
 def oracle_rows(gpu: GpuSpec, measured: Sequence[Observation], precision: Precision,
                 calibration: Calibration = CALIBRATION, structured: str | None = None,
-                library: Library = DEFAULT_LIBRARY, host_overhead_s: float = 0.0) -> list[CheckRow]:
+                library: Library = DEFAULT_LIBRARY, host_overhead_s: float | Sequence[float] = 0.0) -> list[CheckRow]:
     """Like ``check_measured``, but each prediction is the candidate plan *closest* to the measurement.
 
     Of all the plans the model weighs for a (layer, phase) — GEMM formulation × tile × split-K — it
@@ -169,10 +220,10 @@ def oracle_rows(gpu: GpuSpec, measured: Sequence[Observation], precision: Precis
     space: what it leaves is a missing kernel or missing physics, not a wrong choice.
     """
     rows = []
-    for o in measured:
+    for o, host in zip(measured, per_row_host_s(host_overhead_s, len(measured)), strict=True):
         plan, g = min(layer_plans(gpu, o.layer, o.phase, precision, calibration, structured, library),
-                      key=lambda pg: abs(math.log((pg[0].time_s + host_overhead_s) / o.measured_s)))
-        rows.append(CheckRow(o.layer.name, o.phase, o.measured_s, plan.time_s + host_overhead_s, o.implicit, o.algo,
+                      key=lambda pg: abs(math.log((pg[0].time_s + host) / o.measured_s)))
+        rows.append(CheckRow(o.layer.name, o.phase, o.measured_s, plan.time_s + host, o.implicit, o.algo,
                              g.M, g.N, g.K, g.algo, plan.tensor_cores))
     return rows
 

@@ -119,7 +119,7 @@ def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer | GemmLayer, phase: P
     gemms = _gemms(spec, layer, phase, precision, structured, library)
     if selection == "heuristic" and not isinstance(layer, GemmLayer):
         gemms = heuristic_formulations(gemms, layer, phase, forward_algo, library)
-    candidates = [(best_plan(spec, g, precision, calibration, _heuristic_keep(g, selection, layer)), g)
+    candidates = [(best_plan(spec, g, precision, calibration, _heuristic_keep(g, selection, layer, forward_algo)), g)
                   for g in gemms]
     plan, gemm = min(candidates, key=lambda pg: pg[0].time_s)
     details = _details(plan, gemm, precision, selection, library)
@@ -130,11 +130,13 @@ def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer | GemmLayer, phase: P
                        energy_breakdown_j=energy, details=details, kind=layer_kind(layer))
 
 
-def _heuristic_keep(g: Gemm, selection: Selection, layer: Layer | GemmLayer) -> Callable[[Plan], bool] | None:
-    """The tiles a heuristic selection lets a convolution's GEMM run (``menus.heuristic_tile``); None: any."""
+def _heuristic_keep(g: Gemm, selection: Selection, layer: Layer | GemmLayer,
+                    forward_algo: str = "") -> Callable[[Plan], bool] | None:
+    """The tiles a heuristic selection lets a convolution's GEMM run (``menus.heuristic_tile``, which follows the
+    recorded forward algorithm); None: any."""
     if selection != "heuristic" or isinstance(layer, GemmLayer):
         return None
-    return lambda plan: heuristic_tile(g, plan.tile)
+    return lambda plan: heuristic_tile(g, plan.tile, forward_algo)
 
 
 def layer_plans(gpu: GpuSpec, layer: Layer | GemmLayer, phase: Phase, precision: Precision = "fp32",

@@ -229,7 +229,13 @@ def heuristic_formulations(gemms: list[Gemm], layer: Layer, phase: Phase, forwar
     return [g for g in kept if g.algorithm != "row_phased" or row_phased_by_heuristic(layer)]
 
 
-def heuristic_tile(g: Gemm, tile: Tile) -> bool:
+# cuDNN's forward algorithm without the precomputed index buffer (``CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM``,
+# API reference ``cudnnConvolutionFwdAlgo_t``): a kernel family of its own, whose tile choice the
+# ``heuristic_tile`` rule (read off IMPLICIT_PRECOMP_GEMM rows) does not describe.
+IMPLICIT_GEMM_ALGO = "IMPLICIT_GEMM"
+
+
+def heuristic_tile(g: Gemm, tile: Tile, forward_algo: str = "") -> bool:
     """True when the library's heuristics would run ``tile`` for ``g``: for a SIMT implicit-GEMM fprop or dgrad
     (NCHW kernels, fp32 or half2), the narrowest tile of its tile set whose width covers the GEMM's N (fprop's
     output channels, dgrad's input channels; the widest tile when N is wider), whether or not its CTAs fill the
@@ -243,9 +249,20 @@ def heuristic_tile(g: Gemm, tile: Tile) -> bool:
     family and its heuristic the same rule (session 10): dgrad, all rows, TITAN X Maxwell and M40 23.8 → 19.8 %,
     P100 24.6 → 23.3 %, T4 fp32 27.4 → 25.9 %, P100 half 145.9 → 121.0 %, T4 fp16 20.2 → 20.1 %, GTX 1080 Ti
     20.5 → 20.8 %, TITAN Xp 22.4 → 23.6 % (its implicit rows 19.3 → 20.8 %). ``timed`` keeps the fastest tile.]
+
+    A forward the record names ``IMPLICIT_GEMM`` (``forward_algo``: cuDNN's ALGO_0, no precomputed index
+    buffer) keeps any tile [assumption, inferred from DeepBench's T4 fp32 sheet (cuDNN 7.6), which records it
+    on 37 fprops: its 1×1 layers of 7×7 and 14×14 planes take 1.6–1.9× longer at N = 16 than at N = 8
+    (C = 512–2048, K = 512) where the rule's 128×128 grid leaves SMs idle at both batches and predicts the same
+    time (ratios 1.5–1.9 at N = 8); the sheet's IMPLICIT_PRECOMP_GEMM rows fit the rule (14.9 %). T4 fp32's
+    IMPLICIT_GEMM rows 24.6 → 19.5 %; fprop, all rows: T4 fp32 21.6 → 19.6 %, TITAN Xp 19.1 → 18.9 %, P100
+    16.1 → 16.7 % (its two IMPLICIT_GEMM rows, K = 2048 at N = 8, 1.05 / 1.08 → 0.74 / 0.74), GTX 1080 Ti
+    15.8 → 15.9 %, TITAN X Maxwell 16.3 → 16.4 %; the cuDNN 6–7 sheets record IMPLICIT_GEMM on 1–2 rows each].
     """
     tile_set = HALF2_TILES if tile.packed > 1 else SIMT_TILES
     if g.phase not in ("fprop", "dgrad") or not g.gathered or tile not in tile_set:
+        return True
+    if g.phase == "fprop" and forward_algo.upper() == IMPLICIT_GEMM_ALGO:
         return True
     widths = sorted({t.n for t in tile_set})
     return tile.n == min(n for n in widths if n >= min(g.N, widths[-1]))

@@ -174,3 +174,27 @@ def test_harness_host_time_is_read_off_the_least_work_rows() -> None:
     assert harness_host_time_s(gpu, marked, "fp32", selection="timed", library="cudnn8") == pytest.approx(200e-6)
     with pytest.raises(AntsimError, match="no measured rows"):
         harness_host_time_s(gpu, [], "fp32")
+
+
+def test_harness_host_times_follow_a_host_time_that_drifts_along_the_sequence() -> None:
+    from antsim.gpu.check import harness_host_times_s, per_row_host_s
+
+    gpu, obs = _synthetic_harness(0.0, jitter_s=1e-3)
+    for first, step in ((40e-6, 25e-6), (300e-6, 0.0), (500e-6, -10e-6)):
+        drifted = [dataclasses.replace(o, measured_s=o.measured_s + first + step * i) for i, o in enumerate(obs)]
+        got = harness_host_times_s(gpu, drifted, "fp32", selection="timed", library="cudnn8")
+        # the least-work rows sit at scattered places of the sequence; the line through them is the harness's
+        assert got == pytest.approx([first + step * i for i in range(len(obs))], abs=1e-9)
+        rows = check_measured(gpu, [o for o in drifted if o.layer.macs <= 1e8], "fp32", selection="timed",
+                              library="cudnn8", host_overhead_s=[h for h, o in zip(got, drifted, strict=True)
+                                                                 if o.layer.macs <= 1e8])
+        assert all(r.ratio == pytest.approx(1.0) for r in rows)
+    # a harness cannot give time back: where the line falls below 0 (a model slower than the late probes) it reads 0
+    falling = [dataclasses.replace(o, measured_s=o.measured_s + 100e-6 - 10e-6 * i) for i, o in enumerate(obs)]
+    got = harness_host_times_s(gpu, falling, "fp32", selection="timed", library="cudnn8")
+    assert got == pytest.approx([max(0.0, 100e-6 - 10e-6 * i) for i in range(len(obs))], abs=1e-9)
+    assert per_row_host_s(5e-6, 3) == [5e-6] * 3
+    with pytest.raises(AntsimError, match="2 values for 3 rows"):
+        per_row_host_s([1e-6, 2e-6], 3)
+    with pytest.raises(AntsimError, match="no measured rows"):
+        harness_host_times_s(gpu, [], "fp32")

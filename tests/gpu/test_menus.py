@@ -299,3 +299,29 @@ def test_heuristic_runs_the_row_phased_dgrad_only_for_a_long_reduction() -> None
         assert heuristic.details["algorithm"] == heuristic_algorithm, layer.name
         assert timed.time_s <= heuristic.time_s
         assert timed.details["algo"] == heuristic.details["algo"] == "BWD_DATA_ALGO_1"
+
+
+def test_a_forward_recorded_as_implicit_gemm_keeps_any_tile_and_the_t4_sheet_says_why(deepbench) -> None:
+    from antsim.gpu import implicit_gemm
+    from antsim.gpu.menus import heuristic_tile
+    from antsim.gpu.tiles import SIMT_TILES
+    from antsim.measure.deepbench import read_deepbench_csv
+
+    fat = Layer("fat", N=8, C=2048, K=512, H=7, W=7, R=1, S=1, stride=1, pad=0)
+    fprop, dgrad = implicit_gemm(fat, "fprop"), implicit_gemm(fat, "dgrad")
+    assert [t.n for t in SIMT_TILES if heuristic_tile(fprop, t, "IMPLICIT_PRECOMP_GEMM")] == [128]
+    assert all(heuristic_tile(fprop, t, "IMPLICIT_GEMM") for t in SIMT_TILES)
+    assert [t.n for t in SIMT_TILES if heuristic_tile(dgrad, t, "IMPLICIT_GEMM")] == [128]  # the record is fprop's
+    # The measurement behind it (DeepBench T4 fp32, cuDNN 7.6): the 1×1 IMPLICIT_GEMM fprops that DeepBench ran at
+    # N = 8 and 16 and whose 128×128 grid leaves SMs idle at both batches (at most 40 CTAs on the T4's 40 SMs, so
+    # the rule predicts the same time) take 1.6–1.9× longer at N = 16.
+    def ctas(layer: Layer) -> int:
+        return math.ceil(layer.N * layer.P * layer.Q / 128) * math.ceil(layer.K / 128)
+
+    rows = {(m.layer.C, m.layer.K, m.layer.H, m.layer.stride, m.layer.pad, m.layer.N): m
+            for m in read_deepbench_csv(deepbench / "deepbench_conv_T4.csv", "fp32") if m.layer.R == 1}
+    pairs = [(rows[k], rows[k[:-1] + (16,)]) for k in rows if k[-1] == 8 and k[:-1] + (16,) in rows]
+    idle = [(a, b) for a, b in pairs if a.algo == b.algo == "IMPLICIT_GEMM" and ctas(b.layer) <= 40]
+    assert len(idle) == 4
+    for small, large in idle:
+        assert 1.55 <= large.times_s["fprop"] / small.times_s["fprop"] <= 1.95, small.layer

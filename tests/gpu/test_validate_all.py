@@ -27,11 +27,11 @@ REACHED = {
     ("gtx1080ti", "fp32"): {"fprop": 0.20, "dgrad": 0.20, "wgrad": 0.25},
     ("titanx-maxwell", "fp32"): {"fprop": 0.20, "dgrad": 0.20, "wgrad": 0.25},
     ("m40", "fp32"): {"fprop": 0.20, "dgrad": 0.20, "wgrad": 0.25},
-    ("t4", "fp32"): {"fprop": 0.25, "dgrad": 0.30, "wgrad": 0.30},
+    ("t4", "fp32"): {"fprop": 0.20, "dgrad": 0.30, "wgrad": 0.30},
     ("t4", "fp16"): {"fprop": 0.20, "dgrad": 0.25, "wgrad": 0.25},
-    ("a100-80gb-pcie", "fp32"): {"fprop": 0.25},
-    ("p100-pcie", "fp32"): {"fprop": 0.25},
-    ("p4", "fp32"): {"fprop": 0.20},
+    ("a100-80gb-pcie", "fp32"): {"fprop": 0.20},
+    ("p100-pcie", "fp32"): {"fprop": 0.15},
+    ("p4", "fp32"): {"fprop": 0.15},
 }
 RUNS = [run for run in validate.RUNS if (run.gpu, run.precision) in REACHED]
 
@@ -54,18 +54,26 @@ def test_all_rows_within_the_reached_error_and_above_the_floor(run) -> None:
 
 
 def test_neusight_rows_carry_their_own_harness_host_time_and_deepbench_rows_none() -> None:
-    # docs/gpu_scale.md §7: each NeuSight file's host time is read off its own least-work rows; at the 60 µs
-    # constant of session 9 (the fastest A100 call) the NeuSight files scored 27.1 / 33.2 / 27.1 %.
+    # docs/gpu_scale.md §7–8: each NeuSight file's host time is read off its own least-work rows, along its
+    # collection sequence, where it grows (~45 µs on the first rows to 340–770 µs on the last, from the gaps alone);
+    # with one median per file (session 9) the files scored 21.5 / 24.2 / 19.7 %, at the 60 µs constant of
+    # session 8 (the fastest A100 call) 27.1 / 33.2 / 27.1 %.
+    from antsim.gpu.check import harness_host_time_s
+
     hosts = {run.gpu: validate.host_time_us(run) for run in validate.RUNS}
-    assert all(hosts[run.gpu] == 0.0 for run in validate.RUNS if run.harness == "deepbench")
-    assert 100 < hosts["a100-80gb-pcie"] < 150 and 200 < hosts["p4"] < 400 and 300 < hosts["p100-pcie"] < 400
+    assert all(hosts[run.gpu] == (0.0, 0.0) for run in validate.RUNS if run.harness == "deepbench")
+    assert all(hosts[g][0] < 80 for g in ("a100-80gb-pcie", "p100-pcie", "p4"))
+    assert 150 < hosts["a100-80gb-pcie"][1] < 400 and 500 < hosts["p100-pcie"][1] < 900 and 450 < hosts["p4"][1] < 900
     for run in (r for r in validate.RUNS if r.harness == "neusight"):
         own = validate.phase_errors(validate.run_rows(run))["fprop"]
         measured = validate.padded_channels(validate.observations(validate.read_deepbench_csv(
             validate.DATA / run.file, run.precision)), 0)
-        at_60us = validate.check_measured(validate.load_gpu(run.gpu), measured, run.precision,
-                                          selection=run.selection, library=run.library, host_overhead_s=60e-6)
-        assert own < validate.geomean_abs_error([r.ratio for r in at_60us]) - 0.04, run.gpu
+        gpu = validate.load_gpu(run.gpu)
+        median = harness_host_time_s(gpu, measured, run.precision, selection=run.selection, library=run.library)
+        for constant in (median, 60e-6):
+            rows = validate.check_measured(gpu, measured, run.precision, selection=run.selection,
+                                           library=run.library, host_overhead_s=constant)
+            assert own < validate.geomean_abs_error([r.ratio for r in rows]) - 0.04, (run.gpu, constant)
 
 
 def test_fit_picks_the_grid_point_with_the_lowest_mean_error() -> None:
