@@ -143,6 +143,8 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
         gemms.append(fft.fft_gemm(layer, phase, tiled=True))
     if gpu.true_half(precision):  # (a layer whose only formulation lacks a true-half kernel keeps it)
         gemms = [g for g in gemms if g.algorithm not in NOT_TRUE_HALF] or gemms
+    if gpu.true_half(precision) and phase == "wgrad":
+        gemms = [true_half_wgrad(g, layer) for g in gemms]
     if not tensor_core_eligible(gpu, layer, precision, library, phase):
         return [replace(g, simt_only=True) for g in gemms]
     gemms[1:1] = [replace(g, algo=_GEMM_ALGO[phase, g.algorithm]) for g in phased_for_any_c(layer, phase)]
@@ -162,6 +164,26 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
 # its 94 dgrads with it at 0.03–0.37× the measured time; a scatter-add of single fp16 elements needs the scalar
 # __half atomicAdd, which CUDA offers from compute capability 7.x (CUDA C++ Programming Guide, atomicAdd)].
 NOT_TRUE_HALF = ("winograd_fused", "fft", "fft_tiling", "col2im")
+
+
+def true_half_wgrad(g: Gemm, layer: Layer) -> Gemm:
+    """A true-half (TRUE_HALF_CONFIG on a GPU without tensor cores) wgrad as cuDNN 7 runs it: the implicit GEMM
+    (BWD_FILTER_ALGO_1) issues one kernel per output row (``Gemm.passes = P``), each reducing that row of every
+    image at the half2 rate; the non-fused Winograd and the other formulations run as one call.
+
+    [assumption, inferred from DeepBench's P100 half sheet (cuDNN 7): its 1×1 wgrads measured at both N = 8
+    and 16 take a + b·N, b at the half2 rate, and an intercept a independent of C, K and the MACs: 5.4–9.4 µs
+    per output row on all 11 stride-1 layers (C and K 64–2048; 0.75 ms at P = 112, 0.40 ms at 56, 0.21 ms at
+    28, 0.11 ms at 14) and 5.4–10 µs on 7 of the 8 stride-2 ones — about one launch (5 µs, Lin et al.) per
+    row — where the fp32 rows of the same layers have 0.2–1.1 µs per row at P ≥ 56. Before this rule the model
+    read the slowness as fp32 accumulation (1×1 wgrads 1.1× the fp32 time) and ran every true-half wgrad at
+    the fp32 rate, which made the 1×1 C or K = 64 rows 2× too fast and the C, K ≥ 128 3×3 and 5×5 ones (which
+    run near the half2 rate) 1.7–2.2× too slow. NVIDIA's cuDNN engineers described true-half convolutions on
+    Pascal as supported only "for some combinations of sizes", the others taking fallback paths (GitHub
+    ``soumith/cudnn.torch`` issues 206 and 225, 2016). Wgrad P100 half 49.9 → 27.4 %, implicit rows 47.4 →
+    22.7 %, plan-space floor 22.2 → 6.4 %; no other sheet or phase moves.]
+    """
+    return replace(g, passes=layer.P) if g.algorithm == "implicit" else g
 
 
 def _cudnn7_tensor_kernel(g: Gemm, layer: Layer) -> Gemm:
