@@ -162,8 +162,13 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
 # GitHub `Theano/Theano`, its cuDNN conv checks), and BWD_DATA_ALGO_0 (col2im, a scatter-add into dX) none
 # [assumption, inferred from DeepBench's P100 half sheet (cuDNN 7): with it on the menu the model runs 10 of
 # its 94 dgrads with it at 0.03–0.37× the measured time; a scatter-add of single fp16 elements needs the scalar
-# __half atomicAdd, which CUDA offers from compute capability 7.x (CUDA C++ Programming Guide, atomicAdd)].
-NOT_TRUE_HALF = ("winograd_fused", "fft", "fft_tiling", "col2im")
+# __half atomicAdd, which CUDA offers from compute capability 7.x (CUDA C++ Programming Guide, atomicAdd)]; nor
+# the zero-skipping strided dgrads (per stride phase, per reached row): NVIDIA's cuDNN engineers said that
+# true-half convolutions of strides other than 1 lacked the fast kernels (GitHub ``soumith/cudnn.torch``
+# issue 225, 2016) [assumption, inferred from DeepBench's P100 half sheet (cuDNN 7): its 32 strided dgrads take
+# 3.6–80× their fp32 rows' time, where its stride-1 dgrads take 0.76× (half2); without the zero-skipping plans
+# dgrad 121.0 → 111.6 %, the Speaker-ID 5×5 stride-2 rows 0.21–0.76× → 0.57–2.1× of the measured time].
+NOT_TRUE_HALF = ("winograd_fused", "fft", "fft_tiling", "col2im", "phased", "row_phased")
 
 
 def true_half_wgrad(g: Gemm, layer: Layer) -> Gemm:

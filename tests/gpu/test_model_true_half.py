@@ -41,8 +41,13 @@ def test_a_half2_tile_holds_twice_the_pixels_in_the_same_registers() -> None:
     assert {(t.m, t.n) for t in HALF2_TILES} == {(256, 128), (256, 64)}
 
 
-def test_the_true_half_menu_lacks_fused_winograd_fft_and_col2im() -> None:
+def test_the_true_half_menu_lacks_fused_winograd_fft_col2im_and_zero_skipping_strided_dgrad() -> None:
     p100 = load_gpu("p100")
+    for strided in (Layer("s5", N=16, C=64, K=128, H=80, W=350, R=5, S=5, stride=2, pad=1),  # every phase reached
+                    Layer("s1", N=8, C=128, K=512, H=28, W=28, R=1, S=1, stride=2, pad=0)):  # rows skipped
+        half = {g.algorithm for g in formulations(p100, strided, "dgrad", "fp16", "cudnn7")}
+        pseudo = {g.algorithm for g in formulations(p100, strided, "dgrad", "fp16_pseudo", "cudnn7")}
+        assert half == {"implicit"} and pseudo & {"phased", "row_phased"}, strided.name
     for phase in ("fprop", "dgrad"):
         half = {g.algorithm for g in formulations(p100, WINO, phase, "fp16", "cudnn7")}
         pseudo = {g.algorithm for g in formulations(p100, WINO, phase, "fp16_pseudo", "cudnn7")}
