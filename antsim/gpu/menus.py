@@ -145,6 +145,8 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
         gemms = [g for g in gemms if g.algorithm not in NOT_TRUE_HALF] or gemms
     if gpu.true_half(precision) and phase == "wgrad":
         gemms = [true_half_wgrad(g, layer) for g in gemms]
+    if gpu.true_half(precision) and phase == "dgrad":
+        gemms = [true_half_dgrad(g, layer) for g in gemms]
     if not tensor_core_eligible(gpu, layer, precision, library, phase):
         return [replace(g, simt_only=True) for g in gemms]
     gemms[1:1] = [replace(g, algo=_GEMM_ALGO[phase, g.algorithm]) for g in phased_for_any_c(layer, phase)]
@@ -189,6 +191,28 @@ def true_half_wgrad(g: Gemm, layer: Layer) -> Gemm:
     22.7 %, plan-space floor 22.2 → 6.4 %; no other sheet or phase moves.]
     """
     return replace(g, passes=layer.P) if g.algorithm == "implicit" else g
+
+
+def true_half_dgrad(g: Gemm, layer: Layer) -> Gemm:
+    """A true-half dgrad as cuDNN 7 runs it: when the filter is smaller than the stride (a 1×1 stride-2 layer,
+    whose dX rows and columns between the strided ones receive no tap) the zero-inserted implicit GEMM issues
+    one kernel per dX pixel (``Gemm.passes = H·W``); any other formulation runs as one call.
+
+    [assumption, inferred from DeepBench's P100 half sheet (cuDNN 7): 13 of its sixteen 1×1 stride-2 pad-0 dgrads
+    take 2.7–6.2 µs per dX pixel whatever C (64–1024), K (128–1024) and N (8, 16) — 3.60 / 3.62 / 4.01 ms at
+    28×28, N = 8, for C, K = 128, 512 / 512, 256 / 512, 1024; 0.84–0.89 ms at 14×14 — and the three with the most
+    work per pixel (C = 1024 at 14×14) 7.0–13.6 µs; 3.6–79× their fp32 rows' time (cuDNN has a dedicated kernel for
+    the case, ``dgrad_1x1_stride_2x2``, in the cuDNN kernel list of GitHub ``NVIDIA/apex``'s pyprof); one 5 µs launch (Lin et al.)
+    per pixel plus the half2 work predicts 0.72–1.87× of them. The same reading (a kernel per output position)
+    as ``true_half_wgrad``'s per row; true-half convolutions of strides other than 1 had no fast kernels
+    (NVIDIA in GitHub ``soumith/cudnn.torch`` issue 225, 2016). Dgrad P100 half 111.6 → 39.8 %; no other sheet
+    moves. Strided layers whose filter reaches every stride phase (5×5, 3×3 and 7×7 at stride 2) do not follow
+    it (it would predict 563 ms for the 5×20 stride-2 DeepSpeech layer, measured 16.8 ms) and stay unmodelled
+    (docs/gpu_precision.md §6).]
+    """
+    if g.algorithm == "implicit" and (layer.R < layer.stride_h or layer.S < layer.stride_w):
+        return replace(g, passes=layer.H * layer.W)
+    return g
 
 
 def _cudnn7_tensor_kernel(g: Gemm, layer: Layer) -> Gemm:

@@ -85,6 +85,38 @@ def test_a_true_half_implicit_wgrad_launches_one_kernel_per_output_row() -> None
                                                                                   one.executed_macs)
 
 
+def test_a_true_half_dgrad_of_a_filter_smaller_than_its_stride_launches_one_kernel_per_dx_pixel() -> None:
+    p100 = load_gpu("p100")
+    down = Layer("down", N=8, C=128, K=512, H=28, W=28, R=1, S=1, stride=2, pad=0)
+    half = formulations(p100, down, "dgrad", "fp16", "cudnn7")
+    assert [(g.algorithm, g.passes) for g in half] == [("implicit", 28 * 28)]
+    assert {g.passes for g in formulations(p100, down, "dgrad", "fp16_pseudo", "cudnn7")} == {1}
+    five = Layer("s5", N=16, C=64, K=128, H=80, W=350, R=5, S=5, stride=2, pad=1)  # reaches every phase
+    assert {g.passes for g in formulations(p100, five, "dgrad", "fp16", "cudnn7")} == {1}
+    g = half[0]
+    pixels, one = plan_gemm(p100, g, "fp16", HALF2_TILES[0], 1), plan_gemm(p100, replace(g, passes=1), "fp16",
+                                                                          HALF2_TILES[0], 1)
+    assert pixels is not None and one is not None
+    assert pixels.time_s - one.time_s == pytest.approx((28 * 28 - 1) * CALIBRATION.launch_overhead_s)
+
+
+def test_the_half_1x1_stride_2_dgrad_cost_per_dx_pixel_matches_deepbench() -> None:
+    # DeepBench's P100 half sheet: every 1×1 stride-2 pad-0 dgrad takes 2.7–13.6 µs per dX pixel whatever C, K and
+    # N (3.6–79× the fp32 rows); the model's kernel per pixel plus the half2 work lands within 0.7–1.9× of each
+    p100 = load_gpu("p100")
+    data = Path(__file__).resolve().parents[1] / "data" / "deepbench" / "deepbench_conv_P100.csv"
+    rows = [r for r in csv.DictReader(data.open()) if r["precision"] == "fp16_pseudo"
+            and (r["R"], r["stride_h"], r["pad_h"]) == ("1", "2", "0")]
+    assert len(rows) == 16
+    for r in rows:
+        n, c, k, h = (int(r[x]) for x in ("N", "C", "K", "H"))
+        measured = float(r["dgrad_ms"]) * 1e-3
+        assert 2.6e-6 <= measured / (h * h) <= 13.7e-6, (c, k, h, n)
+        model = estimate_layer(p100, Layer("x", N=n, C=c, K=k, H=h, W=h, R=1, S=1, stride=2), "dgrad", "fp16",
+                               selection="heuristic", library="cudnn7").time_s
+        assert 0.7 <= model / measured <= 1.9, (c, k, h, n)
+
+
 def test_the_half_1x1_wgrad_cost_per_output_row_matches_deepbench() -> None:
     # DeepBench's P100 half sheet (cuDNN 7) times each 1×1 stride-1 layer at N = 8 and 16: t = a + b·N, and the
     # intercept a = 2·t(8) − t(16) is 5.4–9.4 µs per output row whatever C and K (64–2048); the model's is the
