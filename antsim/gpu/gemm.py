@@ -85,8 +85,9 @@ class Gemm:
             slab pads to the tile's k step (cuDNN 7's tensor-core fprop and dgrad: one slab per filter tap;
             every wgrad: one slab of P·Q pixels per image, ``implicit_gemm``).
         passes: Kernels the library issues for this GEMM's main loop, one after another, each over a share
-            of the reduction (a true-half implicit wgrad: one per output row, ``menus.true_half_wgrad``): the
-            call pays ``passes − 1`` launches more; the work and traffic are the one GEMM's. 1: one kernel.
+            of the work (a true-half implicit wgrad: one per output row, ``menus.true_half_wgrad``; a true-half
+            dgrad of a filter smaller than its stride: one per dX pixel, ``menus.true_half_dgrad``): the call
+            pays ``passes − 1`` launches more; the work and traffic are the one GEMM's. 1: one kernel.
     """
 
     M: int
