@@ -143,10 +143,9 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
         gemms.append(fft.fft_gemm(layer, phase, tiled=True))
     if gpu.true_half(precision):  # (a layer whose only formulation lacks a true-half kernel keeps it)
         gemms = [g for g in gemms if g.algorithm not in NOT_TRUE_HALF] or gemms
-    if gpu.true_half(precision) and phase == "wgrad":
-        gemms = [true_half_wgrad(g, layer) for g in gemms]
-    if gpu.true_half(precision) and phase == "dgrad":
-        gemms = [true_half_dgrad(g, layer) for g in gemms]
+    if gpu.true_half(precision) and generation <= TRUE_HALF_LAUNCH_GENERATION:
+        per_position = true_half_wgrad if phase == "wgrad" else true_half_dgrad if phase == "dgrad" else None
+        gemms = [per_position(g, layer) for g in gemms] if per_position else gemms
     if not tensor_core_eligible(gpu, layer, precision, library, phase):
         return [replace(g, simt_only=True) for g in gemms]
     gemms[1:1] = [replace(g, algo=_GEMM_ALGO[phase, g.algorithm]) for g in phased_for_any_c(layer, phase)]
@@ -171,6 +170,12 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
 # 3.6–80× their fp32 rows' time, where its stride-1 dgrads take 0.76× (half2); without the zero-skipping plans
 # dgrad 121.0 → 111.6 %, the Speaker-ID 5×5 stride-2 rows 0.21–0.76× → 0.57–2.1× of the measured time].
 NOT_TRUE_HALF = ("winograd_fused", "fft", "fft_tiling", "col2im", "phased", "row_phased")
+
+
+# Last library generation whose true-half kernels issue a kernel per output position (``true_half_wgrad``,
+# ``true_half_dgrad``): the rules are read off DeepBench's P100 half sheet, measured with cuDNN 7
+# (docs/gpu_precision.md §2–3); no true-half measurement of cuDNN 8 exists to extend them to [assumption].
+TRUE_HALF_LAUNCH_GENERATION = 7
 
 
 def true_half_wgrad(g: Gemm, layer: Layer) -> Gemm:
@@ -201,11 +206,11 @@ def true_half_dgrad(g: Gemm, layer: Layer) -> Gemm:
     [assumption, inferred from DeepBench's P100 half sheet (cuDNN 7): 13 of its sixteen 1×1 stride-2 pad-0 dgrads
     take 2.7–6.2 µs per dX pixel whatever C (64–1024), K (128–1024) and N (8, 16) — 3.60 / 3.62 / 4.01 ms at
     28×28, N = 8, for C, K = 128, 512 / 512, 256 / 512, 1024; 0.84–0.89 ms at 14×14 — and the three with the most
-    work per pixel (C = 1024 at 14×14) 7.0–13.6 µs; 3.6–79× their fp32 rows' time (cuDNN has a dedicated kernel for
-    the case, ``dgrad_1x1_stride_2x2``, in the cuDNN kernel list of GitHub ``NVIDIA/apex``'s pyprof); one 5 µs launch (Lin et al.)
-    per pixel plus the half2 work predicts 0.72–1.87× of them. The same reading (a kernel per output position)
-    as ``true_half_wgrad``'s per row; true-half convolutions of strides other than 1 had no fast kernels
-    (NVIDIA in GitHub ``soumith/cudnn.torch`` issue 225, 2016). Dgrad P100 half 111.6 → 39.8 %; no other sheet
+    work per pixel (C = 1024 at 14×14) 7.0–13.6 µs; 3.6–79× their fp32 rows' time (cuDNN has a dedicated kernel
+    for the case, ``dgrad_1x1_stride_2x2``, in the cuDNN kernel list of GitHub ``NVIDIA/apex``'s pyprof); one 5 µs
+    launch (Lin et al.) per pixel plus the half2 work predicts 0.72–1.87× of them. The same reading (a kernel per
+    output position) as ``true_half_wgrad``'s per row; true-half convolutions of strides other than 1 had no fast
+    kernels (NVIDIA in GitHub ``soumith/cudnn.torch`` issue 225, 2016). Dgrad P100 half 111.6 → 39.8 %; no other sheet
     moves. Strided layers whose filter reaches every stride phase (5×5, 3×3 and 7×7 at stride 2) do not follow
     it (it would predict 563 ms for the 5×20 stride-2 DeepSpeech layer, measured 16.8 ms) and stay unmodelled
     (docs/gpu_precision.md §6).]

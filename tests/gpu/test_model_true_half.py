@@ -75,6 +75,7 @@ def test_a_true_half_implicit_wgrad_launches_one_kernel_per_output_row() -> None
         assert {g.passes for g in formulations(gpu, BIG, "wgrad", precision, "cudnn7")} == {1}, precision
     for phase in ("fprop", "dgrad"):
         assert {g.passes for g in formulations(p100, BIG, phase, "fp16", "cudnn7")} == {1}, phase
+    assert {g.passes for g in formulations(p100, BIG, "wgrad", "fp16", "cudnn8")} == {1}  # measured on cuDNN 7 only
     # closed form: the P kernels cost P − 1 launches more than one kernel of the same GEMM; work and bytes are equal
     g = half["implicit"]
     rows, one = plan_gemm(p100, g, "fp16", SIMT_TILES[0], 1), plan_gemm(p100, replace(g, passes=1), "fp16",
@@ -91,6 +92,7 @@ def test_a_true_half_dgrad_of_a_filter_smaller_than_its_stride_launches_one_kern
     half = formulations(p100, down, "dgrad", "fp16", "cudnn7")
     assert [(g.algorithm, g.passes) for g in half] == [("implicit", 28 * 28)]
     assert {g.passes for g in formulations(p100, down, "dgrad", "fp16_pseudo", "cudnn7")} == {1}
+    assert {g.passes for g in formulations(p100, down, "dgrad", "fp16", "cudnn8")} == {1}  # measured on cuDNN 7 only
     five = Layer("s5", N=16, C=64, K=128, H=80, W=350, R=5, S=5, stride=2, pad=1)  # reaches every phase
     assert {g.passes for g in formulations(p100, five, "dgrad", "fp16", "cudnn7")} == {1}
     g = half[0]
