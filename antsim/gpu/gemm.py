@@ -84,6 +84,10 @@ class Gemm:
         k_slabs: The same along the reduction K: its main-loop steps never straddle two slabs, so each
             slab pads to the tile's k step (cuDNN 7's tensor-core fprop and dgrad: one slab per filter tap;
             every wgrad: one slab of P·Q pixels per image, ``implicit_gemm``).
+        passes: Kernels the library issues for this GEMM's main loop, one after another, each over a share
+            of the work (a true-half implicit wgrad: one per output row, ``menus.true_half_wgrad``; a true-half
+            dgrad of a filter smaller than its stride: one per dX pixel, ``menus.true_half_dgrad``): the call
+            pays ``passes − 1`` launches more; the work and traffic are the one GEMM's. 1: one kernel.
     """
 
     M: int
@@ -108,6 +112,7 @@ class Gemm:
     tensor_shapes: tuple[tuple[int, int], ...] = ()
     n_slabs: int = 1
     k_slabs: int = 1
+    passes: int = 1
 
     @property
     def gathered(self) -> bool:

@@ -143,6 +143,9 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
         gemms.append(fft.fft_gemm(layer, phase, tiled=True))
     if gpu.true_half(precision):  # (a layer whose only formulation lacks a true-half kernel keeps it)
         gemms = [g for g in gemms if g.algorithm not in NOT_TRUE_HALF] or gemms
+    if gpu.true_half(precision) and generation <= TRUE_HALF_LAUNCH_GENERATION:
+        per_position = true_half_wgrad if phase == "wgrad" else true_half_dgrad if phase == "dgrad" else None
+        gemms = [per_position(g, layer) for g in gemms] if per_position else gemms
     if not tensor_core_eligible(gpu, layer, precision, library, phase):
         return [replace(g, simt_only=True) for g in gemms]
     gemms[1:1] = [replace(g, algo=_GEMM_ALGO[phase, g.algorithm]) for g in phased_for_any_c(layer, phase)]
@@ -160,8 +163,61 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
 # GitHub `Theano/Theano`, its cuDNN conv checks), and BWD_DATA_ALGO_0 (col2im, a scatter-add into dX) none
 # [assumption, inferred from DeepBench's P100 half sheet (cuDNN 7): with it on the menu the model runs 10 of
 # its 94 dgrads with it at 0.03–0.37× the measured time; a scatter-add of single fp16 elements needs the scalar
-# __half atomicAdd, which CUDA offers from compute capability 7.x (CUDA C++ Programming Guide, atomicAdd)].
-NOT_TRUE_HALF = ("winograd_fused", "fft", "fft_tiling", "col2im")
+# __half atomicAdd, which CUDA offers from compute capability 7.x (CUDA C++ Programming Guide, atomicAdd)]; nor
+# the zero-skipping strided dgrads (per stride phase, per reached row): NVIDIA's cuDNN engineers said that
+# true-half convolutions of strides other than 1 lacked the fast kernels (GitHub ``soumith/cudnn.torch``
+# issue 225, 2016) [assumption, inferred from DeepBench's P100 half sheet (cuDNN 7): its 32 strided dgrads take
+# 3.6–80× their fp32 rows' time, where its stride-1 dgrads take 0.76× (half2); without the zero-skipping plans
+# dgrad 121.0 → 111.6 %, the Speaker-ID 5×5 stride-2 rows 0.21–0.76× → 0.57–2.1× of the measured time].
+NOT_TRUE_HALF = ("winograd_fused", "fft", "fft_tiling", "col2im", "phased", "row_phased")
+
+
+# Last library generation whose true-half kernels issue a kernel per output position (``true_half_wgrad``,
+# ``true_half_dgrad``): the rules are read off DeepBench's P100 half sheet, measured with cuDNN 7
+# (docs/gpu_precision.md §2–3); no true-half measurement of cuDNN 8 exists to extend them to [assumption].
+TRUE_HALF_LAUNCH_GENERATION = 7
+
+
+def true_half_wgrad(g: Gemm, layer: Layer) -> Gemm:
+    """A true-half (TRUE_HALF_CONFIG on a GPU without tensor cores) wgrad as cuDNN 7 runs it: the implicit GEMM
+    (BWD_FILTER_ALGO_1) issues one kernel per output row (``Gemm.passes = P``), each reducing that row of every
+    image at the half2 rate; the non-fused Winograd and the other formulations run as one call.
+
+    [assumption, inferred from DeepBench's P100 half sheet (cuDNN 7): its 1×1 wgrads measured at both N = 8
+    and 16 take a + b·N, b at the half2 rate, and an intercept a independent of C, K and the MACs: 5.4–9.4 µs
+    per output row on all 11 stride-1 layers (C and K 64–2048; 0.75 ms at P = 112, 0.40 ms at 56, 0.21 ms at
+    28, 0.11 ms at 14) and 5.4–10 µs on 7 of the 8 stride-2 ones — about one launch (5 µs, Lin et al.) per
+    row — where the fp32 rows of the same layers have 0.2–1.1 µs per row at P ≥ 56. Before this rule the model
+    read the slowness as fp32 accumulation (1×1 wgrads 1.1× the fp32 time) and ran every true-half wgrad at
+    the fp32 rate, which made the 1×1 C or K = 64 rows 2× too fast and the C, K ≥ 128 3×3 and 5×5 ones (which
+    run near the half2 rate) 1.7–2.2× too slow. NVIDIA's cuDNN engineers described true-half convolutions on
+    Pascal as supported only "for some combinations of sizes", the others taking fallback paths (GitHub
+    ``soumith/cudnn.torch`` issues 206 and 225, 2016). Wgrad P100 half 49.9 → 27.4 %, implicit rows 47.4 →
+    22.7 %, plan-space floor 22.2 → 6.4 %; no other sheet or phase moves.]
+    """
+    return replace(g, passes=layer.P) if g.algorithm == "implicit" else g
+
+
+def true_half_dgrad(g: Gemm, layer: Layer) -> Gemm:
+    """A true-half dgrad as cuDNN 7 runs it: when the filter is smaller than the stride (a 1×1 stride-2 layer,
+    whose dX rows and columns between the strided ones receive no tap) the zero-inserted implicit GEMM issues
+    one kernel per dX pixel (``Gemm.passes = H·W``); any other formulation runs as one call.
+
+    [assumption, inferred from DeepBench's P100 half sheet (cuDNN 7): 13 of its sixteen 1×1 stride-2 pad-0 dgrads
+    take 2.7–6.2 µs per dX pixel whatever C (64–1024), K (128–1024) and N (8, 16) — 3.60 / 3.62 / 4.01 ms at
+    28×28, N = 8, for C, K = 128, 512 / 512, 256 / 512, 1024; 0.84–0.89 ms at 14×14 — and the three with the most
+    work per pixel (C = 1024 at 14×14) 7.0–13.6 µs; 3.6–79× their fp32 rows' time (cuDNN has a dedicated kernel
+    for the case, ``dgrad_1x1_stride_2x2``, in the cuDNN kernel list of GitHub ``NVIDIA/apex``'s pyprof); one 5 µs
+    launch (Lin et al.) per pixel plus the half2 work predicts 0.72–1.87× of them. The same reading (a kernel per
+    output position) as ``true_half_wgrad``'s per row; true-half convolutions of strides other than 1 had no fast
+    kernels (NVIDIA in GitHub ``soumith/cudnn.torch`` issue 225, 2016). Dgrad P100 half 111.6 → 39.8 %; no other sheet
+    moves. Strided layers whose filter reaches every stride phase (5×5, 3×3 and 7×7 at stride 2) do not follow
+    it (it would predict 563 ms for the 5×20 stride-2 DeepSpeech layer, measured 16.8 ms) and stay unmodelled
+    (docs/gpu_precision.md §6).]
+    """
+    if g.algorithm == "implicit" and (layer.R < layer.stride_h or layer.S < layer.stride_w):
+        return replace(g, passes=layer.H * layer.W)
+    return g
 
 
 def _cudnn7_tensor_kernel(g: Gemm, layer: Layer) -> Gemm:

@@ -268,14 +268,11 @@ def _structured(gpu: GpuSpec, g: Gemm, precision: Precision) -> bool:
 def run_precision(gpu: GpuSpec, g: Gemm, precision: Precision) -> Precision:
     """The precision the GEMM's kernel computes at: a tensor-core precision falls back to the SIMT
     kernel of the same storage (``fp16_pseudo``: fp16 data, fp32 math; tf32 → fp32) when the
-    formulation cannot use tensor cores (``Gemm.simt_only``); a true-half wgrad (``GpuSpec.true_half``)
-    accumulates its N·P·Q-long reduction in fp32 (``fp16_pseudo``) [assumption, inferred from DeepBench's
-    P100 half rows (cuDNN 7): their 1×1 wgrads take 1.1× the fp32 rows' time (geomean of 27) where the
-    fprops and dgrads of the same layers take 0.80× and 0.76×, at the half2 rate]."""
+    formulation cannot use tensor cores (``Gemm.simt_only``). A true-half (``GpuSpec.true_half``) wgrad runs
+    at the half2 rate like fprop and dgrad; what makes its implicit GEMM slower than the fp32 one is a kernel
+    launch per output row (``menus.true_half_wgrad``), not fp32 accumulation."""
     if g.simt_only and gpu.uses_tensor_cores(precision):
         return "fp32" if PRECISIONS[precision][0] == 4 else "fp16_pseudo"
-    if g.phase == "wgrad" and gpu.true_half(precision):
-        return "fp16_pseudo"
     return precision
 
 
@@ -289,7 +286,8 @@ def plan_gemm(gpu: GpuSpec, g: Gemm, precision: Precision, tile: Tile, split: in
               cal: Calibration = CALIBRATION) -> Plan | None:
     """Predict one (tile, split-K) plan; None when the tile does not fit on an SM.
 
-    ``precision`` is the caller's; the kernel runs at ``run_precision`` (``Plan.precision``).
+    ``precision`` is the caller's; the kernel runs at ``run_precision`` (``Plan.precision``). A GEMM issued as
+    ``Gemm.passes`` kernels pays ``passes − 1`` launches more.
     """
     precision = run_precision(gpu, g, precision)
     ob = PRECISIONS[precision][0]
@@ -308,7 +306,7 @@ def plan_gemm(gpu: GpuSpec, g: Gemm, precision: Precision, tile: Tile, split: in
     l2_s, dram_s = t.l2_load / l2_bw, t.dram_load / (dram_bw * wgrad_stream_efficiency(g, tile, ob, cal))
     store = max(t.store_l2 / l2_bw, t.store_dram / dram_bw)
     reduce = max(t.reduce_l2 / l2_bw, t.reduce_dram / dram_bw)
-    launches = cal.kernels_per_call + (1 if split > 1 and not g.scatter else 0)
+    launches = cal.kernels_per_call + (1 if split > 1 and not g.scatter else 0) + g.passes - 1
     side = sum(side_kernel_s(gpu, k, ob, cal) for k in g.side)
     time = max(compute, l2_s, dram_s) + store + reduce + launches * cal.launch_overhead_s + side
     return Plan(tile, split, precision, ctas, resident, ctas / (gpu.sms * resident), compute, l2_s, dram_s, store,

@@ -1,13 +1,18 @@
 """Half2 arithmetic on a GPU without tensor cores (cuDNN's TRUE_HALF_CONFIG; docs/gpu_precision.md): which GPUs
-and precisions it applies to, its packed tiles, its menu, its wgrad accumulation, and the heuristic's tile rule."""
+and precisions it applies to, its packed tiles, its menu, its wgrad's kernel per output row, and the heuristic's
+tile rule."""
 
 from __future__ import annotations
+
+import csv
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from antsim.gpu import estimate_layer, implicit_gemm, load_gpu
 from antsim.gpu.menus import NOT_TRUE_HALF, formulations, heuristic_tile
-from antsim.gpu.model import candidate_plans, plan_gemm, run_precision
+from antsim.gpu.model import CALIBRATION, candidate_plans, plan_gemm, run_precision
 from antsim.gpu.tiles import HALF2_TILES, SIMT_PHASED_TILES, SIMT_TILES, ctas_per_sm, half2
 from antsim.workloads.layers import Layer
 
@@ -36,8 +41,13 @@ def test_a_half2_tile_holds_twice_the_pixels_in_the_same_registers() -> None:
     assert {(t.m, t.n) for t in HALF2_TILES} == {(256, 128), (256, 64)}
 
 
-def test_the_true_half_menu_lacks_fused_winograd_fft_and_col2im() -> None:
+def test_the_true_half_menu_lacks_fused_winograd_fft_col2im_and_zero_skipping_strided_dgrad() -> None:
     p100 = load_gpu("p100")
+    for strided in (Layer("s5", N=16, C=64, K=128, H=80, W=350, R=5, S=5, stride=2, pad=1),  # every phase reached
+                    Layer("s1", N=8, C=128, K=512, H=28, W=28, R=1, S=1, stride=2, pad=0)):  # rows skipped
+        half = {g.algorithm for g in formulations(p100, strided, "dgrad", "fp16", "cudnn7")}
+        pseudo = {g.algorithm for g in formulations(p100, strided, "dgrad", "fp16_pseudo", "cudnn7")}
+        assert half == {"implicit"} and pseudo & {"phased", "row_phased"}, strided.name
     for phase in ("fprop", "dgrad"):
         half = {g.algorithm for g in formulations(p100, WINO, phase, "fp16", "cudnn7")}
         pseudo = {g.algorithm for g in formulations(p100, WINO, phase, "fp16_pseudo", "cudnn7")}
@@ -47,15 +57,86 @@ def test_the_true_half_menu_lacks_fused_winograd_fft_and_col2im() -> None:
         assert half == pseudo - set(NOT_TRUE_HALF), phase
 
 
-def test_true_half_fprop_and_dgrad_run_packed_half2_tiles_and_wgrad_accumulates_in_fp32() -> None:
+def test_true_half_runs_half2_in_every_phase_and_packed_tiles_in_fprop_and_dgrad() -> None:
     p100 = load_gpu("p100")
     for phase in ("fprop", "dgrad"):
         g = implicit_gemm(BIG, phase)
         assert run_precision(p100, g, "fp16") == "fp16"
         assert {p.tile for p in candidate_plans(p100, g, "fp16")} <= set(HALF2_TILES), phase
-    wgrad = implicit_gemm(BIG, "wgrad")
-    assert run_precision(p100, wgrad, "fp16") == "fp16_pseudo"
-    assert estimate_layer(p100, BIG, "wgrad", "fp16").details["run_precision"] == "fp16_pseudo"
+    assert run_precision(p100, implicit_gemm(BIG, "wgrad"), "fp16") == "fp16"
+    assert estimate_layer(p100, BIG, "wgrad", "fp16").details["run_precision"] == "fp16"
+
+
+def test_a_true_half_implicit_wgrad_launches_one_kernel_per_output_row() -> None:
+    p100, t4 = load_gpu("p100"), load_gpu("t4")
+    half = {g.algorithm: g for g in formulations(p100, BIG, "wgrad", "fp16", "cudnn7")}
+    assert half["implicit"].passes == BIG.P and half["winograd_nonfused"].passes == 1
+    for gpu, precision in ((p100, "fp32"), (p100, "fp16_pseudo"), (t4, "fp16")):  # one kernel elsewhere
+        assert {g.passes for g in formulations(gpu, BIG, "wgrad", precision, "cudnn7")} == {1}, precision
+    for phase in ("fprop", "dgrad"):
+        assert {g.passes for g in formulations(p100, BIG, phase, "fp16", "cudnn7")} == {1}, phase
+    assert {g.passes for g in formulations(p100, BIG, "wgrad", "fp16", "cudnn8")} == {1}  # measured on cuDNN 7 only
+    # closed form: the P kernels cost P − 1 launches more than one kernel of the same GEMM; work and bytes are equal
+    g = half["implicit"]
+    rows, one = plan_gemm(p100, g, "fp16", SIMT_TILES[0], 1), plan_gemm(p100, replace(g, passes=1), "fp16",
+                                                                        SIMT_TILES[0], 1)
+    assert rows is not None and one is not None
+    assert rows.time_s - one.time_s == pytest.approx((BIG.P - 1) * CALIBRATION.launch_overhead_s)
+    assert (rows.launches - one.launches, rows.dram_bytes, rows.executed_macs) == (BIG.P - 1, one.dram_bytes,
+                                                                                  one.executed_macs)
+
+
+def test_a_true_half_dgrad_of_a_filter_smaller_than_its_stride_launches_one_kernel_per_dx_pixel() -> None:
+    p100 = load_gpu("p100")
+    down = Layer("down", N=8, C=128, K=512, H=28, W=28, R=1, S=1, stride=2, pad=0)
+    half = formulations(p100, down, "dgrad", "fp16", "cudnn7")
+    assert [(g.algorithm, g.passes) for g in half] == [("implicit", 28 * 28)]
+    assert {g.passes for g in formulations(p100, down, "dgrad", "fp16_pseudo", "cudnn7")} == {1}
+    assert {g.passes for g in formulations(p100, down, "dgrad", "fp16", "cudnn8")} == {1}  # measured on cuDNN 7 only
+    five = Layer("s5", N=16, C=64, K=128, H=80, W=350, R=5, S=5, stride=2, pad=1)  # reaches every phase
+    assert {g.passes for g in formulations(p100, five, "dgrad", "fp16", "cudnn7")} == {1}
+    g = half[0]
+    pixels, one = plan_gemm(p100, g, "fp16", HALF2_TILES[0], 1), plan_gemm(p100, replace(g, passes=1), "fp16",
+                                                                          HALF2_TILES[0], 1)
+    assert pixels is not None and one is not None
+    assert pixels.time_s - one.time_s == pytest.approx((28 * 28 - 1) * CALIBRATION.launch_overhead_s)
+
+
+def test_the_half_1x1_stride_2_dgrad_cost_per_dx_pixel_matches_deepbench() -> None:
+    # DeepBench's P100 half sheet: every 1×1 stride-2 pad-0 dgrad takes 2.7–13.6 µs per dX pixel whatever C, K and
+    # N (3.6–79× the fp32 rows); the model's kernel per pixel plus the half2 work lands within 0.7–1.9× of each
+    p100 = load_gpu("p100")
+    data = Path(__file__).resolve().parents[1] / "data" / "deepbench" / "deepbench_conv_P100.csv"
+    rows = [r for r in csv.DictReader(data.open()) if r["precision"] == "fp16_pseudo"
+            and (r["R"], r["stride_h"], r["pad_h"]) == ("1", "2", "0")]
+    assert len(rows) == 16
+    for r in rows:
+        n, c, k, h = (int(r[x]) for x in ("N", "C", "K", "H"))
+        measured = float(r["dgrad_ms"]) * 1e-3
+        assert 2.6e-6 <= measured / (h * h) <= 13.7e-6, (c, k, h, n)
+        model = estimate_layer(p100, Layer("x", N=n, C=c, K=k, H=h, W=h, R=1, S=1, stride=2), "dgrad", "fp16",
+                               selection="heuristic", library="cudnn7").time_s
+        assert 0.7 <= model / measured <= 1.9, (c, k, h, n)
+
+
+def test_the_half_1x1_wgrad_cost_per_output_row_matches_deepbench() -> None:
+    # DeepBench's P100 half sheet (cuDNN 7) times each 1×1 stride-1 layer at N = 8 and 16: t = a + b·N, and the
+    # intercept a = 2·t(8) − t(16) is 5.4–9.4 µs per output row whatever C and K (64–2048); the model's is the
+    # row launches plus its own N-independent terms
+    p100 = load_gpu("p100")
+    data = Path(__file__).resolve().parents[1] / "data" / "deepbench" / "deepbench_conv_P100.csv"
+    times: dict[tuple[int, int, int], dict[int, float]] = {}
+    for r in csv.DictReader(data.open()):
+        if r["precision"] == "fp16_pseudo" and (r["R"], r["stride_h"]) == ("1", "1"):
+            times.setdefault((int(r["C"]), int(r["K"]), int(r["H"])), {})[int(r["N"])] = float(r["wgrad_ms"]) * 1e-3
+    pairs = {key: t for key, t in times.items() if {8, 16} <= set(t)}
+    assert len(pairs) == 11
+    for (c, k, h), t in pairs.items():
+        measured = (2 * t[8] - t[16]) / h
+        assert 5.4e-6 <= measured <= 9.5e-6, (c, k, h)
+        model = [estimate_layer(p100, Layer("x", N=n, C=c, K=k, H=h, W=h, R=1, S=1), "wgrad", "fp16",
+                                selection="heuristic", library="cudnn7").time_s for n in (8, 16)]
+        assert 0.6 <= (2 * model[0] - model[1]) / h / measured <= 1.5, (c, k, h)
 
 
 def test_a_compute_bound_true_half_gemm_takes_half_the_fp32_time() -> None:
