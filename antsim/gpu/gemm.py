@@ -84,6 +84,8 @@ class Gemm:
         k_slabs: The same along the reduction K: its main-loop steps never straddle two slabs, so each
             slab pads to the tile's k step (cuDNN 7's tensor-core fprop and dgrad: one slab per filter tap;
             every wgrad: one slab of P·Q pixels per image, ``implicit_gemm``).
+        split_kernel: The library runs it with a split-K kernel on the SIMT lanes, which splits at least
+            ``Calibration.wgrad_min_split_k`` ways (cuDNN's implicit-GEMM wgrad, ``menus.formulations``).
     """
 
     M: int
@@ -108,6 +110,7 @@ class Gemm:
     tensor_shapes: tuple[tuple[int, int], ...] = ()
     n_slabs: int = 1
     k_slabs: int = 1
+    split_kernel: bool = False
 
     @property
     def gathered(self) -> bool:

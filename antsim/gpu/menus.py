@@ -119,6 +119,18 @@ def backward_padding_ok(layer: Layer) -> bool:
     return layer.pad_h < layer.R and layer.pad_w < layer.S
 
 
+def _split_kernel(layer: Layer, phase: Phase, g: Gemm) -> bool:
+    """True when the library runs the GEMM with a split-K kernel (``Gemm.split_kernel``): cuDNN's implicit-GEMM
+    wgrad, whose single-precision SIMT kernels all carry ``splitK`` in their names
+    (``maxwell_scudnn_128x128_stridedB_splitK_interior_nn``, ``turing_scudnn_128x32_stridedB_splitK_small_nn_v1``,
+    ``ampere_scudnn_128x64_stridedB_splitK_small_nn_v1`` in public TensorFlow profiles), unless the padding
+    reaches the filter (``backward_padding_ok``): that window has no implicit GEMM, and DeepBench's one such
+    layer (1×1 stride 2 pad 3, C = 2048, K = 512, 7×7) shows no split workspace — 2·t(N = 8) − t(N = 16) is
+    5–25 B per weight at datasheet DRAM bandwidth on every sheet, against 59–94 B for the pad-0 1×1 layers of
+    the same C·K and N·P·Q [assumption, read off DeepBench]."""
+    return phase == "wgrad" and g.algorithm == "implicit" and backward_padding_ok(layer)
+
+
 def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
                  library: Library = DEFAULT_LIBRARY) -> list[Gemm]:
     """Every formulation of the library's menu for this (layer, phase), with its cuDNN name.
@@ -132,7 +144,8 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
     # cuDNN 6 (GTX 1080 Ti) sheets run the Speaker-ID 5×5 stride-2 dgrads (C = 64–256) 1.7–3.4× faster
     # than the zero-inserted GEMM allows, at the stride-phase GEMM's speed (0.6–1.2× of it).
     gemms = list(phase_gemms(layer, phase))
-    gemms = [replace(g, algo=_GEMM_ALGO[phase, g.algorithm]) for g in gemms]
+    gemms = [replace(g, algo=_GEMM_ALGO[phase, g.algorithm], split_kernel=_split_kernel(layer, phase, g))
+             for g in gemms]
     if winograd.eligible(layer, fused=True) and phase != "wgrad":  # BWD_FILTER_ALGO_WINOGRAD: not supported [U]
         gemms.append(winograd.winograd_gemm(layer, phase, fused=True))
     if winograd.eligible(layer, fused=False) and (layer.R == 3 or generation >= 7):
