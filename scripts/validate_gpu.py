@@ -14,10 +14,10 @@ its least-work rows along its collection sequence: ``harness_host_s``). Printed 
    rows (a 1×1 stride-1 convolution is a GEMM) beside the conv path on the same rows;
 3. with ``--families``: per phase, the families (filter, stride, channel band, the model's algorithm)
    holding the most error (summed |ln(pred/meas)|), with each run's bias / error and rows;
-4. with ``--loo``: leave-one-GPU-out — the fitted constants (``FIT_GRID``: the Winograd efficiency and
-   the wgrad run overhead; NeuSight's host time is each file's own, not fitted) are refitted on all GPUs
-   but one and the held-out GPU is predicted with them. ``fit`` is a plain function of the runs it may see,
-   rerun per fold;
+4. with ``--loo``: leave-one-GPU-out — the fitted constants (``FIT_GRID``: the Winograd efficiency,
+   the wgrad run overhead and the wgrad split floor; NeuSight's host time is each file's own, not fitted)
+   are refitted on all GPUs but one and the held-out GPU is predicted with them. ``fit`` is a plain function
+   of the runs it may see, rerun per fold;
 5. with ``--clocks``: the SM clock each DeepBench fp32 card ran at, from its measured times against the P100's on
    the same layers (no model; docs/gpu_scale.md §2);
 6. with ``--power``: the board-power floor time ≥ (core + DRAM energy) / (TDP − static) applied to every row,
@@ -119,8 +119,9 @@ RUNS: tuple[Run, ...] = (
 # Candidate values of the fitted constants for leave-one-GPU-out (around the defaults).
 # NeuSight's host time is no grid constant: each file's own (``harness_host_s``), recomputed in every fold.
 FIT_GRID = {"winograd_efficiency": (0.5, 0.6, 0.65, 0.7, 0.8),
-            "wgrad_run_overhead_bytes": (0.0, 64.0, 96.0, 112.0, 128.0, 160.0)}
-Key = tuple[float, float]  # (winograd_efficiency, wgrad_run_overhead_bytes)
+            "wgrad_run_overhead_bytes": (0.0, 64.0, 96.0, 112.0, 128.0, 160.0),
+            "wgrad_min_split_k": (2, 4, 8)}
+Key = tuple[float, ...]  # (winograd_efficiency, wgrad_run_overhead_bytes, wgrad_min_split_k)
 
 
 def harness_host_s(run: Run, measured: Sequence[Observation], cal: Calibration = CALIBRATION) -> list[float]:
@@ -253,7 +254,8 @@ def _cell(logs: Sequence[float]) -> str:
 
 
 def fit(runs: Sequence[Run], table: dict[Key, dict[Run, dict[str, float]]]) -> Key:
-    """The (winograd_efficiency, wgrad_run_overhead_bytes) minimising the mean per-phase error over ``runs``."""
+    """The grid point (winograd_efficiency, wgrad_run_overhead_bytes, wgrad_min_split_k) minimising the mean
+    per-phase error over ``runs``."""
     def objective(key: Key) -> float:
         errors = [e for run in runs for e in table[key][run].values()]
         return sum(errors) / len(errors)
@@ -262,23 +264,24 @@ def fit(runs: Sequence[Run], table: dict[Key, dict[Run, dict[str, float]]]) -> K
 
 
 def error_table(data: Path = DATA) -> dict[Key, dict[Run, dict[str, float]]]:
-    """Per-phase errors of every run at every grid point (the wgrad run overhead only moves wgrad rows:
-    NeuSight, which has none, is scored once per Winograd efficiency)."""
+    """Per-phase errors of every run at every grid point (the wgrad run overhead and split floor only move
+    wgrad rows: NeuSight, which has none, is scored once per Winograd efficiency)."""
     table: dict[Key, dict[Run, dict[str, float]]] = {}
     for eff in FIT_GRID["winograd_efficiency"]:
         cal = dataclasses.replace(CALIBRATION, winograd_efficiency=eff)
         timed = {run: phase_errors(run_rows(run, cal, data)) for run in RUNS if run.harness == "neusight"}
         for run_bytes in FIT_GRID["wgrad_run_overhead_bytes"]:
-            cal_w = dataclasses.replace(cal, wgrad_run_overhead_bytes=run_bytes)
-            fixed = {run: phase_errors(run_rows(run, cal_w, data)) for run in RUNS if run.harness != "neusight"}
-            table[eff, run_bytes] = fixed | timed
+            for min_split in FIT_GRID["wgrad_min_split_k"]:
+                cal_w = dataclasses.replace(cal, wgrad_run_overhead_bytes=run_bytes, wgrad_min_split_k=int(min_split))
+                fixed = {run: phase_errors(run_rows(run, cal_w, data)) for run in RUNS if run.harness != "neusight"}
+                table[eff, run_bytes, min_split] = fixed | timed
     return table
 
 
 def leave_one_gpu_out(data: Path = DATA) -> None:
     """Print table 2: each GPU predicted with the constants fitted on the others."""
     table = error_table(data)
-    print("| held-out GPU | precision | fitted winograd_efficiency, wgrad run overhead B "
+    print("| held-out GPU | precision | fitted winograd_efficiency, wgrad run overhead B, wgrad split floor "
           "| held-out error f / d / w "
           "| with all-GPU fit f / d / w |")
     print("|---|---|---|---|---|")
@@ -286,9 +289,10 @@ def leave_one_gpu_out(data: Path = DATA) -> None:
     for gpu in dict.fromkeys(run.gpu for run in RUNS):
         key = fit([run for run in RUNS if run.gpu != gpu], table)
         for run in (r for r in RUNS if r.gpu == gpu):
-            print(f"| {gpu} | {run.precision} | {key[0]:g}, {key[1]:g} | {_fmt(table[key][run])} "
+            print(f"| {gpu} | {run.precision} | {key[0]:g}, {key[1]:g}, {key[2]:g} | {_fmt(table[key][run])} "
                   f"| {_fmt(table[everyone][run])} |")
-    print(f"\nall-GPU fit: winograd_efficiency = {everyone[0]:g}, wgrad_run_overhead_bytes = {everyone[1]:g}")
+    print(f"\nall-GPU fit: winograd_efficiency = {everyone[0]:g}, wgrad_run_overhead_bytes = {everyone[1]:g}, "
+          f"wgrad_min_split_k = {everyone[2]:g}")
 
 
 CLOCK_REFERENCE = "p100"  # P100 SXM2 runs at its 1480 MHz boost clock on DeepBench (its rows' bias is 0.95–1.03)

@@ -88,6 +88,8 @@ class Gemm:
             of the work (a true-half implicit wgrad: one per output row, ``menus.true_half_wgrad``; a true-half
             dgrad of a filter smaller than its stride: one per dX pixel, ``menus.true_half_dgrad``): the call
             pays ``passes − 1`` launches more; the work and traffic are the one GEMM's. 1: one kernel.
+        split_kernel: The library runs it with a split-K kernel on the SIMT lanes, which splits at least
+            ``Calibration.wgrad_min_split_k`` ways (cuDNN's implicit-GEMM wgrad, ``menus.formulations``).
     """
 
     M: int
@@ -113,6 +115,7 @@ class Gemm:
     n_slabs: int = 1
     k_slabs: int = 1
     passes: int = 1
+    split_kernel: bool = False
 
     @property
     def gathered(self) -> bool:

@@ -119,6 +119,18 @@ def backward_padding_ok(layer: Layer) -> bool:
     return layer.pad_h < layer.R and layer.pad_w < layer.S
 
 
+def _split_kernel(layer: Layer, phase: Phase, g: Gemm) -> bool:
+    """True when the library runs the GEMM with a split-K kernel (``Gemm.split_kernel``): cuDNN's implicit-GEMM
+    wgrad, whose single-precision SIMT kernels all carry ``splitK`` in their names
+    (``maxwell_scudnn_128x128_stridedB_splitK_interior_nn``, ``turing_scudnn_128x32_stridedB_splitK_small_nn_v1``,
+    ``ampere_scudnn_128x64_stridedB_splitK_small_nn_v1`` in public TensorFlow profiles), unless the padding
+    reaches the filter (``backward_padding_ok``): that window has no implicit GEMM, and DeepBench's one such
+    layer (1×1 stride 2 pad 3, C = 2048, K = 512, 7×7) shows no split workspace — 2·t(N = 8) − t(N = 16) is
+    5–25 B per weight at datasheet DRAM bandwidth on every sheet, against 59–94 B for the pad-0 1×1 layers of
+    the same C·K and N·P·Q [assumption, read off DeepBench]."""
+    return phase == "wgrad" and g.algorithm == "implicit" and backward_padding_ok(layer)
+
+
 def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
                  library: Library = DEFAULT_LIBRARY) -> list[Gemm]:
     """Every formulation of the library's menu for this (layer, phase), with its cuDNN name.
@@ -132,7 +144,8 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
     # cuDNN 6 (GTX 1080 Ti) sheets run the Speaker-ID 5×5 stride-2 dgrads (C = 64–256) 1.7–3.4× faster
     # than the zero-inserted GEMM allows, at the stride-phase GEMM's speed (0.6–1.2× of it).
     gemms = list(phase_gemms(layer, phase))
-    gemms = [replace(g, algo=_GEMM_ALGO[phase, g.algorithm]) for g in gemms]
+    gemms = [replace(g, algo=_GEMM_ALGO[phase, g.algorithm], split_kernel=_split_kernel(layer, phase, g))
+             for g in gemms]
     if winograd.eligible(layer, fused=True) and phase != "wgrad":  # BWD_FILTER_ALGO_WINOGRAD: not supported [U]
         gemms.append(winograd.winograd_gemm(layer, phase, fused=True))
     if winograd.eligible(layer, fused=False) and (layer.R == 3 or generation >= 7):
@@ -265,6 +278,15 @@ WINOGRAD_MIN_CHANNELS = 32
 # direct-convolution work on an 8.1 TFLOP/s GPU — while on the cuDNN 5 sheets (TITAN X Maxwell, M40)
 # they run at GEMM speed; cuDNN 5.1 introduced the non-fused backward-filter Winograd].
 WINOGRAD_WGRAD_GENERATION = 6
+# Smallest channel count (min(C, K)) for which those heuristics run a Winograd-forward layer's weight gradient
+# with WINOGRAD_NONFUSED rather than the GEMM algorithm [assumption, read off DeepBench's cuDNN 6–7.6 sheets (P100,
+# TITAN Xp, GTX 1080 Ti, T4): on their 30 Winograd-forward wgrads of C or K = 32–64 the non-fused Winograd plan
+# predicts 0.39–0.91× the measured time and the GEMM plan 0.78–1.3× (1.7–2.0× on three rows: TITAN Xp's C = 64,
+# K = 128 112×112 pair, T4's 5×5 K = 48), while those of C, K ≥ 128 run at the Winograd plan's time (bias
+# 1.0–1.2); below 128 channels each of the α² K × C products is under one 128-wide CTA tile, so the transforms
+# cost as much as the products; the sheets have no layer between 64 and 128 channels, so any threshold in
+# (64, 128] reads the same].
+WINOGRAD_WGRAD_MIN_CHANNELS = 128
 
 
 # First library generation whose heuristics run an FFT-forward layer's weight gradient with FFT too: cuDNN 7
@@ -349,19 +371,21 @@ def heuristic_family(layer: Layer, phase: Phase, forward_algo: str = "", library
     the same stride-1 convolution flipped, follows it when Winograd or FFT (DeepBench's Winograd-forward
     layers have dgrad ≈ fprop times; its FFT-forward 3×3 dgrads on P100 run at 13–19 TFLOP/s of direct
     work, above the GPU's 10.6 TFLOP/s peak), and wgrad follows a Winograd forward from
-    ``WINOGRAD_WGRAD_GENERATION`` on and an FFT forward from ``FFT_WGRAD_GENERATION`` on; the rest run the
-    GEMM algorithms. Without a record: Winograd for 3×3 stride-1 layers with C, K ≥
-    ``WINOGRAD_MIN_CHANNELS`` in fprop and dgrad (and wgrad from that generation), else GEMM.
+    ``WINOGRAD_WGRAD_GENERATION`` on when C, K ≥ ``WINOGRAD_WGRAD_MIN_CHANNELS`` and an FFT forward from
+    ``FFT_WGRAD_GENERATION`` on; the rest run the GEMM algorithms. Without a record: Winograd for 3×3 stride-1
+    layers with C, K ≥ ``WINOGRAD_MIN_CHANNELS`` in fprop and dgrad (and wgrad from that generation, with C, K ≥
+    ``WINOGRAD_WGRAD_MIN_CHANNELS``), else GEMM.
     """
     wgrad_follows = _generation(library) >= WINOGRAD_WGRAD_GENERATION
     recorded = family_of(forward_algo) if forward_algo else None
     if recorded is not None:
         if phase == "fprop" or (phase == "dgrad" and recorded in ("winograd", "fft")) \
-                or (phase == "wgrad" and recorded == "winograd" and wgrad_follows) \
+                or (phase == "wgrad" and recorded == "winograd" and wgrad_follows
+                    and min(layer.C, layer.K) >= WINOGRAD_WGRAD_MIN_CHANNELS) \
                 or (phase == "wgrad" and recorded == "fft" and _generation(library) >= FFT_WGRAD_GENERATION):
             return recorded
         return "gemm"
-    wide = min(layer.C, layer.K) >= WINOGRAD_MIN_CHANNELS
+    wide = min(layer.C, layer.K) >= (WINOGRAD_WGRAD_MIN_CHANNELS if phase == "wgrad" else WINOGRAD_MIN_CHANNELS)
     if (phase != "wgrad" or wgrad_follows) and wide and winograd.eligible(layer, fused=True):
         return "winograd"
     return "gemm"

@@ -93,6 +93,23 @@ class Calibration:
             on 56²–112² planes move their compulsory bytes at 0.14–0.30 of datasheet DRAM bandwidth on
             HBM2, GDDR5, GDDR5X and GDDR6 alike, where the fprop of the same layer reaches 0.3–0.7
             (docs/gpu_scale.md §6)].
+        wgrad_min_split_k: Smallest split-K factor of a single-precision SIMT implicit-GEMM wgrad kernel.
+            cuDNN's ``scudnn`` backward-filter kernels are split-K kernels by construction: every one in
+            public profiles carries it in its name, on every generation
+            (``maxwell_scudnn_128x128_stridedB_splitK_interior_nn``,
+            ``volta_scudnn_128x64_stridedB_splitK_small_nn_v1``, ``turing_scudnn_128x32_stridedB_splitK_small_nn_v1``,
+            ``ampere_scudnn_128x64_stridedB_splitK_small_nn_v1``),
+            and BWD_FILTER_ALGO_1 is deterministic, so its slices go through an fp32 workspace and a
+            reduction kernel even when the output tiles alone fill the SMs [assumption, fitted:
+            ``scripts/validate_gpu.py`` refits it per leave-one-GPU-out fold over {2, 4, 8}; on every
+            DeepBench fp32 sheet the 1×1 wgrads of 1 M weights (C·K = 512·2048) over 7×7 planes take
+            2·t(N = 8) − t(N = 16) = 59–94 B per weight at datasheet DRAM bandwidth, a cost that does not
+            scale with the reduction, as a workspace of ~7–11 fp32 slices written and read back would;
+            without the floor the model ran them unsplit at 0.5–0.8× the measured time (docs/gpu_model.md
+            §5)]. Cut short at the largest split the reduction allows (``split_candidates``). Tensor-core
+            wgrad kernels come with and without a split (``…_128x128_ldg8_splitK_…`` beside unsplit ones)
+            and keep every split, as do half-storage SIMT wgrads (not ``scudnn`` kernels; DeepBench's P100
+            half rows of those layers show 20–24 B per weight where its fp32 rows show 93–94 B).
     """
 
     simt_efficiency: float = 0.8
@@ -107,6 +124,7 @@ class Calibration:
     atomic_sectors: float = 2.0
     winograd_efficiency: float = 0.65
     wgrad_run_overhead_bytes: float = 112.0
+    wgrad_min_split_k: int = 4
 
     def to_dict(self) -> dict[str, float]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -326,7 +344,8 @@ def wgrad_stream_efficiency(g: Gemm, tile: Tile, operand_bytes: int, cal: Calibr
     return run / (run + cal.wgrad_run_overhead_bytes)
 
 
-def split_candidates(g: Gemm, tile: Tile, sms: int, cal: Calibration = CALIBRATION) -> list[int]:
+def split_candidates(g: Gemm, tile: Tile, sms: int, cal: Calibration = CALIBRATION,
+                     operand_bytes: int = 4) -> list[int]:
     """Split-K factors worth trying: powers of two while each slice keeps ≥ 4 main-loop steps.
 
     wgrad (small output, N·P·Q-long reduction) always may split; a convolution's fprop and dgrad
@@ -345,7 +364,9 @@ def split_candidates(g: Gemm, tile: Tile, sms: int, cal: Calibration = CALIBRATI
     splits a small output like a GEMM layer (no DeepBench row moves either way).
     A GEMM layer's cuBLAS GEMM (``algorithm == "gemm"``, any phase) and col2im split when their output
     tiles, counted over all batched products, leave more than half of the SMs idle (cuBLAS picks split-K
-    kernels for small outputs).
+    kernels for small outputs). A GEMM the library runs with a split-K kernel (``Gemm.split_kernel``: cuDNN's
+    implicit-GEMM wgrad) splits at least ``Calibration.wgrad_min_split_k`` ways on the single-precision SIMT
+    kernels (``operand_bytes`` 4), or as far as its reduction allows when that is less.
     """
     layer_gemm = g.algorithm == "gemm"
     if (g.phase == "fprop" or (g.phase == "dgrad" and not g.scatter)) and not layer_gemm:
@@ -357,6 +378,8 @@ def split_candidates(g: Gemm, tile: Tile, sms: int, cal: Calibration = CALIBRATI
     while s <= cal.max_split_k and g.K / s >= 4 * tile.k:
         splits.append(s)
         s *= 2
+    if g.split_kernel and tile.fragment and operand_bytes == 4:  # cuDNN's `scudnn_*_splitK` wgrad kernels
+        return [x for x in splits if x >= cal.wgrad_min_split_k] or splits[-1:]
     return splits
 
 
@@ -382,8 +405,9 @@ def candidate_plans(gpu: GpuSpec, g: Gemm, precision: Precision, cal: Calibratio
     else:
         phased = g.algorithm in ("phased", "row_phased")
         tiles = SIMT_WGRAD_TILES if g.phase == "wgrad" else SIMT_PHASED_TILES if phased else SIMT_TILES
+    operand_bytes = PRECISIONS[run_precision(gpu, g, precision)][0]
     plans = [plan_gemm(gpu, g, precision, tile, split, cal)
-             for tile in tiles for split in split_candidates(g, tile, gpu.sms, cal)]
+             for tile in tiles for split in split_candidates(g, tile, gpu.sms, cal, operand_bytes)]
     return [p for p in plans if p is not None]
 
 

@@ -95,7 +95,12 @@ def test_timed_is_never_slower_than_heuristic_and_is_the_fastest_plan(gpu: str, 
 def test_heuristic_follows_the_recorded_forward_algorithm() -> None:
     assert heuristic_family(C64, "fprop", "WINOGRAD_NONFUSED") == "winograd"
     assert heuristic_family(C64, "dgrad", "WINOGRAD") == "winograd"  # the flipped stride-1 conv
-    assert heuristic_family(C64, "wgrad", "WINOGRAD") == "winograd"  # cuDNN >= 6: non-fused backward filter
+    c128 = dataclasses.replace(C64, C=128, K=128)
+    assert heuristic_family(c128, "wgrad", "WINOGRAD") == "winograd"  # cuDNN >= 6: non-fused backward filter
+    assert heuristic_family(c128, "wgrad") == "winograd"
+    # menus.WINOGRAD_WGRAD_MIN_CHANNELS: below 128 channels the heuristics keep the GEMM wgrad
+    assert heuristic_family(C64, "wgrad", "WINOGRAD") == "gemm" and heuristic_family(C64, "wgrad") == "gemm"
+    assert heuristic_family(dataclasses.replace(C64, K=128), "wgrad", "WINOGRAD_NONFUSED") == "gemm"
     assert heuristic_family(C64, "wgrad", "WINOGRAD", "cudnn5") == "gemm"
     assert heuristic_family(C64, "wgrad", library="cudnn5") == "gemm"
     assert heuristic_family(C64, "fprop", "FFT_TILING") == "fft"

@@ -311,3 +311,31 @@ def test_col2im_dgrad_zeroes_dx_first_and_rereads_it_when_it_outgrows_l2(n: int,
         reread = without.dram_bytes - plan_gemm(gpu, stored_once, "fp32", tile, 1).dram_bytes
         assert reread == pytest.approx(dx_bytes if rereads else 0.0)
         assert with_fill.dram_bytes - without.dram_bytes == pytest.approx(dx_bytes)  # the zero fill writes dX once
+
+
+def test_a_single_precision_simt_wgrad_splits_at_least_the_floor_and_pays_for_its_workspace() -> None:
+    # Calibration.wgrad_min_split_k: cuDNN's scudnn backward-filter kernels are split-K kernels (their names carry
+    # splitK), so even a wgrad whose output tiles fill the SMs writes fp32 slices and reduces them. Layer: 1×1,
+    # C = 512, K = 2048 on 7×7 at N = 8 (DeepBench; 64 tiles of 128×128 on 56 P100 SMs).
+    from antsim.gpu.menus import formulations
+    from antsim.gpu.model import candidate_plans
+
+    gpu = load_gpu("p100")
+    layer = Layer("big", N=8, C=512, K=2048, H=7, W=7, R=1, S=1, stride=1, pad=0)
+    (wgrad,) = [g for g in formulations(gpu, layer, "wgrad", "fp32", "cudnn7") if g.algorithm == "implicit"]
+    assert wgrad.split_kernel
+    plans = candidate_plans(gpu, wgrad, "fp32")
+    assert min(p.split_k for p in plans) == CALIBRATION.wgrad_min_split_k
+    unsplit = candidate_plans(gpu, wgrad, "fp32", dataclasses.replace(CALIBRATION, wgrad_min_split_k=1))
+    assert min(p.time_s for p in plans) >= min(p.time_s for p in unsplit)  # a floor on the split never speeds it up
+    # the workspace: split slices of the K·C fp32 output written by the GEMM and read by the reduction kernel
+    best = min(plans, key=lambda p: p.time_s)
+    assert best.l2_bytes >= 2 * best.split_k * layer.K * layer.C * 4
+    # the pad ≥ filter window has no implicit GEMM, so no split-K kernel (menus._split_kernel)
+    padded = dataclasses.replace(layer, pad=3, stride=2)
+    assert not any(g.split_kernel for g in formulations(gpu, padded, "wgrad", "fp32", "cudnn7"))
+    # half storage (no scudnn kernel) and tensor cores keep every split
+    t4 = load_gpu("t4")
+    (half,) = [g for g in formulations(t4, layer, "wgrad", "fp16", "cudnn7") if g.algorithm == "implicit"]
+    assert min(p.split_k for p in candidate_plans(t4, half, "fp16")) == 1
+    assert min(p.split_k for p in candidate_plans(gpu, wgrad, "fp16_pseudo")) == 1
