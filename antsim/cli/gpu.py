@@ -54,11 +54,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "default) | heuristic = the library's algorithm family (DeepBench), fastest within it")
     parser.add_argument("--library", default=DEFAULT_LIBRARY, choices=LIBRARIES,
                         help="library generation whose kernel menu the GPU runs (default cudnn8)")
-    parser.add_argument("--host-overhead-us", default="0", metavar="US|auto",
+    parser.add_argument("--host-overhead-us", default="0", metavar="US|auto|drift",
                         help="with --check: per-call host time of the measurement harness inside each timed "
                              "interval, added to every prediction (e.g. a framework call timed with CUDA events); "
                              "auto: read off the file's own least-work rows (antsim.gpu.check.harness_host_time_s, "
-                             "the median of measured - kernel over the 5%% fewest-MAC rows; printed in the report)")
+                             "the median of measured - kernel over the 5%% fewest-MAC rows; printed in the report); "
+                             "drift: a harness whose host time grows along the file's row order (NeuSight's): "
+                             "a Theil-Sen line of the same gaps against the row's place (antsim.gpu.check.harness_host_times_s; first and last "
+                             "row's value printed)")
     parser.add_argument("--pad-channels", type=int, default=0, metavar="M",
                         help="with --check: the multiple the measurement harness padded C and K to before timing "
                              "(DeepBench's conv_bench pads fp16 tensor-core runs to 8); the model predicts those "
@@ -144,6 +147,7 @@ def _run_check(args: argparse.Namespace) -> int:
     from antsim.gpu.check import (
         check_measured,
         harness_host_time_s,
+        harness_host_times_s,
         observations,
         oracle_rows,
         padded_channels,
@@ -177,11 +181,16 @@ def _run_check(args: argparse.Namespace) -> int:
         measured = result_observations(read_results_csv(args.check, layers, phases=parse_phases(args.phases)),
                                        layers)
     measured = padded_channels(measured, args.pad_channels)
-    if host_us is None:
-        host_us = harness_host_time_s(gpu, measured, args.precision, selection=args.selection,
-                                      library=args.library) * 1e6
-    args.host_overhead_us = f"{host_us:.1f}" if args.host_overhead_us == "auto" else f"{host_us:g}"
-    host = host_us * 1e-6
+    host: float | list[float]
+    if args.host_overhead_us == "drift":
+        host = harness_host_times_s(gpu, measured, args.precision, selection=args.selection, library=args.library)
+        args.host_overhead_us = f"{host[0] * 1e6:.1f} (first row) to {host[-1] * 1e6:.1f} (last row)"
+    elif host_us is None:
+        host = harness_host_time_s(gpu, measured, args.precision, selection=args.selection, library=args.library)
+        args.host_overhead_us = f"{host * 1e6:.1f}"
+    else:
+        host = host_us * 1e-6
+        args.host_overhead_us = f"{host_us:g}"
     rows = check_measured(gpu, measured, args.precision, structured=args.structured, selection=args.selection,
                           library=args.library, host_overhead_s=host, correction=correction)
     floor = oracle_rows(gpu, measured, args.precision, structured=args.structured, library=args.library,
@@ -193,15 +202,15 @@ def _run_check(args: argparse.Namespace) -> int:
 
 
 def _host_overhead_us(value: str) -> float | None:
-    """``--host-overhead-us`` in microseconds; None for ``auto`` (read off the measured file)."""
+    """``--host-overhead-us`` in microseconds; None for ``auto`` and ``drift`` (read off the measured file)."""
     from antsim.errors import AntsimError
 
-    if value == "auto":
+    if value in ("auto", "drift"):
         return None
     try:
         host_us = float(value)
     except ValueError:
-        raise AntsimError(f"--host-overhead-us: microseconds or auto; got {value!r}") from None
+        raise AntsimError(f"--host-overhead-us: microseconds, auto or drift; got {value!r}") from None
     if not 0 <= host_us < 1e6:  # also refuses NaN
         raise AntsimError(f"--host-overhead-us: must be microseconds in [0, 1e6); got {value}")
     return host_us

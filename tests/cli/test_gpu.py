@@ -231,6 +231,27 @@ def test_check_reads_the_host_overhead_off_the_file_when_auto(tmp_path: Path, ca
         assert err.count("\n") == 1 and "--host-overhead-us" in err and bad in err
 
 
+def test_check_reads_a_drifting_host_time_off_the_file_when_drift(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture) -> None:
+    """``--host-overhead-us drift``: one host time per row on the Theil-Sen line ``harness_host_times_s`` reads off
+    the file's least-work rows against their place in the file (NeuSight's harness), first and last printed."""
+    from antsim.gpu.check import harness_host_times_s
+
+    ns = REPO / "tests" / "data" / "neusight" / "neusight_conv_fwd_P4.csv"
+    out = tmp_path / "errors.csv"
+    assert main(["gpu", "--gpu", "p4", "--check", str(ns), "--host-overhead-us", "drift", "--out", str(out)]) == 0
+    gpu, measured = load_gpu("p4"), observations(read_deepbench_csv(ns, "fp32"))
+    hosts = harness_host_times_s(gpu, measured, "fp32")
+    assert hosts[-1] > hosts[0] + 100e-6  # the file's drift (docs/gpu_scale.md §8), not one value
+    report = capsys.readouterr().out
+    assert f"host overhead {hosts[0] * 1e6:.1f} (first row) to {hosts[-1] * 1e6:.1f} (last row) us" in report
+    want = check_measured(gpu, measured, "fp32", host_overhead_s=hosts)
+    got = list(csv.DictReader(out.open()))
+    assert len(got) == len(want)
+    for g, w in zip(got, want, strict=True):  # the CSV writes 6 significant digits
+        assert abs(float(g["predicted_s"]) - w.predicted_s) <= 5e-6 * w.predicted_s
+
+
 def test_rows_precision_models_a_files_rows_at_another_precision(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """DeepBench's P100 half rows are labelled ``fp16_pseudo`` but ran true half: ``--rows-precision`` reads them
     and the model predicts them at ``--precision`` (what ``scripts/validate_gpu.py`` scores)."""
