@@ -60,8 +60,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "auto: read off the file's own least-work rows (antsim.gpu.check.harness_host_time_s, "
                              "the median of measured - kernel over the 5%% fewest-MAC rows; printed in the report); "
                              "drift: a harness whose host time grows along the file's row order (NeuSight's): "
-                             "a Theil-Sen line of the same gaps against the row's place (antsim.gpu.check.harness_host_times_s; first and last "
-                             "row's value printed)")
+                             "a Theil-Sen line of the same gaps against the row's place "
+                             "(antsim.gpu.check.harness_host_times_s; first and last row's value printed)")
     parser.add_argument("--pad-channels", type=int, default=0, metavar="M",
                         help="with --check: the multiple the measurement harness padded C and K to before timing "
                              "(DeepBench's conv_bench pads fp16 tensor-core runs to 8); the model predicts those "
