@@ -269,12 +269,17 @@ def stationary_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideCla
 @dataclass(frozen=True)
 class StreamedLayout:
     """How streamed fiber keys decode: ``((block·n_classes + class)·n_sets + fetch set)``, block =
-    ``(nt·Ct + ct)·n_groups + g``; ``set_of_pe[pe]`` is the fetch set feeding each PE (all 0 unfiltered)."""
+    ``(nt·Ct + ct)·n_groups + g``; ``set_of_pe[pe]`` is the fetch set feeding each PE (all 0 unfiltered).
+    ``row_pat`` / ``col_pat``: the streamed rows ``u`` / columns ``v`` each row / column reach pattern receives
+    (set ``a · len(col_pat) + b`` receives the positions of rows ``row_pat[a]`` and columns ``col_pat[b]``), so
+    every element of a set's fibers lies there; None where that is not recorded (then nothing is assumed)."""
 
     n_blocks: int
     n_classes: int
     n_sets: int
     set_of_pe: np.ndarray
+    row_pat: np.ndarray | None = None
+    col_pat: np.ndarray | None = None
 
     def key(self, block: np.ndarray, cls: np.ndarray, fetch_set: np.ndarray) -> np.ndarray:
         # Built in place on one int64 copy: a dense design keys ~10^7 elements, ~100 MB per temporary.
@@ -813,7 +818,7 @@ def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClass
     else:
         row_pat, col_pat = np.ones((1, streamed_tensor.shape[3]), bool), np.ones((1, streamed_tensor.shape[4]), bool)
         set_of_pe = np.zeros(tiling.n_pes, np.int64)
-    layout = StreamedLayout(n_blocks, n_classes, len(row_pat) * len(col_pat), set_of_pe)
+    layout = StreamedLayout(n_blocks, n_classes, len(row_pat) * len(col_pat), set_of_pe, row_pat, col_pat)
     reach = _Reach.of(row_pat, col_pat)
     # DRAM reads: the non-zeros at the positions some set receives, summed per block from the position counts
     # (per (block, position), not per element); every block's non-zeros when the sets together receive every
