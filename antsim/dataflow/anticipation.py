@@ -22,6 +22,7 @@ import numpy as np
 from antsim.dataflow.context import MappingContext
 from antsim.dataflow.fibers import Vectors
 from antsim.dataflow.pairing import PAIR_BATCH, Cells, PairBatch
+from antsim.dataflow.tiling import StrideClasses
 from antsim.phases import PhaseProblem
 from antsim.vocabulary import POLICIES as POLICIES  # re-exported: the policies this module implements
 from antsim.vocabulary import Policy
@@ -34,9 +35,23 @@ def screen(problem: PhaseProblem, stationary: Vectors, streamed: Vectors, pairs:
 
 
 def screen_pairs(context: MappingContext, pairs: PairBatch) -> np.ndarray:
-    """``screen`` of ``context``'s operands, looked up in the table ``count_pairs`` built for this very context when it
-    did (the joint table, else the per-dimension ones; ``MappingContext.derived``: the bank-conflict sample screens
-    right after it)."""
+    """``screen`` of ``context``'s operands: True without a look at the boxes for the pairs whose I-vector
+    ``count_pairs`` proved to pass with every F-vector its fetch set delivers (``_passing_vectors``), the others
+    looked up in the table ``count_pairs`` built for this very context when it did (the joint table, else the
+    per-dimension ones; ``MappingContext.derived``: the bank-conflict sample screens right after it)."""
+    passing = context.derived.get(_PASSING)
+    if passing is None:
+        return _looked_up(context, pairs)
+    verdict = passing[pairs.i]
+    rest = np.flatnonzero(~verdict)
+    if len(rest):
+        verdict[rest] = _looked_up(context, PairBatch(pairs.cell[rest], pairs.f[rest], pairs.i[rest]))
+    return verdict
+
+
+def _looked_up(context: MappingContext, pairs: PairBatch) -> np.ndarray:
+    """``screen`` of ``pairs`` through the joint table or the per-dimension tables ``count_pairs`` left on
+    ``context``, else computed in place."""
     table = context.derived.get(_JOINT_TABLE)
     if table is not None:
         return table.issued(pairs)
@@ -48,6 +63,7 @@ def screen_pairs(context: MappingContext, pairs: PairBatch) -> np.ndarray:
 
 _JOINT_TABLE = "anticipation.joint_screen_table"
 _DIM_TABLES = "anticipation.dim_screen_tables"
+_PASSING = "anticipation.passing_vectors"
 
 
 @dataclass(frozen=True)
@@ -104,29 +120,91 @@ class _CellSums:
 
 def _screened_cells(context: MappingContext) -> tuple[np.ndarray, np.ndarray, _CellSums]:
     """The cells ``ant`` screens pair by pair, the pairs each issues and the products and stationary reads of the
-    pairs it skips. A phase of single-I cells only (fprop, dgrad past ResNet-18's first stage) looks its pairs up in
-    the joint table, on the cells whose I-vector fails some streamed box present (``_ScreenTable.screened``); the
-    others (wgrad's multi-I cells, mixes) on the cells that hold a failing pair (``_failing_cells``), in the
-    per-dimension tables. The table is left on the context for ``screen_pairs``."""
+    pairs it skips. Only cells with F-vectors whose stationary fiber holds an I-vector not proved to pass with every
+    F-vector of its fetch set (``_passing_vectors``) can skip a pair; none is left on ResNet-18 CIFAR's 8×8 and 4×4
+    planes, whose boxes are then never read. A phase of single-I cells only (fprop, dgrad past ResNet-18's first
+    stage) looks its pairs up in the joint table, on the cells whose I-vector fails some streamed box present
+    (``_ScreenTable.screened``); the others (wgrad's multi-I cells, mixes) on the cells that hold a failing pair
+    (``_failing_cells``), in the per-dimension tables. The table is left on the context for ``screen_pairs``."""
     cells = context.cells
-    single_only = bool(len(cells.n_i)) and int(cells.n_i.max()) == 1
+    live = cells.n_f > 0
+    passing = _passing_vectors(context)
+    if passing is not None:
+        context.derived[_PASSING] = passing
+        live &= _fiber_or((~passing).astype(np.uint64), context.stationary)[cells.i0] != 0
+    candidates = np.flatnonzero(live)
+    if not len(candidates):
+        none = np.zeros(0, np.int64)
+        return none, none, _CellSums(none, none, none)
+    single_only = int(cells.n_i.max()) == 1
     table = _ScreenTable.of(context.problem, context.stationary, context.streamed_vectors) if single_only else None
     if table is not None:
         context.derived[_JOINT_TABLE] = table
-        runs = np.flatnonzero((cells.n_f > 0) & table.screened(cells.i0))
+        runs = candidates[table.screened(cells.i0[candidates])]
         if len(runs) > len(context.streamed_vectors.vec_size) // _VECTORS_PER_RUN:  # the masks' F-vector pass pays
             runs = table.holding_failed(cells, runs, context.streamed_vectors)
         return _single_screened(context, _Verdict(context, table=table), runs)
     tables = _DimTables.of(context.problem, context.stationary, context.streamed_vectors)
     if tables is not None:
         context.derived[_DIM_TABLES] = tables
-    screened = _failing_cells(context, tables)
+    screened = _failing_cells(context, tables, candidates)
     issued = _multi_sums(context, _Verdict(context, per_dim=tables), screened)
     nnz_s = cells.nnz_s[screened].astype(np.int64)
     n_f = cells.n_f[screened]
     n_pairs = np.multiply(cells.n_i[screened], n_f, dtype=np.int64)
     return screened, issued.pairs, _CellSums(n_pairs - issued.pairs, nnz_s * cells.nnz_t[screened] - issued.products,
                                              nnz_s * n_f - issued.reads)
+
+
+def _passing_vectors(context: MappingContext) -> np.ndarray | None:
+    """Per I-vector: True when it passes the screen with every F-vector its PE's fetch set can deliver — None where
+    the layout records no fetch-set reach (``StreamedLayout.row_pat``) or a streamed axis is longer than a mask.
+
+    ``DimMap.reach`` only grows with the boxes (their numerators' range widens), and every element of a set's
+    F-vectors lies in a row and a column the set receives, of a streamed stride class the I-vector's class pairs
+    with: an I-vector whose box reaches a valid output with each such single row (and column) passes with every box
+    built of them. With the fetch filter this is its test on the PE's tile applied to the I-vector's box, so where a
+    tile is one position (ResNet-18 CIFAR's 8×8 and 4×4 planes on 8×8 PEs) every I-vector passes. Per dimension, the
+    rows a box misses and the rows each (set pattern, stationary class) may deliver are bits of one uint64."""
+    layout, stationary, classes = context.streamed.layout, context.stationary, context.classes
+    if layout.row_pat is None or layout.col_pat is None or max(layout.row_pat.shape[1],
+                                                                 layout.col_pat.shape[1]) > _MASK_BITS:
+        return None
+    keys = stationary.fiber_keys
+    fiber_set = layout.set_of_pe[keys // classes.n_stationary % context.tiling.n_pes]
+    fiber_class = keys % classes.n_stationary
+    n_cols = len(layout.col_pat)
+    missing = np.zeros(len(stationary.vec_size), np.uint64)
+    for d, (patterns, pattern_of) in enumerate(((layout.row_pat, fiber_set // n_cols),
+                                                (layout.col_pat, fiber_set % n_cols))):
+        n_y, n_u = context.problem.stationary_shape[2 + d], patterns.shape[1]
+        bit = np.left_shift(np.uint64(1), np.arange(n_u, dtype=np.uint64))
+        kept = (patterns[:, None, :] & _partner_phases(classes, d, n_u)[None, :, :]).reshape(-1, n_u)
+        may_deliver = (kept * bit).sum(axis=1, dtype=np.uint64)  # distinct bits: the sum is the OR
+        code = stationary.box[2 * d] * n_y
+        code += stationary.box[2 * d + 1]
+        intervals, interval_of = _unique_codes(code, n_y * n_y)
+        y_lo, y_hi = np.divmod(intervals, n_y)
+        u = np.arange(n_u)
+        o_lo, o_hi = context.problem.dims[d].reach(y_lo[:, None], y_hi[:, None], u[None, :], u[None, :])
+        missed = ((o_lo > o_hi) * bit).sum(axis=1, dtype=np.uint64)  # per interval: the rows it reaches nothing with
+        combo = pattern_of * classes.n_stationary
+        combo += fiber_class
+        delivered = np.repeat(may_deliver[combo], stationary.fiber_nvec)  # stationary vectors lie in fiber order
+        delivered &= missed[interval_of]
+        missing |= delivered
+    return missing == 0
+
+
+def _partner_phases(classes: StrideClasses, d: int, n_u: int) -> np.ndarray:
+    """(stationary class, streamed coordinate along dimension ``d``): whether a coordinate lies in the stride phase of
+    some streamed class the stationary class pairs with."""
+    m = classes.mt[d]
+    phase_of = [b // classes.mt[1] if d == 0 else b % classes.mt[1] for b in range(classes.n_streamed)]
+    out = np.zeros((classes.n_stationary, n_u), bool)
+    for a, b in classes.groups:
+        out[a] |= np.arange(n_u) % m == phase_of[b]
+    return out
 
 
 def _single_screened(context: MappingContext, verdict: _Verdict, rest: np.ndarray
@@ -141,25 +219,23 @@ def _single_screened(context: MappingContext, verdict: _Verdict, rest: np.ndarra
     return rest, pairs, _CellSums(skipped_pairs, nnz_s * (cells.nnz_t[rest] - streamed), nnz_s * skipped_pairs)
 
 
-def _failing_cells(context: MappingContext, tables: _DimTables | None) -> np.ndarray:
-    """The cells with F-vectors that may hold a pair the screen skips: exactly those that do when the intervals some
-    stationary box fails fit one 64-bit mask (``_FailMasks``) — a pair fails iff it fails in some dimension, so a
-    cell holds a failing pair iff its stationary fiber's failed intervals meet its streamed fiber's intervals in some
-    dimension —, else those whose stationary fiber fails some interval present; without tables, every cell with
-    F-vectors."""
+def _failing_cells(context: MappingContext, tables: _DimTables | None, candidates: np.ndarray) -> np.ndarray:
+    """The cells of ``candidates`` (each with F-vectors) that may hold a pair the screen skips: exactly those that do
+    when the intervals some stationary box fails fit one 64-bit mask (``_FailMasks``) — a pair fails iff it fails in
+    some dimension, so a cell holds a failing pair iff its stationary fiber's failed intervals meet its streamed
+    fiber's intervals in some dimension —, else those whose stationary fiber fails some interval present; without
+    tables, all of them."""
     cells = context.cells
-    if not len(context.streamed_vectors.vec_size):  # no F-vectors: no cell has any
-        return np.zeros(0, np.int64)
     masks = None if tables is None else _FailMasks.of(tables, context.stationary, context.streamed_vectors)
     if masks is None:
-        return np.flatnonzero(cells.n_f > 0)
-    fails = masks.fiber_fails[cells.i0]  # per cell: the intervals its stationary fiber fails (0 for most)
-    candidates = np.flatnonzero(fails != 0)  # a bool's nonzero: faster than the uint64's
-    # Below, a cell without F-vectors may read another fiber's mask: such cells are dropped at the end.
+        return candidates
+    fails = masks.fiber_fails[cells.i0[candidates]]  # per cell: the intervals its stationary fiber fails (0 for most)
+    kept = np.flatnonzero(fails != 0)  # a bool's nonzero: faster than the uint64's
+    candidates, fails = candidates[kept], fails[kept]
     if masks.held is not None:
         candidates = candidates[_runs_holding(masks.held, context.streamed_vectors, cells.f0[candidates],
-                                              cells.n_f[candidates], fails[candidates])]
-    return candidates[cells.n_f[candidates] > 0]
+                                              cells.n_f[candidates], fails)]
+    return candidates
 
 
 def _runs_holding(held: np.ndarray, streamed: Vectors, f0: np.ndarray, n_f: np.ndarray, fails: np.ndarray

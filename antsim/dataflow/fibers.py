@@ -269,12 +269,17 @@ def stationary_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideCla
 @dataclass(frozen=True)
 class StreamedLayout:
     """How streamed fiber keys decode: ``((block·n_classes + class)·n_sets + fetch set)``, block =
-    ``(nt·Ct + ct)·n_groups + g``; ``set_of_pe[pe]`` is the fetch set feeding each PE (all 0 unfiltered)."""
+    ``(nt·Ct + ct)·n_groups + g``; ``set_of_pe[pe]`` is the fetch set feeding each PE (all 0 unfiltered).
+    ``row_pat`` / ``col_pat``: the streamed rows ``u`` / columns ``v`` each row / column reach pattern receives
+    (set ``a · len(col_pat) + b`` receives the positions of rows ``row_pat[a]`` and columns ``col_pat[b]``), so
+    every element of a set's fibers lies there; None where that is not recorded (then nothing is assumed)."""
 
     n_blocks: int
     n_classes: int
     n_sets: int
     set_of_pe: np.ndarray
+    row_pat: np.ndarray | None = None
+    col_pat: np.ndarray | None = None
 
     def key(self, block: np.ndarray, cls: np.ndarray, fetch_set: np.ndarray) -> np.ndarray:
         # Built in place on one int64 copy: a dense design keys ~10^7 elements, ~100 MB per temporary.
@@ -623,17 +628,58 @@ def _phase_table(pattern: np.ndarray, phases: int, length: int) -> np.ndarray:
 
 def _wanted_pairs(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, stationary: Vectors | None,
                   set_of_pe: np.ndarray, n_sets: int) -> np.ndarray:
-    """(Nt·Ct, n_sets): True where a stationary fiber can pair with the streamed image-channel ``nt · Ct + ct`` on a
-    PE of the set — the blocks of every cell ``pairing.make_cells`` builds (all of them without ``stationary``)."""
+    """(Nt·Ct, n_sets, streamed classes): True where a stationary fiber on a PE of the set pairs with the streamed
+    class of the image-channel ``nt · Ct + ct`` (its own class is one that class pairs with) — the fibers of every
+    cell ``pairing.make_cells`` builds (all of them without ``stationary``)."""
     Nt, Ct = problem.streamed_shape[:2]
     if stationary is None:
-        return np.ones((Nt * Ct, n_sets), bool)
-    rest, pe = np.divmod(stationary.fiber_keys // classes.n_stationary, tiling.n_pes)
+        return np.ones((Nt * Ct, n_sets, classes.n_streamed), bool)
+    rest, stationary_class = np.divmod(stationary.fiber_keys, classes.n_stationary)
+    rest, pe = np.divmod(rest, tiling.n_pes)
     image, channel = np.divmod(rest, problem.stationary_shape[1] if problem.channel_matched else 1)
     image_channel = (image if Nt > 1 else 0) * Ct + (channel if Ct > 1 else 0)
-    wanted = np.zeros((Nt * Ct, n_sets), bool)
-    wanted[image_channel, set_of_pe[pe]] = True
+    by_class = np.zeros((Nt * Ct, n_sets, classes.n_stationary), bool)
+    by_class[image_channel, set_of_pe[pe], stationary_class] = True
+    if classes.n_stationary == classes.n_streamed == 1:
+        return by_class
+    wanted = np.zeros((Nt * Ct, n_sets, classes.n_streamed), bool)
+    for a, b in classes.groups:
+        wanted[:, :, b] |= by_class[:, :, a]
     return wanted
+
+
+@dataclass(frozen=True)
+class _RunIndex:
+    """The base runs (non-empty fibers) of each (streamed class, image-channel) ``k = class · n_ic + ic``:
+    ``order[bound[k]:bound[k + 1]]``, in base order (``order`` None: the runs themselves, one class)."""
+
+    order: np.ndarray | None
+    bound: np.ndarray
+
+    @classmethod
+    def of(cls, base: _BaseFibers, n_ic: int) -> _RunIndex:
+        geometry = base.geometry
+        per_channel = geometry.n_groups * geometry.n_classes
+        if geometry.n_classes == 1:
+            return cls(None, np.searchsorted(base.run_fiber, np.arange(n_ic + 1, dtype=np.int64) * per_channel))
+        fiber_class = base.run_fiber % geometry.n_classes
+        order = np.concatenate([np.flatnonzero(fiber_class == c) for c in range(geometry.n_classes)])
+        key = fiber_class[order] * n_ic
+        key += base.run_fiber[order] // per_channel
+        return cls(order, np.searchsorted(key, np.arange(geometry.n_classes * n_ic + 1, dtype=np.int64)))
+
+    def runs(self, image_channel: np.ndarray, fetch_set: np.ndarray, wanted: np.ndarray
+             ) -> tuple[np.ndarray, np.ndarray]:
+        """The runs of the streamed classes ``wanted`` at each pair ``(image_channel, fetch_set)``, pair by pair
+        (class by class), and the pair of each run."""
+        if self.order is None:
+            n_runs = self.bound[image_channel + 1] - self.bound[image_channel]
+            return _concatenated_ranges(self.bound[image_channel], n_runs), np.repeat(np.arange(len(n_runs)), n_runs)
+        pair, fiber_class = np.nonzero(wanted[image_channel, fetch_set])
+        k = fiber_class * wanted.shape[0]
+        k += image_channel[pair]
+        n_runs = self.bound[k + 1] - self.bound[k]
+        return self.order[_concatenated_ranges(self.bound[k], n_runs)], np.repeat(pair, n_runs)
 
 
 @dataclass(frozen=True)
@@ -651,24 +697,24 @@ class _Segments:
 
 
 def _segments(base: _BaseFibers, reach: _Reach, wanted: np.ndarray, cuts: np.ndarray) -> _Segments:
-    """Each wanted (image-channel, set)'s fibers: its base fibers themselves when the set keeps every position
-    they hold (shared by every such set), else (``cuts``: (image-channel, set) pairs where the set misses a
-    position the channel holds) a copy of the elements the set keeps, in base order."""
-    image_channel, fetch_set = np.nonzero(wanted)
+    """Each wanted (image-channel, set)'s fibers of the streamed classes wanted there (``_wanted_pairs``): its base
+    fibers themselves when the set keeps every position they hold (shared by every such set), else (``cuts``:
+    (image-channel, set) pairs where the set misses a position the channel holds) a copy of the elements the set
+    keeps, in base order."""
+    image_channel, fetch_set = np.nonzero(wanted.any(axis=2))
     n_sets = len(reach.member)
     run_fiber = base.run_fiber
     bounds = np.arange(len(wanted) + 1, dtype=np.int64) * (base.geometry.n_groups * base.geometry.n_classes)
-    run_bound = np.searchsorted(run_fiber, bounds)
+    index = _RunIndex.of(base, len(wanted))
     cut = cuts[image_channel, fetch_set]
-    # Whole: every base fiber of the channel, shared; the vectors of a base fiber are cut once.
-    whole_runs = run_bound[image_channel[~cut] + 1] - run_bound[image_channel[~cut]]
-    run = _concatenated_ranges(run_bound[image_channel[~cut]], whole_runs)
+    # Whole: every base fiber of the channel (of a class wanted there), shared; a base fiber's vectors are cut once.
+    run, pair = index.runs(image_channel[~cut], fetch_set[~cut], wanted)
     used = np.zeros(len(run_fiber), bool)
     used[run] = True
-    whole_key = run_fiber[run] * n_sets + np.repeat(fetch_set[~cut], whole_runs)
+    whole_key = run_fiber[run] * n_sets + fetch_set[~cut][pair]
     # Cut: the channel's elements at the positions the set keeps, copied (runs of equal keys are its fibers).
-    element, seg_key, seg_length = _kept_elements(base, reach, image_channel[cut], fetch_set[cut],
-                                                  (bounds, run_bound))
+    element, seg_key, seg_length = _kept_elements(base, reach, image_channel[cut], fetch_set[cut], (bounds, index),
+                                                  wanted)
     used_runs = np.flatnonzero(used)
     used_length = base.run_length[used_runs]
     if len(used_runs) == len(run_fiber) and not len(element):  # every base fiber, nothing copied: the base itself
@@ -683,20 +729,21 @@ def _segments(base: _BaseFibers, reach: _Reach, wanted: np.ndarray, cuts: np.nda
 
 
 def _kept_elements(base: _BaseFibers, reach: _Reach, image_channel: np.ndarray, fetch_set: np.ndarray,
-                   bounds: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   bounds: tuple[np.ndarray, _RunIndex], wanted: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The base elements each (image-channel, fetch set) pair keeps, pair by pair in base order, and the copied
     fibers they form (fiber key ``base fiber · n_sets + set`` and length of each, in order): with fibers ordered
     (u, v, ko), runs of cells (``_kept_by_cells``) — the pairs whose set's row pattern is an interval first, then
     the others (the order of the store before the cells held it); otherwise every element of the channel is
     tested (``_kept_by_position``). ``bounds``: the first fiber and the first run of each image-channel (one
     past the end last)."""
-    fiber_bound, run_bound = bounds
+    fiber_bound, index = bounds
     if not len(image_channel):  # no set cuts a wanted channel (one fetch set, or every set keeps all)
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
     if base.geometry.channel_inner:
         by_rows = reach.row_intervals()[fetch_set // len(reach.col_pat), 0] >= 0
         order = np.concatenate((np.flatnonzero(by_rows), np.flatnonzero(~by_rows)))
-        return _kept_by_cells(base, reach, image_channel[order], fetch_set[order], run_bound)
+        return _kept_by_cells(base, reach, image_channel[order], fetch_set[order], index, wanted)
     parts = _kept_by_position(base, reach, image_channel, fetch_set, base.fiber_start(fiber_bound))
     if not parts:
         return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int64)
@@ -706,16 +753,16 @@ def _kept_elements(base: _BaseFibers, reach: _Reach, image_channel: np.ndarray, 
 
 
 def _kept_by_cells(base: _BaseFibers, reach: _Reach, image_channel: np.ndarray, fetch_set: np.ndarray,
-                   run_bound: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                   index: _RunIndex, wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``_kept_elements`` of the pairs ``(image_channel, fetch_set)`` for fibers ordered (u', v', ko): what a set
     keeps of a fiber is runs of its cells (``_Reach.cell_ranges``), each a run of base elements
     (``cell_start``) — no element is tested; one copied fiber per (pair, run) that keeps something."""
     geometry, n_sets = base.geometry, len(reach.member)
     ptr, lo, hi = reach.cell_ranges(geometry)
-    runs = run_bound[image_channel + 1] - run_bound[image_channel]
-    run = _concatenated_ranges(run_bound[image_channel], runs)
-    pair_set = np.repeat(fetch_set, runs)
+    run, pair = index.runs(image_channel, fetch_set, wanted)  # only the classes wanted there (``_wanted_pairs``)
+    pair_set = fetch_set[pair]
     fiber = base.run_fiber[run]
+    del run, pair
     combo = pair_set * geometry.n_classes
     if geometry.n_classes > 1:
         combo += fiber % geometry.n_classes
@@ -813,7 +860,7 @@ def streamed_vectors(problem: PhaseProblem, tiling: Tiling, classes: StrideClass
     else:
         row_pat, col_pat = np.ones((1, streamed_tensor.shape[3]), bool), np.ones((1, streamed_tensor.shape[4]), bool)
         set_of_pe = np.zeros(tiling.n_pes, np.int64)
-    layout = StreamedLayout(n_blocks, n_classes, len(row_pat) * len(col_pat), set_of_pe)
+    layout = StreamedLayout(n_blocks, n_classes, len(row_pat) * len(col_pat), set_of_pe, row_pat, col_pat)
     reach = _Reach.of(row_pat, col_pat)
     # DRAM reads: the non-zeros at the positions some set receives, summed per block from the position counts
     # (per (block, position), not per element); every block's non-zeros when the sets together receive every

@@ -205,31 +205,36 @@ def test_the_screen_table_gives_screen_on_every_pair_and_whole_cells_issue_every
 
 
 def test_screen_pairs_reuses_only_the_table_count_pairs_left_on_its_own_context(monkeypatch):
-    """``count_pairs`` leaves its table (the joint one for a phase of single-I cells, else the per-dimension ones) on
-    the context it counted (``MappingContext.derived``) for ``screen_pairs``: the same verdicts as ``DimMap.reach``;
-    another context — another phase's, or a ``replace`` of its own with other fields — starts without it."""
+    """``count_pairs`` leaves on the context it counted (``MappingContext.derived``), for ``screen_pairs``, the
+    I-vectors it proved to pass and, where some cell may still skip a pair, its table (the joint one for a phase of
+    single-I cells, else the per-dimension ones) — none where every I-vector passes (the 1×1 kernel): the same
+    verdicts as ``DimMap.reach`` each way; another context — another phase's, or a ``replace`` of its own with other
+    fields — starts without them."""
     from dataflow_helpers import MAPPING_CASES
 
     from antsim.dataflow import anticipation
     from antsim.dataflow.pairing import iter_pairs
 
-    keys = {anticipation._JOINT_TABLE, anticipation._DIM_TABLES}
-    for case, want_key in ((0, anticipation._DIM_TABLES), (3, anticipation._JOINT_TABLE)):
+    keys = {anticipation._JOINT_TABLE, anticipation._DIM_TABLES, anticipation._PASSING}
+    for case, counted, want in ((0, "fprop", {anticipation._DIM_TABLES}), (1, "dgrad", {anticipation._JOINT_TABLE}),
+                                (3, "fprop", set())):
         layer, density, rows, cols, kc = MAPPING_CASES[case]
+        other = "fprop" if counted == "dgrad" else "dgrad"
         # replace(): fresh contexts with nothing derived (the captured ones were counted by map_phase already)
-        fprop = replace(_contexts(layer, density, rows, cols, kc, "fprop", monkeypatch)[0])
-        dgrad = replace(_contexts(layer, density, rows, cols, kc, "dgrad", monkeypatch)[0])
-        assert (int(fprop.cells.n_i.max()) == 1) == (want_key == anticipation._JOINT_TABLE)
-        assert not keys & set(fprop.derived)
-        anticipation.count_pairs(fprop, "ant")
-        assert set(fprop.derived) == {want_key} and not keys & set(dgrad.derived)
-        assert not keys & set(replace(fprop, streamed=dgrad.streamed).derived)  # a new context: nothing derived yet
-        for context in (fprop, dgrad):
+        mine = replace(_contexts(layer, density, rows, cols, kc, counted, monkeypatch)[0])
+        theirs = replace(_contexts(layer, density, rows, cols, kc, other, monkeypatch)[0])
+        assert (int(mine.cells.n_i.max()) == 1) == (want != {anticipation._DIM_TABLES})
+        assert not keys & set(mine.derived)
+        anticipation.count_pairs(mine, "ant")
+        assert keys & set(mine.derived) == want | {anticipation._PASSING} and not keys & set(theirs.derived)
+        assert mine.derived[anticipation._PASSING].all() == (not want)
+        assert not keys & set(replace(mine, streamed=theirs.streamed).derived)  # a new context: nothing derived yet
+        for context in (mine, theirs):
             for batch in iter_pairs(context.cells):
-                want = _reach_screen(context.problem, context.stationary, context.streamed_vectors, batch)
-                np.testing.assert_array_equal(anticipation.screen_pairs(context, batch), want)
+                reference = _reach_screen(context.problem, context.stationary, context.streamed_vectors, batch)
+                np.testing.assert_array_equal(anticipation.screen_pairs(context, batch), reference)
                 np.testing.assert_array_equal(anticipation.screen(context.problem, context.stationary,
-                                                                  context.streamed_vectors, batch), want)
+                                                                  context.streamed_vectors, batch), reference)
 
 
 def test_a_context_without_cells_counts_nothing(monkeypatch):

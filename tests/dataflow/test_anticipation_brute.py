@@ -218,13 +218,14 @@ def test_the_cells_screened_are_exactly_those_holding_a_failing_pair(case, held,
             tables = anticipation._DimTables.of(context.problem, context.stationary, context.streamed_vectors)
             want = np.flatnonzero(_failing_pairs_per_cell(context))
             masks = anticipation._FailMasks.of(tables, context.stationary, context.streamed_vectors)
-            got = anticipation._failing_cells(context, tables)
+            with_f = np.flatnonzero(context.cells.n_f > 0)
+            got = anticipation._failing_cells(context, tables, with_f)
             if masks.held is not None:
                 np.testing.assert_array_equal(got, want)
                 exact += 1
             with monkeypatch.context() as narrow:
                 narrow.setattr(anticipation, "_MASK_BITS", 1)
-                coarse = anticipation._failing_cells(context, tables)
+                coarse = anticipation._failing_cells(context, tables, with_f)
             assert set(want) <= set(coarse.tolist()) and set(got.tolist()) <= set(coarse.tolist())
             assert (context.cells.n_f[coarse] > 0).all()
     assert exact > 0
@@ -316,3 +317,49 @@ def test_runs_holding_a_failed_interval_equal_a_loop(n_runs):
         run_held = np.bitwise_or.reduce(held[starts[fib]:starts[fib] + counts[fib]])
         want = bool(run_held & fails[k]) or counts[fib] > anticipation._COLUMN_PASSES
         assert got[k] == want, k
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_i_vectors_proved_to_pass_are_those_the_definition_gives_and_issue_every_pair(seed, monkeypatch):
+    """``_passing_vectors`` on random layers, all three phases, by Python loops: every element of a fetch set's fibers
+    lies in a row and a column the set receives; an I-vector is proved to pass exactly when its box reaches, in each
+    dimension, every single row (column) its PE's set receives in a stride phase of a streamed class its own class
+    pairs with (``_reaches``); and every pair of such an I-vector issues (the brute-force verdict)."""
+    layer, density, rows, cols, kc, pe_array = _random_case(seed)
+    proved = 0
+    for phase in ("fprop", "dgrad", "wgrad"):
+        for context in _ant_contexts(layer, density, rows, cols, kc, phase, monkeypatch, seed=seed,
+                                     pe_array=pe_array):
+            layout, classes, dims = context.streamed.layout, context.classes, context.problem.dims
+            stationary, streamed, cells = context.stationary, context.streamed_vectors, context.cells
+            n_cols = len(layout.col_pat)
+            for key, vec0, nvec in zip(streamed.fiber_keys, streamed.fiber_vec0, streamed.fiber_nvec, strict=True):
+                fetch_set = int(key) % layout.n_sets
+                for f in range(int(vec0), int(vec0 + nvec)):
+                    for e in range(int(streamed.vec_start[f]), int(streamed.vec_start[f] + streamed.vec_size[f])):
+                        assert layout.row_pat[fetch_set // n_cols, streamed.sp1[e]]
+                        assert layout.col_pat[fetch_set % n_cols, streamed.sp2[e]]
+            passing = anticipation._passing_vectors(context)
+            for key, vec0, nvec in zip(stationary.fiber_keys, stationary.fiber_vec0, stationary.fiber_nvec,
+                                       strict=True):
+                cls, pe = int(key) % classes.n_stationary, int(key) // classes.n_stationary % context.tiling.n_pes
+                fetch_set = int(layout.set_of_pe[pe])
+                phases = [[b // classes.mt[1] for a, b in classes.groups if a == cls],
+                          [b % classes.mt[1] for a, b in classes.groups if a == cls]]
+                kept = [[u for u in range(len(pattern)) if pattern[u] and u % classes.mt[d] in phases[d]]
+                        for d, pattern in enumerate((layout.row_pat[fetch_set // n_cols],
+                                                     layout.col_pat[fetch_set % n_cols]))]
+                for i in range(int(vec0), int(vec0 + nvec)):
+                    want = all(_reaches(dim, int(stationary.box[2 * d, i]), int(stationary.box[2 * d + 1, i]), u, u)
+                               for d, dim in enumerate(dims) for u in kept[d])
+                    assert bool(passing[i]) == want, (phase, i)
+            for c in range(len(cells.slot)):
+                for i in range(int(cells.i0[c]), int(cells.i0[c] + cells.n_i[c])):
+                    if not passing[i]:
+                        continue
+                    for f in range(int(cells.f0[c]), int(cells.f0[c] + cells.n_f[c])):
+                        proved += 1
+                        assert all(_reaches(dim, int(stationary.box[2 * d, i]), int(stationary.box[2 * d + 1, i]),
+                                            int(streamed.box[2 * d, f]), int(streamed.box[2 * d + 1, f]))
+                                   for d, dim in enumerate(dims))
+    assert proved > 0
