@@ -205,15 +205,25 @@ def _element_slots(vectors: Vectors, ids: np.ndarray) -> tuple[np.ndarray, np.nd
     return element, lanes >= size
 
 
+def _gather32(values: np.ndarray, element: np.ndarray) -> np.ndarray:
+    """``values[element]`` as int32 (a fresh array). From an int32 copy of ``values`` when the slots are at
+    least half as many as the values: a gather of int32 moves half the bytes of one of int64 and needs no
+    narrowing pass after it (0.18 against 0.32 ms for 120,000 slots of 250,000 values), which pays for the
+    copy (0.05 ms); else gathered, then narrowed."""
+    if values.dtype != np.int32 and 2 * element.size >= len(values):
+        values = values.astype(np.int32)
+    return values[element].astype(np.int32, copy=False)
+
+
 def _streamed_slots(context: MappingContext, ids: np.ndarray, row_width: int) -> _OperandSlots:
     """The streamed terms of the F-vectors ``ids`` (F', len(ids))."""
     streamed, (row_dim, col_dim), kc = context.streamed_vectors, context.problem.dims, context.tiling.kc
     element, padded = _element_slots(streamed, ids)
-    row = streamed.sp1[element].astype(np.int32, copy=False)  # a fresh gather: no copy when int32 already
+    row = _gather32(streamed.sp1, element)
     row *= np.int32(row_dim.beta)
-    col = streamed.sp2[element].astype(np.int32, copy=False)
+    col = _gather32(streamed.sp2, element)
     col *= np.int32(col_dim.beta)
-    k_local = streamed.chan[element].astype(np.int32, copy=False)
+    k_local = _gather32(streamed.chan, element)
     if kc & (kc - 1):
         k_local %= np.int32(kc)
     else:  # channels are non-negative: the mask is the remainder
@@ -232,15 +242,16 @@ def _stationary_slots(context: MappingContext, ids: np.ndarray, row_width: int) 
     problem, stationary = context.problem, context.stationary
     row_dim, col_dim = problem.dims
     element, padded = _element_slots(stationary, ids)
-    row = stationary.sp1[element].astype(np.int32, copy=False)
+    row = _gather32(stationary.sp1, element)
     row *= np.int32(row_dim.alpha)
     row += np.int32(row_dim.gamma)
-    col = stationary.sp2[element].astype(np.int32, copy=False)
+    col = _gather32(stationary.sp2, element)
     col *= np.int32(col_dim.alpha)
     col += np.int32(col_dim.gamma)
     block = None
     if not problem.output_is_plane:  # wgrad: the stationary channel's block of R·S entries
-        block = stationary.chan[element].astype(np.int32) * np.int32(problem.output_shape[2] * row_width)
+        block = _gather32(stationary.chan, element)
+        block *= np.int32(problem.output_shape[2] * row_width)
     entry = None
     if row_dim.delta == 1 and col_dim.delta == 1:
         entry = row * np.int32(row_width)
