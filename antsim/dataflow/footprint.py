@@ -772,6 +772,9 @@ def _cell_blocks(cell: np.ndarray, per_block: int) -> list[tuple[int, int]]:
 # words per pair (the 32×32 planes), 0.7–1.05× at 5.2–5.3 (16×16 planes and the stride-2 layer onto them) and 4×
 # at 44 (the stride-2 layer onto 8×8).
 _TABLE_WORDS_PER_PAIR = 8
+# ... and at most 2^22 words (32 MiB). Memory only: a larger table (many PEs × channels × taps) takes the sorted cells.
+# [choice]
+_TABLE_MAX_WORDS = 1 << 22
 
 
 def _held_counts(layout: _WgradLayout, tiling: Tiling, stationary: np.ndarray, streamed: np.ndarray,
@@ -797,7 +800,8 @@ def _held_counts(layout: _WgradLayout, tiling: Tiling, stationary: np.ndarray, s
     position, cell = layout.by_pe[rank], ch * P + layout.pe_index[rank]
     reaches = layout.linked != n_dy  # (taps, positions + 1): the tap links the position to a dY position
     pairs = int(np.count_nonzero(reaches, axis=0)[position].sum())
-    table = not held_known and n_taps * Cs * P * d_bits.shape[1] <= _TABLE_WORDS_PER_PAIR * pairs
+    table_words = n_taps * Cs * P * d_bits.shape[1]
+    table = not held_known and table_words <= min(_TABLE_WORDS_PER_PAIR * pairs, _TABLE_MAX_WORDS)
     cells = _HeldCells(n_taps * Cs, P, Ko, table, tiling)
     for k0, k1 in _cell_blocks(cell, max(1, _PAIR_BLOCK // n_taps)):
         tap, k = np.nonzero(reaches[:, position[k0:k1]])  # pairs by tap, then non-zero
