@@ -708,10 +708,14 @@ def tap_footprint(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.nda
     valid = _wgrad_valid(layout, tiling, stationary, streamed)
     partial = np.zeros((N, G * n_pes), np.int64)
     out_values = np.zeros((N, G), np.int64)
+    one_position = layout.positions.shape[1] == 1
     for tile in np.unique(tiles):
         images = np.flatnonzero(tiles == tile)
+        held_known = one_position and len(images) == 1  # every pair of a (tap, channel, PE) cell is its only one
         partial[images[-1]], out_values[images[-1]] = _held_counts(layout, tiling, stationary[images],
-                                                                   streamed[images])
+                                                                   streamed[images], held_known)
+        if held_known:
+            partial[images[-1]] = valid[images[-1]].ravel()
     return Footprint(valid.ravel(), partial.ravel(), np.zeros(N * G * n_pes, np.int64), out_values.ravel())
 
 
@@ -759,8 +763,22 @@ def _cell_blocks(cell: np.ndarray, per_block: int) -> list[tuple[int, int]]:
     return blocks
 
 
-def _held_counts(layout: _WgradLayout, tiling: Tiling, stationary: np.ndarray, streamed: np.ndarray
-                 ) -> tuple[np.ndarray, np.ndarray]:
+# ``_held_counts`` keeps each (tap, channel, PE) cell's OR-ed dY row in a dense table over every cell (one row per
+# (tap, channel) for each PE: popcounts summed over taps and channels give the held entries, the rows OR-ed over PEs
+# the written ones) when the table holds at most this many words per (tap, stationary non-zero) pair of the tile;
+# else the cells formed are sorted by PE and summed per PE run. Speed only: both give the same integers
+# (tests/dataflow/test_footprint_taps.py). [choice] Measured here (one core, CPU time, best of 7, each wgrad call of
+# a batch-1 ResNet-18 CIFAR step, docs/footprint_speed.md): the table took 0.5–0.6× the sorted cells' time at 0.6
+# words per pair (the 32×32 planes), 0.7–1.05× at 5.2–5.3 (16×16 planes and the stride-2 layer onto them) and 4×
+# at 44 (the stride-2 layer onto 8×8).
+_TABLE_WORDS_PER_PAIR = 8
+# ... and at most 2^22 words (32 MiB). Memory only: a larger table (many PEs × channels × taps) takes the sorted cells.
+# [choice]
+_TABLE_MAX_WORDS = 1 << 22
+
+
+def _held_counts(layout: _WgradLayout, tiling: Tiling, stationary: np.ndarray, streamed: np.ndarray,
+                 held_known: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Held accumulator entries of one batch tile, summed over taps: per slot ``group · n_pes + pe`` the
     distinct ``(ch, ko)`` a PE holds (G · n_pes,), and per group the distinct ones over PEs (G,).
 
@@ -770,17 +788,21 @@ def _held_counts(layout: _WgradLayout, tiling: Tiling, stationary: np.ndarray, s
 
     Args:
         stationary: (n, Cs, plane) the tile's stationary masks. streamed: (n, Ko, U·V) its dY masks.
+        held_known: the caller knows the held entries (a tile of one image on PEs of one position each holds
+            every pair it forms once: its valid products); only the written ones are counted, zeros returned.
     """
     n, Cs = stationary.shape[:2]
     Ko, n_dy = streamed.shape[1:]
-    P, n_taps, G = len(layout.pes), len(layout.linked), tiling.n_groups
+    P, n_taps = len(layout.pes), len(layout.linked)
     d_bits = _dy_bits(streamed)
     # Non-zeros by channel, then PE (positions in PE order), then position and image: a (channel, PE) cell's run.
     ch, rank, image = np.nonzero(stationary.transpose(1, 2, 0)[:, layout.by_pe])
     position, cell = layout.by_pe[rank], ch * P + layout.pe_index[rank]
-    held = np.zeros((P, G), np.int64)
-    written = np.zeros((n_taps * Cs, d_bits.shape[1]), np.uint64)  # per (tap, channel): the dW row's ko bits
     reaches = layout.linked != n_dy  # (taps, positions + 1): the tap links the position to a dY position
+    pairs = int(np.count_nonzero(reaches, axis=0)[position].sum())
+    table_words = n_taps * Cs * P * d_bits.shape[1]
+    table = not held_known and table_words <= min(_TABLE_WORDS_PER_PAIR * pairs, _TABLE_MAX_WORDS)
+    cells = _HeldCells(n_taps * Cs, P, Ko, table, tiling)
     for k0, k1 in _cell_blocks(cell, max(1, _PAIR_BLOCK // n_taps)):
         tap, k = np.nonzero(reaches[:, position[k0:k1]])  # pairs by tap, then non-zero
         if len(k) == 0:
@@ -788,18 +810,70 @@ def _held_counts(layout: _WgradLayout, tiling: Tiling, stationary: np.ndarray, s
         k += k0
         key = tap * (Cs * P) + cell[k]  # non-decreasing: (tap, channel, PE)
         first = _starts(key)
-        ored = np.bitwise_or.reduceat(d_bits[layout.linked[tap, position[k]] * n + image[k]], first, axis=0)  # per cell
-        cell_pe = (key[first] % P).astype(np.uint16 if P < 1 << 16 else np.int64)  # uint16: a radix sort
-        by_pe = np.argsort(cell_pe, kind="stable")
-        pe_first = _starts(cell_pe[by_pe])
-        held[cell_pe[by_pe[pe_first]]] += np.add.reduceat(_group_counts(ored[by_pe].view(np.uint8), Ko, tiling.kc),
-                                                          pe_first, axis=0, dtype=np.int64)
-        tap_channel = key[first] // P
-        runs = _starts(tap_channel)
-        written[tap_channel[runs]] |= np.bitwise_or.reduceat(ored, runs, axis=0)
-    partial = np.zeros((G, tiling.n_pes), np.int64)
-    partial[:, layout.pes] = held.T
+        rows = d_bits[layout.linked[tap, position[k]] * n + image[k]]
+        ored = rows if len(first) == len(key) else np.bitwise_or.reduceat(rows, first, axis=0)  # per cell
+        cells.add(key[first], ored, not held_known)
+    written, held = cells.result()
+    partial = np.zeros((tiling.n_groups, tiling.n_pes), np.int64)
+    if held is not None:
+        partial[:, layout.pes] = held.T
     return partial.ravel(), _group_counts(written.view(np.uint8), Ko, tiling.kc).sum(axis=0, dtype=np.int64)
+
+
+class _HeldCells:
+    """The OR-ed dY rows of a tile's (tap, channel, PE) cells, ``cell = (tap · Cs + channel) · P + PE``: per PE the
+    held entries' popcounts per group, per (tap, channel) the written dW row. In a dense table of every cell
+    (``table``, rows stored as they come, each cell once) or, else, summed block by block over the cells formed."""
+
+    def __init__(self, n_rows: int, n_pes: int, n_channels: int, table: bool, tiling: Tiling) -> None:
+        self.n_pes, self.n_channels, self.tiling = n_pes, n_channels, tiling
+        words = -(-n_channels // 64)
+        self.table = np.zeros((n_rows * n_pes, words), np.uint64) if table else None
+        self.written = None if table else np.zeros((n_rows, words), np.uint64)
+        self.held = np.zeros((n_pes, tiling.n_groups), np.int64)
+        # A PE's held entries of a group are at most rows · kc: summed in the narrowest exact unsigned type, which numpy
+        # casts the uint8 popcounts to far faster than to int64 (0.05 against 2 ms on 10^6 counts, measured here).
+        bound = n_rows * tiling.kc
+        self.sum_dtype = np.uint16 if bound < 1 << 16 else np.uint32 if bound < 1 << 32 else np.uint64
+
+    def add(self, cell: np.ndarray, ored: np.ndarray, count_held: bool) -> None:
+        """Cells ``cell`` (ascending, none seen before) with their OR-ed rows ``ored``."""
+        if self.table is not None:
+            self.table[cell] = ored
+            return
+        assert self.written is not None
+        P, tiling = self.n_pes, self.tiling
+        if count_held:
+            cell_pe = (cell % P).astype(np.uint16 if P < 1 << 16 else np.int64)  # uint16: a radix sort
+            by_pe = np.argsort(cell_pe, kind="stable")
+            pe_first = _starts(cell_pe[by_pe])
+            counts = _group_counts(ored[by_pe].view(np.uint8), self.n_channels, tiling.kc)
+            self.held[cell_pe[by_pe[pe_first]]] += np.add.reduceat(counts, pe_first, axis=0, dtype=self.sum_dtype)
+        tap_channel = cell // P
+        runs = _starts(tap_channel)
+        self.written[tap_channel[runs]] |= np.bitwise_or.reduceat(ored, runs, axis=0)
+
+    def result(self) -> tuple[np.ndarray, np.ndarray | None]:
+        """The written dW rows (taps · Cs, words) and the held entries (P, G) (None if not counted)."""
+        if self.table is None:
+            assert self.written is not None
+            return self.written, self.held
+        P, tiling = self.n_pes, self.tiling
+        counts = _group_counts(self.table.view(np.uint8), self.n_channels, tiling.kc)
+        held = counts.reshape(-1, P * tiling.n_groups).sum(axis=0, dtype=self.sum_dtype)
+        return _or_over_middle(self.table.reshape(-1, P, self.table.shape[1])), held.reshape(P, -1).astype(np.int64)
+
+
+def _or_over_middle(rows: np.ndarray) -> np.ndarray:
+    """``np.bitwise_or.reduce(rows, axis=1)`` of a (R, M, W) array by halving M (whole contiguous slices OR-ed;
+    numpy's reduce over a middle axis walks the short last axis one row at a time)."""
+    while rows.shape[1] > 1:
+        half = rows.shape[1] // 2
+        folded = rows[:, :half] | rows[:, half:2 * half]
+        if rows.shape[1] % 2:
+            folded[:, 0] |= rows[:, -1]
+        rows = folded
+    return rows[:, 0]
 
 
 def fast_footprint(problem: PhaseProblem, tiling: Tiling, stationary_mask: np.ndarray, streamed_mask: np.ndarray,

@@ -146,8 +146,7 @@ def _map_sampled(arch: ArchSpec, options: MappingOptions, layer: Layer, phase: P
     sample_tiles = BatchTiles(min(tiles.size, len(sample.images)), len(sample.images))
     held = sampled = None
     if problem.needs_reduction:  # a tile's held dW entries are the union over all its images: count them
-        held = _footprint(problem, tiling, nonzero_mask(stationary_tensor, False),
-                          nonzero_mask(problem.streamed(tensors), False), tiles)
+        held = _footprint(problem, tiling, *_nonzero_masks(problem, tensors, False), tiles)
         sampled = _sample_footprint(held, sample.images, tiling)
     work = _map_images(arch, options, inputs, sample_tiles, sampled)
     work = expand_images(work, tiles, sample, per_image, held)
@@ -195,6 +194,7 @@ class _MappingInputs:
     stationary_vectors: Vectors
     partition: OutputPartition | None
     per_image: np.ndarray
+    tensors: Tensors
 
     @classmethod
     def build(cls, arch: ArchSpec, layer: Layer, phase: Phase, tensors: Tensors) -> _MappingInputs:
@@ -207,7 +207,8 @@ class _MappingInputs:
         vectors = stationary_vectors(problem, tiling, classes, stationary_tensor, dense, pe.I)
         partition = partition_wgrad(layer, tiling, pe.F, pe.I) if _output_partition(arch, phase) else None
         per_image = _stationary_per_image(tiling, vectors) if partition is None else partition.stationary_per_image
-        return cls(layer, problem, tiling, classes, stationary_tensor, streamed_tensor, vectors, partition, per_image)
+        return cls(layer, problem, tiling, classes, stationary_tensor, streamed_tensor, vectors, partition, per_image,
+                   tensors)
 
     def tile_size(self, arch: ArchSpec, per_image: np.ndarray) -> int:
         """Images per batch tile for ``per_image`` (N, n_pes) stationary values (``choose_tile_size``)."""
@@ -275,8 +276,7 @@ def _footprint_and_output(context: MappingContext, options: MappingOptions, inpu
                           tiles: BatchTiles) -> tuple[Footprint, np.ndarray | None, np.ndarray | None]:
     """The output footprint, and at ``exact`` fidelity the functional output and exact bank conflicts."""
     problem, tiling = context.problem, context.tiling
-    stationary_mask = nonzero_mask(inputs.stationary_tensor, options.dense)
-    streamed_mask = nonzero_mask(inputs.streamed_tensor, options.dense)
+    stationary_mask, streamed_mask = _nonzero_masks(problem, inputs.tensors, options.dense)
     if options.fidelity != "exact":
         return _footprint(problem, tiling, stationary_mask, streamed_mask, tiles, options.dense), None, None
     result = run_exact(context, options.policy)
@@ -285,6 +285,15 @@ def _footprint_and_output(context: MappingContext, options: MappingOptions, inpu
         held = tap_footprint(problem, tiling, stationary_mask, streamed_mask, tiles.tile_of_image)
         footprint = replace(held, valid_products=footprint.valid_products)
     return footprint, result.output, result.conflict_cycles
+
+
+def _nonzero_masks(problem: PhaseProblem, tensors: Tensors, dense: bool) -> tuple[np.ndarray, np.ndarray]:
+    """The stationary and streamed non-zero masks of ``problem`` (``nonzero_mask``), read off the masks the operands
+    came with when they did (``Tensors.nonzero_masks``: the same arrays, no compare of every element)."""
+    masks = tensors.nonzero_masks()
+    if masks is None or dense:
+        return nonzero_mask(problem.stationary(tensors), dense), nonzero_mask(problem.streamed(tensors), dense)
+    return problem.stationary(masks), problem.streamed(masks)
 
 
 def _conflicts(context: MappingContext, options: MappingOptions, counts: PairCounts,

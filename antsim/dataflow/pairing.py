@@ -105,7 +105,8 @@ def make_cells(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, st
     ends = np.cumsum(per_fiber)
     dtypes = cell_dtypes(stationary, streamed)
     index = _StreamedIndex.of(streamed, dtypes)
-    columns = _Columns(int(ends[-1]) if len(ends) else 0, dtypes, index)
+    capacity = int(ends[-1]) if len(ends) else 0
+    columns = _Columns(capacity, dtypes, index, index.group_rows(tiling.n_groups, classes, dtypes, capacity))
     # The per-fiber terms in the cells' widths before they are gathered over the cells (half the bytes moved when
     # int32; the same values: ``cell_dtypes`` bounds them).
     stationary = replace(stationary, fiber_vec0=stationary.fiber_vec0.astype(dtypes["i0"]),
@@ -160,8 +161,9 @@ class _Columns:
     the cells kept: the cells are held once, with no per-batch copy of them beside (and untouched pages of the
     capacity are never resident). ``index`` finds the streamed fiber of each cell."""
 
-    def __init__(self, capacity: int, dtypes: dict[str, np.dtype], index: _StreamedIndex) -> None:
-        self.capacity, self.index = capacity, index
+    def __init__(self, capacity: int, dtypes: dict[str, np.dtype], index: _StreamedIndex,
+                 rows: dict[str, np.ndarray] | None = None) -> None:
+        self.capacity, self.index, self.rows = capacity, index, rows
         self.filled = 0
         self.arrays = {name: np.empty(capacity, dtype) for name, dtype in dtypes.items()}
 
@@ -207,8 +209,12 @@ def _fill_cells(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, s
     index = columns.index
     Nt, Ct = problem.streamed_shape[:2]
     G, n_pes = tiling.n_groups, tiling.n_pes
-    block_of_fiber = ((batch.image if Nt > 1 else 0) * Ct + (batch.channel if Ct > 1 else 0)) * G
-    block_of_fiber = np.broadcast_to(block_of_fiber, batch.image.shape).astype(np.int64)
+    base = ((batch.image if Nt > 1 else 0) * Ct + (batch.channel if Ct > 1 else 0))
+    base = np.broadcast_to(base, batch.image.shape).astype(np.int64)
+    if columns.rows is not None and _one_partner(classes, batch.stationary_class):
+        _fill_by_rows(tiling, classes, stationary, batch, base, columns)
+        return
+    block_of_fiber = base * G
     spread, out = _stream_keys(classes, G, batch.stationary_class, block_of_fiber, columns)
     _gather_into(out["nnz_t_all"], index.streamed.unfiltered_nnz.ravel(), out["stream_key"])
     live = out["nnz_t_all"] > 0
@@ -227,6 +233,46 @@ def _fill_cells(problem: PhaseProblem, tiling: Tiling, classes: StrideClasses, s
     key = out["stream_key"] * index.streamed.layout.n_sets
     spread.add(key, index.streamed.layout.set_of_pe[batch.pe])
     index.fill(key, out)  # the streamed fiber key: ((block · n_classes + class) · n_sets + fetch set)
+
+
+def _one_partner(classes: StrideClasses, stationary_class: np.ndarray) -> bool:
+    """Whether every fiber's class pairs with exactly one streamed class."""
+    n_partners = _partner_table(classes)[0][stationary_class]
+    return bool(len(n_partners)) and n_partners.min() == n_partners.max() == 1
+
+
+def _fill_by_rows(tiling: Tiling, classes: StrideClasses, stationary: Vectors, batch: _FiberBatch, base: np.ndarray,
+                  columns: _Columns) -> None:
+    """``_fill_cells`` where each fiber pairs with one streamed class: a fiber's cells are its G groups, and its
+    streamed fibers' terms (unfiltered non-zeros, first F-vector, F-vectors, non-zeros) one row of ``columns.rows``
+    (``_StreamedIndex.group_rows``), copied whole; the fiber's own terms are broadcast over the row. The inert
+    cells are then dropped from every field (the live ones keep their order)."""
+    assert columns.rows is not None
+    index, G, n_pes = columns.index, tiling.n_groups, tiling.n_pes
+    layout = index.streamed.layout
+    partner = _partner_table(classes)[1][batch.stationary_class, 0]
+    out = columns.reserve(len(base) * G)
+    box = {name: column.reshape(len(base), G) for name, column in out.items()}
+    row = (base * classes.n_streamed + partner) * layout.n_sets + layout.set_of_pe[batch.pe]
+    for name, table in columns.rows.items():
+        np.take(table, row, axis=0, out=box[name], mode="clip")  # "clip": unbuffered; every row is in range anyway
+    groups = np.arange(G, dtype=np.int64)
+    np.add((base * G * classes.n_streamed + partner)[:, None], (groups * classes.n_streamed)[None, :],
+           out=box["stream_key"])
+    np.add(((batch.image * G) * n_pes + batch.pe.astype(np.int64))[:, None], (groups * n_pes)[None, :],
+           out=box["slot"])
+    fibers = slice(batch.first, batch.first + len(base))
+    for name, values in (("i0", stationary.fiber_vec0[fibers]), ("n_i", stationary.fiber_nvec[fibers]),
+                         ("nnz_s", stationary.fiber_nnz[fibers])):
+        np.copyto(box[name], values[:, None])
+    live = out["nnz_t_all"] > 0
+    if live.all():
+        columns.commit(len(live))
+        return
+    keep = np.flatnonzero(live)
+    for column in out.values():
+        column[:len(keep)] = column[keep]
+    columns.commit(len(keep))
 
 
 def _stream_keys(classes: StrideClasses, n_groups: int, stationary_class: np.ndarray, block_of_fiber: np.ndarray,
@@ -324,6 +370,26 @@ class _StreamedIndex:
             ("f0", vectors.fiber_vec0), ("n_f", vectors.fiber_nvec), ("nnz_t", vectors.fiber_nnz)))
         return cls(streamed, position, padded)  # type: ignore[arg-type]  # three arrays
 
+    def group_rows(self, n_groups: int, classes: StrideClasses, dtypes: dict[str, np.dtype], n_cells: int
+                   ) -> dict[str, np.ndarray] | None:
+        """Per (streamed image-channel, class, fetch set) row ``(base · n_classes + class) · n_sets + set``, the terms
+        of the streamed fibers of its ``n_groups`` groups: unfiltered non-zeros, first F-vector, F-vectors and
+        non-zeros (0 where the fetch filter emptied the fiber), (rows, G) in the cells' dtypes — the values
+        ``fill`` and the unfiltered counts give, laid out so a cell's G groups are one row. None when the key space
+        is larger than ``n_cells`` (the tables would cost more than the cells' lookups) or has no table."""
+        layout = self.streamed.layout
+        key_space = layout.n_blocks * layout.n_classes * layout.n_sets
+        if self.position is None or self.padded is None or key_space > _ROW_KEYS_PER_CELL * n_cells or \
+                classes.n_streamed != layout.n_classes:
+            return None
+        n_base, n_classes, n_sets = layout.n_blocks // n_groups, layout.n_classes, layout.n_sets
+        by_group = self.position.reshape(n_base, n_groups, n_classes, n_sets).transpose(0, 2, 3, 1)
+        position = by_group.reshape(-1, n_groups).astype(np.int64)
+        rows = {name: values[position] for name, values in zip(("f0", "n_f", "nnz_t"), self.padded, strict=True)}
+        unfiltered = self.streamed.unfiltered_nnz.reshape(n_base, n_groups, n_classes).transpose(0, 2, 1)
+        rows["nnz_t_all"] = np.repeat(unfiltered.astype(dtypes["nnz_t_all"]), n_sets, axis=1).reshape(-1, n_groups)
+        return rows
+
     def fill(self, keys: np.ndarray, out: dict[str, np.ndarray]) -> None:
         """First F-vector, F-vector count and non-zeros of each key's fiber (0 where the fetch filter emptied it)
         into ``out``'s ``f0``, ``n_f``, ``nnz_t``."""
@@ -339,6 +405,15 @@ class _StreamedIndex:
             idx, found = vectors.fiber_index(keys)
             for name, values in (("f0", vectors.fiber_vec0), ("n_f", vectors.fiber_nvec), ("nnz_t", vectors.fiber_nnz)):
                 out[name][...] = np.where(found, values[idx], 0)
+
+
+# Streamed fiber keys per cell up to which ``_StreamedIndex.group_rows`` lays the streamed terms out in rows of the
+# groups (a pass per field over the key space, then one row copied per stationary fiber) instead of looking each
+# cell up. Speed only: both give the same fields (tests/dataflow/test_pairing.py). [choice] Measured here (one core,
+# CPU time, best of 7, every make_cells call of a batch-1 ResNet-18 CIFAR step): SCNN's fprop / dgrad / wgrad cells
+# 27.2 / 21.9 / 6.5 → 23.4 / 16.8 / 5.1 ms (0.02–0.2 keys per cell); ANT's deeper layers have 1.3–10 keys per cell
+# (its fetch sets) and keep the lookups.
+_ROW_KEYS_PER_CELL = 1
 
 
 # Streamed-fiber lookup table entries per fiber up to which ``_StreamedIndex`` takes a table (8 bytes an entry)

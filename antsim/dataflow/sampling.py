@@ -106,10 +106,16 @@ def plan_sample(stationary_nnz: np.ndarray, streamed_nnz: np.ndarray | None, k: 
 
 
 def select_images(tensors: Tensors, images: np.ndarray) -> Tensors:
-    """The operands of the chosen images (weights shared)."""
+    """The operands of the chosen images (weights shared), with their non-zero masks when ``tensors`` has them."""
     saved = tensors.saved_activations
-    return Tensors(tensors.weights, tensors.activations[images], tensors.grad_output[images],
-                   None if saved is None else saved[images])
+    selected = Tensors(tensors.weights, tensors.activations[images], tensors.grad_output[images],
+                       None if saved is None else saved[images])
+    masks = tensors.nonzero_masks()
+    if masks is None:
+        return selected
+    saved_mask = masks.saved_activations
+    return selected.with_masks(Tensors.of_masks(masks.weights, masks.activations[images], masks.grad_output[images],
+                                                None if saved_mask is None else saved_mask[images]))
 
 
 def _accumulated_rows(k: int, n_groups: int, n_images: int, full: BatchTiles) -> tuple[np.ndarray, np.ndarray]:

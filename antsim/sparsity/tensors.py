@@ -67,10 +67,58 @@ class Tensors:
             if array is not None and not (isinstance(array, np.ndarray) and array.dtype == np.float32):
                 raise WorkloadError(f"{name}: Tensors.of_normals takes float32 arrays; got {type(array).__name__}"
                                     f"{'' if not isinstance(array, np.ndarray) else f' of {array.dtype}'}")
+        return cls._unchecked(arrays)
+
+    @classmethod
+    def of_masks(cls, weights: np.ndarray, activations: np.ndarray, grad_output: np.ndarray,
+                 saved_activations: np.ndarray | None = None) -> Tensors:
+        """Tensors of bool non-zero masks (``with_masks``), without ``check_operand``'s pass (a bool is finite).
+
+        Raises:
+            WorkloadError: a mask that is not a bool numpy array.
+        """
+        arrays = (weights, activations, grad_output, saved_activations)
+        for name, array in zip(OPERANDS, arrays, strict=True):
+            if array is not None and not (isinstance(array, np.ndarray) and array.dtype == bool):
+                raise WorkloadError(f"{name}: Tensors.of_masks takes bool arrays; got {type(array).__name__}"
+                                    f"{'' if not isinstance(array, np.ndarray) else f' of {array.dtype}'}")
+        return cls._unchecked(arrays)
+
+    @classmethod
+    def _unchecked(cls, arrays: tuple[np.ndarray | None, ...]) -> Tensors:
         tensors = object.__new__(cls)  # the dataclass's __init__ would run __post_init__'s full pass
         for name, array in zip(OPERANDS, arrays, strict=True):
             object.__setattr__(tensors, name, array)  # frozen: the way dataclasses set fields
         return tensors
+
+    def with_masks(self, masks: Tensors) -> Tensors:
+        """These operands, carrying ``masks``: the bool Tensors of their non-zeros (``masks.X == (self.X != 0)``,
+        which the caller guarantees: the generators, which make the masks anyway, and ``select_images``), so the
+        mapping reads them instead of comparing every element again (``nonzero_masks``). Every array of both is made
+        read-only: an operand changed in place after this would leave its mask stale, so the write raises instead.
+
+        Raises:
+            WorkloadError: a mask that is not bool, or whose shape is not its operand's, or a saved mask without
+                saved activations (or the other way round).
+        """
+        for name in OPERANDS:
+            array, mask = getattr(self, name), getattr(masks, name)
+            if (array is None) != (mask is None):
+                raise WorkloadError(f"{name}: a non-zero mask needs its operand and the operand its mask")
+            if mask is not None and (mask.dtype != bool or mask.shape != array.shape):
+                raise WorkloadError(f"{name}: the non-zero mask must be bool of the operand's shape {array.shape};"
+                                    f" got {mask.dtype} {mask.shape}")
+        for name in OPERANDS:
+            for array in (getattr(self, name), getattr(masks, name)):
+                if array is not None:
+                    array.flags.writeable = False
+        object.__setattr__(self, "_masks", masks)  # frozen: the way dataclasses set attributes
+        return self
+
+    def nonzero_masks(self) -> Tensors | None:
+        """The bool Tensors of the operands' non-zeros when they came with them (``with_masks``), else None."""
+        masks: Tensors | None = self.__dict__.get("_masks")
+        return masks
 
     @property
     def wgrad_activations(self) -> np.ndarray:

@@ -170,6 +170,33 @@ def test_wgrad_tile_bits_equal_the_per_image_products(layer, density, grid, pair
         assert got.valid_products.sum() > 0
 
 
+@pytest.mark.parametrize("layer", WGRAD_LAYERS, ids=lambda layer: layer.name)
+@pytest.mark.parametrize("grid", [(2, 3, 4), (3, 5, 8), (12, 12, 16), (12, 12, 3)])
+@pytest.mark.parametrize("table_words", [0, 1 << 40])
+def test_wgrad_held_table_sorted_cells_and_one_position_pes_equal_the_products(layer, grid, table_words, monkeypatch):
+    """The held entries from the dense table of every (tap, channel, PE) cell and from the cells sorted by PE (each
+    forced), and on grids with one position per PE (12 × 12 PEs: a one-image tile's held entries are its valid
+    products), equal the sparse per-(tap, image) products, for single-image, whole-batch and uneven tiles."""
+    monkeypatch.setattr(footprint, "_TABLE_WORDS_PER_PAIR", table_words)
+    problem = phase_problem(layer, "wgrad")
+    tiling = make_tiling(problem, *grid)
+    t = random_tensors(layer, 0.3, seed=5)
+    S, T = problem.stationary(t) != 0, problem.streamed(t) != 0
+    for tile_of_image in (None, np.zeros(layer.N, np.int64), np.arange(layer.N) // 2):
+        got = footprint.tap_footprint(problem, tiling, S, T, tile_of_image)
+        want = _reference_tap_footprint(problem, tiling, S, T, tile_of_image)
+        for name in FIELDS:
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+        assert got.partial_outputs.sum() > 0
+
+
+@pytest.mark.parametrize("shape", [(3, 1, 2), (5, 64, 1), (4, 7, 3), (2, 16, 8), (1, 5, 1)])
+def test_or_over_middle_is_the_bitwise_or_reduce(shape):
+    rng = np.random.default_rng(sum(shape))
+    rows = rng.integers(0, 1 << 62, shape, dtype=np.uint64) & rng.integers(0, 1 << 62, shape, dtype=np.uint64)
+    assert np.array_equal(footprint._or_over_middle(rows), np.bitwise_or.reduce(rows, axis=1))
+
+
 @pytest.mark.parametrize("n_channels", [1, 7, 8, 13, 64, 65, 130])
 @pytest.mark.parametrize("kc", [1, 3, 8, 16, 24, 64, 200])
 def test_group_counts_are_the_set_bits_per_group(n_channels, kc):

@@ -196,3 +196,27 @@ def test_wgrad_batch_sample_reads_its_footprint_off_the_batch(policy, batch_tile
         else:
             assert got_value == want_value, name
     assert got.valid_products.sum() > 0
+
+
+@pytest.mark.parametrize("phase", ["fprop", "dgrad", "wgrad"])
+@pytest.mark.parametrize("batch_sample", [0, 2])
+def test_operands_with_their_masks_map_as_without(phase, batch_sample):
+    """The masks a generator hands over (``Tensors.nonzero_masks``; read off by the footprints, carried through a batch
+    sample's ``select_images``) give the work of the same operands without them, field for field."""
+    from antsim.sparsity.generators import make_tensors
+    from antsim.sparsity.tensors import Tensors
+
+    layer = Layer("m", N=4, C=6, K=7, H=8, W=8, R=3, S=3, stride=2, pad=1)
+    arch = small_arch("ant", 2, 2, 3)
+    for saved in (None, 0.2):
+        t = make_tensors(layer, 0.3, 0.4, 0.3, model="uniform", seed=2, density_a_saved=saved)
+        assert t.nonzero_masks() is not None
+        plain = Tensors(t.weights, t.activations, t.grad_output, t.saved_activations)
+        got = map_phase(arch, layer, phase, t, batch_sample=batch_sample)
+        want = map_phase(arch, layer, phase, plain, batch_sample=batch_sample)
+        for name in (*PER_PE_FIELDS, *PER_CHUNK_FIELDS, "products", "tiling", "notes", "stationary_values"):
+            got_value, want_value = getattr(got, name), getattr(want, name)
+            if isinstance(got_value, np.ndarray):
+                np.testing.assert_array_equal(got_value, want_value, err_msg=name)
+            else:
+                assert got_value == want_value, name

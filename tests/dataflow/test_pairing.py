@@ -206,13 +206,19 @@ def _brute_force_cells(problem, tiling, classes, stationary, streamed) -> dict[s
 @pytest.mark.parametrize("phase", PHASES)
 @pytest.mark.parametrize("density", [0.05, 0.4, 1.0])
 @pytest.mark.parametrize("searched", [False, True])
-def test_cells_equal_the_brute_force(layer, phase, density, searched, monkeypatch):
+@pytest.mark.parametrize("rows", [0, 1 << 20])
+def test_cells_equal_the_brute_force(layer, phase, density, searched, rows, monkeypatch):
     """Every field of every cell equals the loops over the definition: sparse operands (many inert cells dropped,
     the live ones gathered), dense ones (every cell live, repeated per fiber), in batches of 1-5 fibers' cells;
-    streamed fibers found through the key table (missing keys sent to the appended zero fiber) or, ``searched``, by
+    streamed fibers found through the key table (missing keys sent to the appended zero fiber), through rows of the
+    groups copied per fiber (``rows``: forced where each fiber pairs with one streamed class) or, ``searched``, by
     binary search."""
+    monkeypatch.setattr(pairing, "_ROW_KEYS_PER_CELL", rows)
     if searched:
         monkeypatch.setattr(pairing, "_KEY_TABLE_PER_FIBER", -(1 << 20))
+    by_rows = []
+    fill_by_rows = pairing._fill_by_rows
+    monkeypatch.setattr(pairing, "_fill_by_rows", lambda *args: (by_rows.append(1), fill_by_rows(*args)))
     operands = _phase_operands(layer, phase, density, 5)
     want = _brute_force_cells(*operands)
     assert searched == (pairing._StreamedIndex.of(operands[4], cell_dtypes(*operands[3:])).position is None)
@@ -221,6 +227,9 @@ def test_cells_equal_the_brute_force(layer, phase, density, searched, monkeypatc
         cells = make_cells(*operands)
         for name, values in want.items():
             np.testing.assert_array_equal(getattr(cells, name), np.array(values, np.int64).reshape(-1), err_msg=name)
+    one_partner = pairing._one_partner(operands[2], pairing._decode_stationary(*operands[:3],
+                                                                                operands[3].fiber_keys)[3])
+    assert bool(by_rows) == (rows > 0 and not searched and one_partner)
     if density == 0.05 and phase == "fprop":
         problem, tiling, classes, stationary, _ = operands
         _, _, _, cls = pairing._decode_stationary(problem, tiling, classes, stationary.fiber_keys)

@@ -92,3 +92,37 @@ def test_only_the_normal_models_skip_the_finite_check(monkeypatch: pytest.Monkey
         assert all(np.isfinite(a).all() for a in (t.weights, t.activations, t.grad_output, t.saved_activations))
     with pytest.raises(AssertionError, match="checked element by element"):
         make_tensors(LAYER, model="topk_field", seed=0)
+
+
+@pytest.mark.parametrize("model", ["uniform", "channel"])
+def test_generated_masks_are_the_non_zeros_and_freeze_their_operands(model: str) -> None:
+    """uniform and channel hand over the non-zero masks they draw (the saved copy's too): each equals ``!= 0`` of its
+    operand, and every array is read-only, so an operand changed in place cannot leave its mask stale."""
+    for saved_density in (None, 0.1):
+        t = make_tensors(LAYER, 0.3, 0.5, 0.2, model=model, density_a_saved=saved_density, seed=3)
+        masks = t.nonzero_masks()
+        assert masks is not None
+        for name in ("weights", "activations", "grad_output", "saved_activations"):
+            array, mask = getattr(t, name), getattr(masks, name)
+            if array is None:
+                assert mask is None and saved_density is None
+                continue
+            assert mask.dtype == bool and np.array_equal(mask, array != 0), (model, name)
+            assert not array.flags.writeable and not mask.flags.writeable
+        with pytest.raises(ValueError, match="read-only"):
+            t.weights[0, 0, 0, 0] = 1.0
+    assert make_tensors(LAYER, model="swat", seed=0).nonzero_masks() is None  # its masks are not made for free
+    assert Tensors(t.weights, t.activations, t.grad_output).nonzero_masks() is None
+
+
+def test_masks_of_another_shape_or_kind_are_refused() -> None:
+    t = make_tensors(LAYER, 0.3, 0.5, 0.2, model="swat", seed=3)
+    fresh = Tensors(t.weights.copy(), t.activations.copy(), t.grad_output.copy())
+    good = [a != 0 for a in (fresh.weights, fresh.activations, fresh.grad_output)]
+    with pytest.raises(WorkloadError, match="activations: the non-zero mask must be bool of the operand's shape"):
+        fresh.with_masks(Tensors.of_masks(good[0], good[1][:1], good[2]))
+    with pytest.raises(WorkloadError, match="saved_activations: a non-zero mask needs its operand"):
+        fresh.with_masks(Tensors.of_masks(*good, good[1]))
+    with pytest.raises(WorkloadError, match="weights: Tensors.of_masks takes bool arrays; got ndarray of float32"):
+        Tensors.of_masks(fresh.weights, *good[1:])
+    assert fresh.with_masks(Tensors.of_masks(*good)).nonzero_masks() is not None
