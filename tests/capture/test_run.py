@@ -128,17 +128,20 @@ def test_digits_without_scikit_learn_is_one_line_exit_2(monkeypatch: pytest.Monk
 
 
 def test_loss_falls_on_natural_images() -> None:
-    """A x0.125 ResNet-18 learns the (photo, strip) target: the last steps' loss is well below the first."""
+    """A x0.125 ResNet-18 learns the (photo, strip) target: the last steps' loss is well below the first.
+
+    80 steps, not 40: at 40 the drop (0.19-0.26 over seeds 0-2 on an AMD EPYC host, > 0.3 on the earlier hosts)
+    sits at the bound, so the CPU's float rounding decided the outcome; at 80 it is 0.36-0.59 on seeds 0-2."""
     pytest.importorskip("sklearn")
-    result = capture("resnet18-cifar", steps=40, batch=16, width_mult=0.125, data="natural", lr=0.02, seed=0)
+    result = capture("resnet18-cifar", steps=80, batch=16, width_mult=0.125, data="natural", lr=0.02, seed=0)
     assert result.classes == 10 and "china.jpg" in result.data
     first, last = np.mean(result.losses[:10]), np.mean(result.losses[-10:])
     assert first > 2.0 and last < first - 0.3, (first, last)
     assert np.mean(result.accuracies[-10:]) > np.mean(result.accuracies[:10]) + 0.1
     from antsim.capture.schedule import make_schedule
 
-    schedule = make_schedule("cosine", 0.02, 40)
-    assert result.lrs == [schedule.at(i) for i in range(40)] and result.schedule == schedule
+    schedule = make_schedule("cosine", 0.02, 80)
+    assert result.lrs == [schedule.at(i) for i in range(80)] and result.schedule == schedule
 
 
 def test_array_sources_keep_the_old_batches() -> None:
