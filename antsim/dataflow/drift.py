@@ -127,16 +127,10 @@ def _windows_by_key(cells: Cells, cell_pairs: np.ndarray, working: np.ndarray, s
     n_keys = int(key.max()) + 1
     if n_keys > _KEYS_PER_CELL * len(key) or n_chunks >= 1 << 15:
         return None
-    chunk = cells.slot // n_pes
-    chunk_of_key = np.full(n_keys, n_chunks, np.int16)  # keys without cells: a spare chunk past the last
-    chunk_of_key[key] = chunk
-    if not np.array_equal(chunk_of_key[key], chunk):
+    tables = _key_tables(cells, working, n_keys, shape)
+    if tables is None:
         return None
-    sent = np.zeros(n_keys, np.int64)
-    if working.all():
-        sent[key] = cells.nnz_t_all  # every cell of a block carries its broadcast size
-    else:
-        sent[key[working]] = cells.nnz_t_all[working]
+    chunk_of_key, sent = tables
     order = np.argsort(chunk_of_key, kind="stable")
     keys_per_chunk = np.bincount(chunk_of_key, minlength=n_chunks + 1)
     first_key = np.cumsum(keys_per_chunk) - keys_per_chunk
@@ -163,3 +157,40 @@ def _windows_by_key(cells: Cells, cell_pairs: np.ndarray, working: np.ndarray, s
     has = windows_per_chunk[:n_chunks] > 0
     out[has] = np.add.reduceat(worst, first_window[:n_chunks][has])
     return out
+
+
+def _key_tables(cells: Cells, working: np.ndarray, n_keys: int, shape: tuple[int, int]
+                ) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per stream key: its chunk (int16; keys without cells: a spare chunk past the last) and the values its
+    block broadcasts (int64; 0 without working cells), or None when a key is shared by chunks.
+
+    Both go through one scatter of ``chunk << 32 | values`` (values: non-negative counts in int32; chunks below
+    2^15) and one gather that checks every cell agrees with its key's entry; keys without working cells are then
+    zeroed. Cells of one key that disagree on their values (never: a block's cells carry its broadcast size) take
+    the two scatters, whose last (working) writer wins."""
+    n_chunks, n_pes = shape
+    key, values = cells.stream_key, cells.nnz_t_all
+    chunk = cells.slot // n_pes
+    every = working.all()
+    if values.dtype.itemsize <= 4:
+        packed = chunk << 32
+        packed |= values
+        packed_of_key = np.full(n_keys, n_chunks << 32, np.int64)
+        packed_of_key[key] = packed
+        if np.array_equal(packed_of_key[key], packed):
+            sent = packed_of_key & 0xFFFFFFFF
+            if not every:
+                idle = np.ones(n_keys, bool)
+                idle[key[working]] = False
+                sent[idle] = 0
+            return (packed_of_key >> 32).astype(np.int16), sent
+    chunk_of_key = np.full(n_keys, n_chunks, np.int16)
+    chunk_of_key[key] = chunk
+    if not np.array_equal(chunk_of_key[key], chunk):
+        return None
+    sent = np.zeros(n_keys, np.int64)
+    if every:
+        sent[key] = values  # every cell of a block carries its broadcast size
+    else:
+        sent[key[working]] = values[working]
+    return chunk_of_key, sent

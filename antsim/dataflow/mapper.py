@@ -371,11 +371,6 @@ def _dram(problem: PhaseProblem, tiling: Tiling, streamed: StreamedOperand) -> n
     return np.broadcast_to(per_chunk, (tiling.n_images, tiling.n_groups)).ravel().astype(np.int64)
 
 
-def _stationary_values(tiling: Tiling, vectors: Vectors) -> np.ndarray:
-    pe = tiling.pe_of_stationary()[vectors.sp1, vectors.sp2]
-    return np.bincount(pe, minlength=tiling.n_pes).astype(np.int64)
-
-
 def _assemble(layer_name: str, context: MappingContext, options: MappingOptions, measured: _Measured) -> PhaseWork:
     """The image-major ``PhaseWork`` (one image per batch tile; ``batch_tiled`` sets the batch loop)."""
     problem, tiling, cells = context.problem, context.tiling, context.cells
@@ -385,6 +380,8 @@ def _assemble(layer_name: str, context: MappingContext, options: MappingOptions,
     total = valid if options.ideal_dense else int(np.sum(cells.nnz_s * reference, dtype=np.int64))
     products = ProductCounts(total=total, valid=valid, skipped=total - int(counts.issued_products.sum()))
     chunk = np.arange(tiling.n_chunks)
+    per_image = _stationary_per_image(tiling, context.stationary)  # once: the per-PE sums are its column sums
+    stationary = per_image.sum(axis=0)
     return PhaseWork(
         layer_name=layer_name, phase=problem.phase, n_pes=tiling.n_pes,
         candidate_pairs=_per_slot(tiling, counts.candidate_pairs),
@@ -402,19 +399,19 @@ def _assemble(layer_name: str, context: MappingContext, options: MappingOptions,
         output_readback_values=np.zeros(tiling.n_chunks, np.int64), drains=np.ones(tiling.n_chunks, bool),
         chunk_tile=chunk // tiling.n_groups, chunk_group=chunk % tiling.n_groups,
         chunk_image=chunk // tiling.n_groups, lockstep_pairs=np.zeros(tiling.n_chunks, np.int64),
-        stationary_values=_stationary_values(tiling, context.stationary),
-        stationary_resident=_stationary_values(tiling, context.stationary),
+        stationary_values=stationary, stationary_resident=stationary.copy(),
         stationary_operand=problem.stationary_operand, streamed_operand=problem.streamed_operand,
         needs_reduction=problem.needs_reduction, products=products, output=measured.output,
-        tiling=_tiling_dict(context, options), notes=_notes(options, measured.conflicts.sample_step),
+        tiling=_tiling_dict(context, options, int(per_image.max(initial=0))),
+        notes=_notes(options, measured.conflicts.sample_step),
     )
 
 
-def _tiling_dict(context: MappingContext, options: MappingOptions) -> dict:
+def _tiling_dict(context: MappingContext, options: MappingOptions, stationary_max: int) -> dict:
     """The plain-dict description of the mapping (``PhaseWork.tiling``); ``dense`` means an ideal dense
-    engine (a DCNN's ``dense_packing: cartesian`` is added by ``_map_images``)."""
+    engine (a DCNN's ``dense_packing: cartesian`` is added by ``_map_images``). ``stationary_max``: the most
+    stationary values one image's tile puts on one PE."""
     tiling, classes = context.tiling, context.classes
-    per_image = _stationary_per_image(tiling, context.stationary)
     return {
         "pe_grid": [tiling.rows, tiling.cols], "tile": [tiling.tile_h, tiling.tile_w],
         "output_tile": [tiling.out_tile_h, tiling.out_tile_w], "plane": list(tiling.plane),
@@ -422,7 +419,7 @@ def _tiling_dict(context: MappingContext, options: MappingOptions) -> dict:
         "images": tiling.n_images, "chunks": tiling.n_chunks,
         "stride_phases": {"stationary_modulus": list(classes.ms), "streamed_modulus": list(classes.mt),
                           "pairings": len(classes.groups)},
-        "stationary_values_max_per_image": int(per_image.max(initial=0)),
+        "stationary_values_max_per_image": stationary_max,
         "policy": options.policy, "fetch_filter": options.fetch_filter, "dense": options.ideal_dense,
         "fidelity": options.fidelity,
     }

@@ -13,10 +13,10 @@ from antsim.simulate import simulate_layer
 from antsim.workloads.layers import Layer
 
 
-def _cells(slot: list[int], key: list[int], values: list[int]) -> Cells:
+def _cells(slot: list[int], key: list[int], values: list[int], values_dtype: type = np.int64) -> Cells:
     zeros = np.zeros(len(slot), np.int64)
     return Cells(slot=np.array(slot), i0=zeros, n_i=zeros, f0=zeros, n_f=zeros, nnz_s=zeros, nnz_t=zeros,
-                 nnz_t_all=np.array(values), stream_key=np.array(key))
+                 nnz_t_all=np.array(values, values_dtype), stream_key=np.array(key))
 
 
 def test_windows_of_one_fifo_by_hand() -> None:
@@ -88,12 +88,14 @@ def _reference_lockstep(cells: Cells, pairs: np.ndarray, n_chunks: int, n_pes: i
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("path", ["as chosen", "keys", "tables", "ranks"])
 @pytest.mark.parametrize("own_keys", [False, True])
-def test_lockstep_equals_plain_loops_over_the_definition(seed: int, path: str, own_keys: bool,
+@pytest.mark.parametrize("values_dtype", [np.int64, np.int32])
+def test_lockstep_equals_plain_loops_over_the_definition(seed: int, path: str, own_keys: bool, values_dtype: type,
                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """Random chunks, PEs, stream keys (dense and sparse key spaces: both ``footprint.rank_keys`` paths; shared by
     chunks, or each key in one chunk as at one image), block sizes, idle cells and FIFO depths from one value to the
     whole stream; windows numbered through the per-key tables, the dense (chunk, key) tables or the ranked blocks
-    (forced), or as ``lockstep_pairs`` chooses."""
+    (forced), or as ``lockstep_pairs`` chooses; block sizes int64 or int32 (as ``make_cells`` narrows them: the
+    per-key tables then pack chunk and size into one scatter)."""
     if path != "as chosen":
         monkeypatch.setattr(drift, "_KEYS_PER_CELL", 10 ** 9 if path == "keys" else 0)
         monkeypatch.setattr(drift, "_TABLE_PER_CELL", 10 ** 9 if path == "tables" else 0)
@@ -107,7 +109,7 @@ def test_lockstep_equals_plain_loops_over_the_definition(seed: int, path: str, o
     if own_keys:  # key k of chunk c is k · chunks + c: no key is shared
         key = key * n_chunks + slot // n_pes
     block_values = rng.integers(0, 30, size=(n_chunks, int(key.max()) + 1))
-    cells = _cells(slot.tolist(), key.tolist(), block_values[slot // n_pes, key].tolist())
+    cells = _cells(slot.tolist(), key.tolist(), block_values[slot // n_pes, key].tolist(), values_dtype)
     pairs = rng.integers(0, 50, n_cells) * (rng.random(n_cells) < 0.8)
     shared = len({(int(k), int(c)) for k, c in zip(key, slot // n_pes, strict=True)}) > len(set(key.tolist()))
     for fifo_values in (0, 1, 7, 60, 10 ** 6):
