@@ -162,11 +162,7 @@ def test_wgrad_tile_bits_equal_the_per_image_products(layer, density, grid, pair
     tiling = make_tiling(problem, *grid)
     t = random_tensors(layer, density, seed=11)
     S, T = problem.stationary(t) != 0, problem.streamed(t) != 0
-    for tile_of_image in (None, np.zeros(layer.N, np.int64), np.arange(layer.N) // 2):
-        got = footprint.tap_footprint(problem, tiling, S, T, tile_of_image)
-        want = _reference_tap_footprint(problem, tiling, S, T, tile_of_image)
-        for name in FIELDS:
-            np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+    for got in _taps_equal_reference(problem, tiling, S, T, layer.N):
         assert got.valid_products.sum() > 0
 
 
@@ -182,11 +178,7 @@ def test_wgrad_held_table_sorted_cells_and_one_position_pes_equal_the_products(l
     tiling = make_tiling(problem, *grid)
     t = random_tensors(layer, 0.3, seed=5)
     S, T = problem.stationary(t) != 0, problem.streamed(t) != 0
-    for tile_of_image in (None, np.zeros(layer.N, np.int64), np.arange(layer.N) // 2):
-        got = footprint.tap_footprint(problem, tiling, S, T, tile_of_image)
-        want = _reference_tap_footprint(problem, tiling, S, T, tile_of_image)
-        for name in FIELDS:
-            np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+    for got in _taps_equal_reference(problem, tiling, S, T, layer.N):
         assert got.partial_outputs.sum() > 0
 
 
@@ -292,3 +284,16 @@ def test_distinct_columns_are_unique_with_inverse(shape):
     distinct, inverse = footprint._distinct_columns(bits)
     assert np.array_equal(distinct[inverse], bits.T)
     assert len(distinct) == len(np.unique(bits.T, axis=0))
+
+
+def _taps_equal_reference(problem, tiling, S, T, images: int) -> list:
+    """``tap_footprint`` for single-image, whole-batch and uneven tiles, each asserted equal, field for field, to
+    the sparse per-(tap, image) reference; the footprints, for the caller's own checks."""
+    footprints = []
+    for tile_of_image in (None, np.zeros(images, np.int64), np.arange(images) // 2):
+        got = footprint.tap_footprint(problem, tiling, S, T, tile_of_image)
+        want = _reference_tap_footprint(problem, tiling, S, T, tile_of_image)
+        for name in FIELDS:
+            np.testing.assert_array_equal(getattr(got, name), getattr(want, name), err_msg=name)
+        footprints.append(got)
+    return footprints

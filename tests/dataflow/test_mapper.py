@@ -189,12 +189,7 @@ def test_wgrad_batch_sample_reads_its_footprint_off_the_batch(policy, batch_tile
     got = map_phase(arch, layer, "wgrad", t, batch_sample=2)
     monkeypatch.setattr(mapper, "_sample_footprint", lambda *args: None)  # the sample maps its own footprint
     want = map_phase(arch, layer, "wgrad", t, batch_sample=2)
-    for name in (*PER_PE_FIELDS, *PER_CHUNK_FIELDS, "products", "tiling", "notes", "stationary_values"):
-        got_value, want_value = getattr(got, name), getattr(want, name)
-        if isinstance(got_value, np.ndarray):
-            np.testing.assert_array_equal(got_value, want_value, err_msg=name)
-        else:
-            assert got_value == want_value, name
+    _assert_same_work(got, want)
     assert got.valid_products.sum() > 0
 
 
@@ -214,9 +209,14 @@ def test_operands_with_their_masks_map_as_without(phase, batch_sample):
         plain = Tensors(t.weights, t.activations, t.grad_output, t.saved_activations)
         got = map_phase(arch, layer, phase, t, batch_sample=batch_sample)
         want = map_phase(arch, layer, phase, plain, batch_sample=batch_sample)
-        for name in (*PER_PE_FIELDS, *PER_CHUNK_FIELDS, "products", "tiling", "notes", "stationary_values"):
-            got_value, want_value = getattr(got, name), getattr(want, name)
-            if isinstance(got_value, np.ndarray):
-                np.testing.assert_array_equal(got_value, want_value, err_msg=name)
-            else:
-                assert got_value == want_value, name
+        _assert_same_work(got, want)
+
+
+def _assert_same_work(got, want) -> None:
+    """Every per-PE and per-chunk field, the products, tiling, notes and stationary values equal."""
+    for name in (*PER_PE_FIELDS, *PER_CHUNK_FIELDS, "products", "tiling", "notes", "stationary_values"):
+        got_value, want_value = getattr(got, name), getattr(want, name)
+        if isinstance(got_value, np.ndarray):
+            np.testing.assert_array_equal(got_value, want_value, err_msg=name)
+        else:
+            assert got_value == want_value, name
