@@ -554,11 +554,10 @@ def swat_tensors(layer: Layer, density_w: float, density_a: float, density_g: fl
 
 
 # Models whose operands hold only zeros and standard normals (``_masked_normals``), whatever their params: finite,
-# so ``Tensors.of_normals`` skips the finite check. topk_field is not one: a large ``channel_sigma`` overflows.
-_NORMAL_MODELS = ("uniform", "channel")
-# Those models' operands with their non-zero masks, which they make anyway (the Bernoulli compare, the chosen
-# channels): ``make_tensors`` hands them to ``Tensors.with_masks`` so the mapping reads them instead of comparing
-# every element again (W of a ResNet-18 CIFAR step: 11 M elements, ~7 ms a compare, two phases).
+# so ``Tensors.of_normals`` skips the finite check (topk_field is not one: a large ``channel_sigma`` overflows);
+# each with its non-zero mask, which it makes anyway (the Bernoulli compare, the chosen channels): ``make_tensors``
+# hands it to ``Tensors.with_masks`` so the mapping reads it instead of comparing every element again (W of a
+# ResNet-18 CIFAR step: 11 M elements, ~7 ms a compare, two phases).
 _WITH_MASK: dict[str, Callable[[tuple[int, ...], float, np.random.Generator], tuple[np.ndarray, np.ndarray]]] = {
     "uniform": bernoulli_normals_and_mask, "channel": _channel_and_mask}
 
@@ -599,21 +598,19 @@ def make_tensors(layer: Layer, density_w: float = 0.1, density_a: float = 0.1, d
     rng_w, rng_a, rng_g = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(3))
     shapes = ((layer.K, layer.C, layer.R, layer.S), (layer.N, layer.C, layer.H, layer.W),
               (layer.N, layer.K, layer.P, layer.Q))
-    if model in _NORMAL_MODELS:
-        (weights, w_mask), (activations, a_mask), (grad_output, g_mask) = (
-            _WITH_MASK[model](shape, density, rng)
-            for shape, density, rng in zip(shapes, (density_w, density_a, density_g), (rng_w, rng_a, rng_g),
-                                           strict=True))
-        saved = saved_mask = None
-        if density_a_saved is not None and density_a_saved < density_a:
-            saved = top_k(activations, density_a_saved)
-            saved_mask = saved != 0
-        masks = Tensors.of_masks(w_mask, a_mask, g_mask, saved_mask)
-        return Tensors.of_normals(weights, activations, grad_output, saved).with_masks(masks)
-    weights, activations, grad_output = (make_operand(shape, density, model, rng, params) for shape, density, rng in
-                                         zip(shapes, (density_w, density_a, density_g), (rng_w, rng_a, rng_g),
-                                             strict=True))
-    saved = None
-    if density_a_saved is not None and density_a_saved < density_a:
-        saved = top_k(activations, density_a_saved)
-    return Tensors(weights, activations, grad_output, saved)
+    draws = list(zip(shapes, (density_w, density_a, density_g), (rng_w, rng_a, rng_g), strict=True))
+    with_mask = _WITH_MASK.get(model)
+    if with_mask is None:
+        w, a, g = (make_operand(shape, density, model, rng, params) for shape, density, rng in draws)
+        return Tensors(w, a, g, _saved(a, density_a, density_a_saved))
+    (w, w_mask), (a, a_mask), (g, g_mask) = (with_mask(*draw) for draw in draws)
+    saved = _saved(a, density_a, density_a_saved)
+    masks = Tensors.of_masks(w_mask, a_mask, g_mask, None if saved is None else saved != 0)
+    return Tensors.of_normals(w, a, g, saved).with_masks(masks)
+
+
+def _saved(activations: np.ndarray, density_a: float, density_a_saved: float | None) -> np.ndarray | None:
+    """The SWAT-saved top-k copy of A, when its density is below A's; else None (wgrad uses A)."""
+    if density_a_saved is None or density_a_saved >= density_a:
+        return None
+    return top_k(activations, density_a_saved)
