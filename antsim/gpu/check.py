@@ -153,12 +153,25 @@ def harness_host_time_s(gpu: GpuSpec, measured: Sequence[Observation], precision
     median, over its least-work rows (``HOST_PROBE_SHARE`` of them, fewest MACs first), of measured time
     minus the model's kernel time; never below 0. A property of the harness and its host machine (PyTorch
     dispatch, cuDNN's plan lookup), not of the GPU or of any other file: the check's host overhead."""
+    gaps = _probe_gaps(gpu, measured, precision, calibration, selection, library)
+    return max(0.0, statistics.median(gap for _, gap in gaps))
+
+
+def _probe_gaps(gpu: GpuSpec, measured: Sequence[Observation], precision: Precision, calibration: Calibration,
+                selection: Selection, library: Library) -> list[tuple[int, float]]:
+    """(row's place in ``measured``, measured − model kernel time) of the least-work rows (``HOST_PROBE_SHARE`` of
+    them, at least ``HOST_PROBE_MIN_ROWS``, fewest MACs first): what the harness host time is read off.
+
+    Raises:
+        AntsimError: no rows.
+    """
     if not measured:
         raise AntsimError("harness host time: no measured rows to read it from")
     count = max(HOST_PROBE_MIN_ROWS, round(HOST_PROBE_SHARE * len(measured)))
-    probes = sorted(measured, key=lambda o: o.layer.macs)[:count]
-    rows = check_measured(gpu, probes, precision, calibration, selection=selection, library=library)
-    return max(0.0, statistics.median(r.measured_s - r.predicted_s for r in rows))
+    probes = sorted(range(len(measured)), key=lambda i: measured[i].layer.macs)[:count]
+    rows = check_measured(gpu, [measured[i] for i in probes], precision, calibration, selection=selection,
+                          library=library)
+    return [(i, r.measured_s - r.predicted_s) for i, r in zip(probes, rows, strict=True)]
 
 
 def per_row_host_s(host_overhead_s: float | Sequence[float], rows: int) -> list[float]:
@@ -196,13 +209,7 @@ def harness_host_times_s(gpu: GpuSpec, measured: Sequence[Observation], precisio
     Raises:
         AntsimError: no rows.
     """
-    if not measured:
-        raise AntsimError("harness host time: no measured rows to read it from")
-    count = max(HOST_PROBE_MIN_ROWS, round(HOST_PROBE_SHARE * len(measured)))
-    probes = sorted(range(len(measured)), key=lambda i: measured[i].layer.macs)[:count]
-    rows = check_measured(gpu, [measured[i] for i in probes], precision, calibration, selection=selection,
-                          library=library)
-    points = [(i, r.measured_s - r.predicted_s) for i, r in zip(probes, rows, strict=True)]
+    points = _probe_gaps(gpu, measured, precision, calibration, selection, library)
     slopes = [(g2 - g1) / (i2 - i1) for k, (i1, g1) in enumerate(points) for i2, g2 in points[k + 1:] if i2 != i1]
     slope = statistics.median(slopes) if slopes else 0.0
     base = statistics.median(g - slope * i for i, g in points)
