@@ -28,7 +28,7 @@ from antsim.errors import AntsimError
 from antsim.gpu import fft, winograd
 from antsim.gpu.gemm import Gemm, phase_gemms, phased_for_any_c
 from antsim.gpu.spec import PRECISIONS, GpuSpec
-from antsim.gpu.tiles import CUDNN7_TENSOR_SHAPES, HALF2_TILES, SIMT_PHASED_TILES, SIMT_TILES, Tile
+from antsim.gpu.tiles import CUDNN7_TENSOR_SHAPES, HALF2_TILES, SIMT_COL2IM_TILES, SIMT_PHASED_TILES, SIMT_TILES, Tile
 from antsim.vocabulary import LIBRARIES as LIBRARIES  # re-exported: the library generations this menu knows
 from antsim.vocabulary import SELECTIONS as SELECTIONS  # re-exported
 from antsim.vocabulary import Library, Phase, Precision, Selection
@@ -368,7 +368,8 @@ def heuristic_tile(g: Gemm, tile: Tile, forward_algo: str = "") -> bool:
     15.8 → 15.9 %, TITAN X Maxwell 16.3 → 16.4 %; the cuDNN 6–7 sheets record IMPLICIT_GEMM on 1–2 rows each].
     """
     phased = g.algorithm in ("phased", "row_phased")  # their kernels' own tile set (``tiles.SIMT_PHASED_TILES``)
-    tile_set = HALF2_TILES if tile.packed > 1 else SIMT_PHASED_TILES if phased else SIMT_TILES
+    tile_set = HALF2_TILES if tile.packed > 1 else SIMT_PHASED_TILES if phased \
+        else SIMT_COL2IM_TILES if g.scatter else SIMT_TILES
     if g.phase not in ("fprop", "dgrad") or not g.gathered or tile not in tile_set:
         return True
     if g.phase == "fprop" and forward_algo.upper() == IMPLICIT_GEMM_ALGO:
