@@ -89,9 +89,10 @@ def _generation(library: str) -> int:
 # [assumption, inferred from DeepBench's T4 fp32 sheet (cuDNN 7.6.2, NCHW tensors and filters,
 # baidu-research/DeepBench code/nvidia/conv_bench.cu): its DeepSpeech 5×10 stride-2 C = 32 dgrad takes 1.15× its
 # fprop at N = 32, where the cuDNN 5–7.0 sheets take 4.1–5.1× (the zero-inserted GEMM's 4×), and its 1×1
-# stride-2 dgrads with K ≤ 256 run 1.2–1.7× faster than the zero-inserted GEMM, where the cuDNN 5–7.0 sheets
-# run at its speed (0.88–1.32×, ``ROW_PHASED_MIN_K``). T4 fp32 dgrad 25.9 → 23.4 %; no other sheet is cuDNN ≥
-# 7.4.1, none moves].
+# stride-2 dgrads with K ≤ 256 run 1.2–1.7× faster than the zero-inserted GEMM predicts — the C = 64 → 256 pair
+# 1.54–1.67×, beyond the cuDNN 5–7.0 sheets' 1.03–1.46×; the C ≥ 256 ones 1.20–1.27×, inside their 0.88–1.32×
+# (``ROW_PHASED_MIN_K``), so the row-phased half rests on one layer. T4 fp32 dgrad 25.9 → 23.4 % (24.0 % with the
+# stride-phase half alone); no other sheet is cuDNN ≥ 7.4.1, none moves].
 STRIDED_DGRAD_RELEASE = (7, 4)
 
 
