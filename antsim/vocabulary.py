@@ -12,7 +12,7 @@ refuses it with one line that lists the known values; the caller names where the
 | ``Fidelity`` | fast, exact | vector-level counts or every product enumerated (``antsim.dataflow.mapper``) |
 | ``Precision`` | fp32, tf32, fp16, bf16, fp16_pseudo | GPU model arithmetic (``antsim.gpu.spec.PRECISIONS``) |
 | ``Selection`` | timed, heuristic | how the GPU model picks a kernel (``antsim.gpu.menus``) |
-| ``Library`` | cudnn5 … cudnn8 | the cuDNN generation whose kernel menu the GPU model uses |
+| ``Library`` | cudnn5 … cudnn8 | the cuDNN generation whose kernel menu the GPU model uses (cudnn7.6: 7.4.1+) |
 | ``TimingModel`` | events, closed_form | discrete-event timing or its recurrence (``antsim.sim``) |
 """
 
@@ -29,7 +29,7 @@ Fidelity = Literal["fast", "exact"]
 # DeepBench's "pseudo fp16" (fp16 storage, fp32 arithmetic: cuDNN's PSEUDO_HALF_CONFIG) is fp16_pseudo.
 Precision = Literal["fp32", "tf32", "fp16", "bf16", "fp16_pseudo"]
 Selection = Literal["timed", "heuristic"]
-Library = Literal["cudnn5", "cudnn6", "cudnn7", "cudnn8"]
+Library = Literal["cudnn5", "cudnn6", "cudnn7", "cudnn7.6", "cudnn8"]
 TimingModel = Literal["events", "closed_form"]
 
 #: The values of each vocabulary, in the order of its type (``PHASES`` is also the canonical run order).

@@ -70,7 +70,7 @@ def test_each_runtime_tuple_is_its_literal_types_values() -> None:
     assert FIDELITIES == get_args(Fidelity) == ("fast", "exact")
     assert PRECISION_NAMES == get_args(Precision) == ("fp32", "tf32", "fp16", "bf16", "fp16_pseudo")
     assert SELECTIONS == get_args(Selection) == ("timed", "heuristic")
-    assert LIBRARIES == get_args(Library) == ("cudnn5", "cudnn6", "cudnn7", "cudnn8")
+    assert LIBRARIES == get_args(Library) == ("cudnn5", "cudnn6", "cudnn7", "cudnn7.6", "cudnn8")
 
 
 def test_every_place_that_lists_a_vocabulary_lists_the_same_values() -> None:

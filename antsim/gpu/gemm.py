@@ -90,6 +90,8 @@ class Gemm:
             pays ``passes − 1`` launches more; the work and traffic are the one GEMM's. 1: one kernel.
         split_kernel: The library runs it with a split-K kernel on the SIMT lanes, which splits at least
             ``Calibration.wgrad_min_split_k`` ways (cuDNN's implicit-GEMM wgrad, ``menus.formulations``).
+        m_slabs: The same along M: a CTA tile never straddles two slabs, so each pads to the tile height
+            (col2im: one slab of P·Q dY pixels per image, ``dgrad_col2im``). 1: one contiguous M.
     """
 
     M: int
@@ -116,6 +118,7 @@ class Gemm:
     k_slabs: int = 1
     passes: int = 1
     split_kernel: bool = False
+    m_slabs: int = 1
 
     @property
     def gathered(self) -> bool:
@@ -130,6 +133,10 @@ class Gemm:
     def scatter(self) -> bool:
         """True when the output is scatter-added (col2im) rather than stored once."""
         return self.algorithm == "col2im"
+
+    def m_tiles(self, tile_m: int) -> int:
+        """CTA tiles along M: each of the ``m_slabs`` slabs padded to the tile height on its own."""
+        return self.m_slabs * math.ceil(self.M / self.m_slabs / tile_m)
 
     def n_tiles(self, tile_n: int) -> int:
         """CTA tiles along N: each of the ``n_slabs`` slabs padded to the tile width on its own."""
@@ -189,12 +196,21 @@ def dgrad_col2im(layer: Layer) -> Gemm:
     sums ALGO_0's matrix products "using the atomic add operation" (API reference,
     ``cudnnConvolutionBwdDataAlgo_t``), and a BWD_DATA_ALGO_0 call runs ``scalePackedTensor_kernel`` (dX ← β·dX,
     β = 0) before its ``dgrad_engine`` kernel (docs/gpu_model.md §5).
+
+    Its M = (n, p, q) is tiled image by image (``Gemm.m_slabs = N``): a CTA's dY rows are pixels of one image, so
+    each image's P·Q pixels pad to the tile height [assumption, inferred from DeepBench: in NCHW an image's plane
+    is the contiguous run of dY along M and the next image is K·P·Q elements away, as along wgrad's reduction
+    (``implicit_gemm``); the one col2im layer with a small plane (1×1 stride 2 pad 3, C = 2048, K = 512, 7×7)
+    takes 1.8–2.1× longer at N = 16 than at N = 8 on all seven sheets, where the unslabbed plan (392 / 784 rows
+    of 128-row tiles) predicts 1.1–1.7×; with the slabs and ``dgrad_engine``'s 64 × 128 tile
+    (``tiles.SIMT_COL2IM_TILES``) its rows go from 0.54–1.23× to 0.63–1.00× of the measured time, N = 8 and 16
+    within 0.13 of each other on every sheet; neither alone helps].
     """
     x = layer.N * layer.C * layer.H * layer.W
     w = layer.K * layer.C * layer.R * layer.S
     y = layer.N * layer.K * layer.P * layer.Q
     return Gemm(layer.N * layer.P * layer.Q, layer.C * layer.R * layer.S, layer.K, y, w, x, layer.macs, "col2im",
-                "dgrad", side=(SideKernel("dX zero fill", x, 0.0),))
+                "dgrad", side=(SideKernel("dX zero fill", x, 0.0),), m_slabs=layer.N)
 
 
 def dgrad_phased(layer: Layer) -> Gemm:

@@ -204,7 +204,7 @@ _PROBE_LAYERS = (
 # (GPU, precision, library, selection): every calibration GPU's generation, tensor cores included.
 _PROBE_RUNS = (("p100", "fp32", "cudnn7", "heuristic"), ("titanxp", "fp32", "cudnn7", "heuristic"),
                ("gtx1080ti", "fp32", "cudnn6", "heuristic"), ("m40", "fp32", "cudnn5", "heuristic"),
-               ("t4", "fp32", "cudnn7", "heuristic"), ("t4", "fp16", "cudnn7", "heuristic"),
+               ("t4", "fp32", "cudnn7.6", "heuristic"), ("t4", "fp16", "cudnn7.6", "heuristic"),
                ("a100-80gb-pcie", "fp32", "cudnn8", "timed"), ("p4", "fp32", "cudnn8", "timed"),
                ("a100", "tf32", "cudnn8", "timed"), ("h100", "fp16", "cudnn8", "timed"))
 

@@ -28,7 +28,7 @@ from antsim.errors import AntsimError
 from antsim.gpu import fft, winograd
 from antsim.gpu.gemm import Gemm, phase_gemms, phased_for_any_c
 from antsim.gpu.spec import PRECISIONS, GpuSpec
-from antsim.gpu.tiles import CUDNN7_TENSOR_SHAPES, HALF2_TILES, SIMT_TILES, Tile
+from antsim.gpu.tiles import CUDNN7_TENSOR_SHAPES, HALF2_TILES, SIMT_COL2IM_TILES, SIMT_PHASED_TILES, SIMT_TILES, Tile
 from antsim.vocabulary import LIBRARIES as LIBRARIES  # re-exported: the library generations this menu knows
 from antsim.vocabulary import SELECTIONS as SELECTIONS  # re-exported
 from antsim.vocabulary import Library, Phase, Precision, Selection
@@ -67,10 +67,38 @@ NHWC_VECTOR_GENERATION = 8
 VECTOR_BYTES = 16
 
 
-def _generation(library: str) -> int:
+def _release(library: str) -> tuple[int, int]:
+    """(major, minor) of a library label: ``cudnn7`` → (7, 0), ``cudnn7.6`` → (7, 6)."""
     if library not in LIBRARIES:
         raise AntsimError(f"library: unknown {library!r}; known: {', '.join(LIBRARIES)}")
-    return int(library.removeprefix("cudnn"))
+    major, _, minor = library.removeprefix("cudnn").partition(".")
+    return int(major), int(minor or 0)
+
+
+def _generation(library: str) -> int:
+    return _release(library)[0]
+
+
+# First cuDNN release whose strided backward-data kernels skip the inserted zeros whatever the channel count and
+# the reduction: cuDNN 7.4.1 enhanced "the strided convolution in cudnnConvolutionBackwardData()" for FLOAT_CONFIG
+# and the half configs, "further enhanced" for strides below the filter (cuDNN 7.4.1 release notes,
+# https://docs.nvidia.com/deeplearning/cudnn/archives/cudnn_765/cudnn-release-notes/rel_741.html; the note names
+# NHWC filters). ``cudnn7`` stands for the releases before it (7.0–7.4.0), ``cudnn7.6`` for 7.4.1–7.6.x. From it
+# on the SIMT (NCHW) menu has the stride-phase dgrad below ``gemm.PHASED_MIN_C`` too (``phased_for_any_c``) and the
+# heuristics run the row-phased dgrad of a filter smaller than its stride at any K (``row_phased_by_heuristic``)
+# [assumption, inferred from DeepBench's T4 fp32 sheet (cuDNN 7.6.2, NCHW tensors and filters,
+# baidu-research/DeepBench code/nvidia/conv_bench.cu): its DeepSpeech 5×10 stride-2 C = 32 dgrad takes 1.15× its
+# fprop at N = 32, where the cuDNN 5–7.0 sheets take 4.1–5.1× (the zero-inserted GEMM's 4×), and its 1×1
+# stride-2 dgrads with K ≤ 256 run 1.2–1.7× faster than the zero-inserted GEMM predicts — the C = 64 → 256 pair
+# 1.54–1.67×, beyond the cuDNN 5–7.0 sheets' 1.03–1.46×; the C ≥ 256 ones 1.20–1.27×, inside their 0.88–1.32×
+# (``ROW_PHASED_MIN_K``), so the row-phased half rests on one layer. T4 fp32 dgrad 25.9 → 23.4 % (24.0 % with the
+# stride-phase half alone); no other sheet is cuDNN ≥ 7.4.1, none moves].
+STRIDED_DGRAD_RELEASE = (7, 4)
+
+
+def skips_strided_zeros(library: str) -> bool:
+    """True when the library's strided dgrad kernels skip inserted zeros at any C and K (``STRIDED_DGRAD_RELEASE``)."""
+    return _release(library) >= STRIDED_DGRAD_RELEASE
 
 
 def check_library(gpu: GpuSpec, precision: Precision, library: Library) -> None:
@@ -144,6 +172,8 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
     # cuDNN 6 (GTX 1080 Ti) sheets run the Speaker-ID 5×5 stride-2 dgrads (C = 64–256) 1.7–3.4× faster
     # than the zero-inserted GEMM allows, at the stride-phase GEMM's speed (0.6–1.2× of it).
     gemms = list(phase_gemms(layer, phase))
+    if skips_strided_zeros(library):  # cuDNN ≥ 7.4.1: the stride-phase dgrad at any C on every kernel family
+        gemms[1:1] = phased_for_any_c(layer, phase)
     gemms = [replace(g, algo=_GEMM_ALGO[phase, g.algorithm], split_kernel=_split_kernel(layer, phase, g))
              for g in gemms]
     if winograd.eligible(layer, fused=True) and phase != "wgrad":  # BWD_FILTER_ALGO_WINOGRAD: not supported [U]
@@ -161,7 +191,8 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
         gemms = [per_position(g, layer) for g in gemms] if per_position else gemms
     if not tensor_core_eligible(gpu, layer, precision, library, phase):
         return [replace(g, simt_only=True) for g in gemms]
-    gemms[1:1] = [replace(g, algo=_GEMM_ALGO[phase, g.algorithm]) for g in phased_for_any_c(layer, phase)]
+    if not skips_strided_zeros(library):  # (already on the menu from 7.4.1 on)
+        gemms[1:1] = [replace(g, algo=_GEMM_ALGO[phase, g.algorithm]) for g in phased_for_any_c(layer, phase)]
     gemms = [g if g.algorithm in TENSOR_CORE_FORMULATIONS else replace(g, simt_only=True) for g in gemms]
     if generation >= NHWC_VECTOR_GENERATION:
         width = VECTOR_BYTES // PRECISIONS[precision][0]
@@ -301,10 +332,10 @@ def heuristic_formulations(gemms: list[Gemm], layer: Layer, phase: Phase, forwar
                            library: Library = DEFAULT_LIBRARY) -> list[Gemm]:
     """The formulations of ``gemms`` the library's heuristics choose among: those of ``heuristic_family``
     (all of them when the family is not on the menu), without the row-phased dgrad unless K ≥
-    ``ROW_PHASED_MIN_K`` (``row_phased_by_heuristic``)."""
+    ``ROW_PHASED_MIN_K`` or the library is cuDNN ≥ 7.4.1 (``row_phased_by_heuristic``)."""
     family = heuristic_family(layer, phase, forward_algo, library)
     kept = [g for g in gemms if FAMILY[g.algorithm] == family] or gemms
-    return [g for g in kept if g.algorithm != "row_phased" or row_phased_by_heuristic(layer)]
+    return [g for g in kept if g.algorithm != "row_phased" or row_phased_by_heuristic(layer, library)]
 
 
 # cuDNN's forward algorithm without the precomputed index buffer (``CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM``,
@@ -337,7 +368,9 @@ def heuristic_tile(g: Gemm, tile: Tile, forward_algo: str = "") -> bool:
     16.1 → 16.7 % (its two IMPLICIT_GEMM rows, K = 2048 at N = 8, 1.05 / 1.08 → 0.74 / 0.74), GTX 1080 Ti
     15.8 → 15.9 %, TITAN X Maxwell 16.3 → 16.4 %; the cuDNN 6–7 sheets record IMPLICIT_GEMM on 1–2 rows each].
     """
-    tile_set = HALF2_TILES if tile.packed > 1 else SIMT_TILES
+    phased = g.algorithm in ("phased", "row_phased")  # their kernels' own tile set (``tiles.SIMT_PHASED_TILES``)
+    tile_set = HALF2_TILES if tile.packed > 1 else SIMT_PHASED_TILES if phased \
+        else SIMT_COL2IM_TILES if g.scatter else SIMT_TILES
     if g.phase not in ("fprop", "dgrad") or not g.gathered or tile not in tile_set:
         return True
     if g.phase == "fprop" and forward_algo.upper() == IMPLICIT_GEMM_ALGO:
@@ -357,11 +390,12 @@ def heuristic_tile(g: Gemm, tile: Tile, forward_algo: str = "") -> bool:
 ROW_PHASED_MIN_K = 512
 
 
-def row_phased_by_heuristic(layer: Layer) -> bool:
+def row_phased_by_heuristic(layer: Layer, library: Library = DEFAULT_LIBRARY) -> bool:
     """True when the heuristics run a strided dgrad whose filter misses stride phases (1×1 stride 2) with the
     row-phased kernel (``gemm.dgrad_row_phased``): when the zero-inserted GEMM's reduction, the layer's K, is at
-    least ``ROW_PHASED_MIN_K``; ``timed`` selection keeps the fastest of both."""
-    return layer.K >= ROW_PHASED_MIN_K
+    least ``ROW_PHASED_MIN_K``, and at any K from cuDNN 7.4.1 on (``STRIDED_DGRAD_RELEASE``); ``timed`` selection
+    keeps the fastest of both."""
+    return layer.K >= ROW_PHASED_MIN_K or skips_strided_zeros(library)
 
 
 def heuristic_family(layer: Layer, phase: Phase, forward_algo: str = "", library: Library = DEFAULT_LIBRARY) -> str:

@@ -32,6 +32,7 @@ from antsim.gpu.spec import PRECISIONS, GpuSpec
 from antsim.gpu.tiles import (
     FFT_TILES,
     HALF2_TILES,
+    SIMT_COL2IM_TILES,
     SIMT_PHASED_TILES,
     SIMT_TILES,
     SIMT_WGRAD_TILES,
@@ -207,7 +208,7 @@ def _operand_reloads(unique_bytes: float, passes: int, concurrent: int, l2_bytes
 def _traffic(gpu: GpuSpec, g: Gemm, tile: Tile, split: int, k_slice: int, ob: int, wave: int,
              cal: Calibration, structured: bool) -> _Traffic:
     """Operand and output traffic of one plan (DeLTA-style reuse: L2 serves what fits in it)."""
-    tm, tn = math.ceil(g.M / tile.m), g.n_tiles(tile.n)
+    tm, tn = g.m_tiles(tile.m), g.n_tiles(tile.n)
     l2_room = cal.l2_residency * gpu.l2.size_mb * 2**20
     b_bytes = structured_b_bytes(ob) if structured else ob
     cols_in_flight = max(1, wave // max(1, tm * split))
@@ -313,7 +314,7 @@ def plan_gemm(gpu: GpuSpec, g: Gemm, precision: Precision, tile: Tile, split: in
     if resident == 0:
         return None
     k_slice = math.ceil(math.ceil(g.k_padded(tile.k) / split) / tile.k) * tile.k
-    ctas = math.ceil(g.M / tile.m) * g.n_tiles(tile.n) * split * g.batch
+    ctas = g.m_tiles(tile.m) * g.n_tiles(tile.n) * split * g.batch
     per_sm = math.ceil(ctas / gpu.sms)
     rate = _sm_macs_per_s(gpu, g, precision, tile, min(resident, per_sm), cal)
     smem_rate = SMEM_BYTES_PER_CLOCK * gpu.sm_clock_hz / max(1e-30, tile.smem_bytes_per_mac(ob))
@@ -371,7 +372,7 @@ def split_candidates(g: Gemm, tile: Tile, sms: int, cal: Calibration = CALIBRATI
     layer_gemm = g.algorithm == "gemm"
     if (g.phase == "fprop" or (g.phase == "dgrad" and not g.scatter)) and not layer_gemm:
         return [1]
-    output_tiles = math.ceil(g.M / tile.m) * g.n_tiles(tile.n) * (g.batch if layer_gemm else 1)
+    output_tiles = g.m_tiles(tile.m) * g.n_tiles(tile.n) * (g.batch if layer_gemm else 1)
     if (g.phase != "wgrad" or layer_gemm) and 2 * output_tiles >= sms:
         return [1]
     splits, s = [1], 2
@@ -404,7 +405,8 @@ def candidate_plans(gpu: GpuSpec, g: Gemm, precision: Precision, cal: Calibratio
         tiles = HALF2_TILES
     else:
         phased = g.algorithm in ("phased", "row_phased")
-        tiles = SIMT_WGRAD_TILES if g.phase == "wgrad" else SIMT_PHASED_TILES if phased else SIMT_TILES
+        tiles = SIMT_WGRAD_TILES if g.phase == "wgrad" else SIMT_PHASED_TILES if phased \
+            else SIMT_COL2IM_TILES if g.scatter else SIMT_TILES
     operand_bytes = PRECISIONS[run_precision(gpu, g, precision)][0]
     plans = [plan_gemm(gpu, g, precision, tile, split, cal)
              for tile in tiles for split in split_candidates(g, tile, gpu.sms, cal, operand_bytes)]

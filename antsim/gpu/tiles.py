@@ -87,6 +87,12 @@ SIMT_WGRAD_TILES: tuple[Tile, ...] = tuple(_simt(m, n) for m, n in _WGRAD_SHAPES
 # dgrad runs at the zero-inserted GEMM's speed, while its C ≥ 64 Speaker-ID 5×5 stride-2 layers run
 # ~3× faster than that (BENCHMARKS.md, section gpu).
 SIMT_PHASED_TILES: tuple[Tile, ...] = tuple(t for t in SIMT_TILES if t.n >= 64)
+# col2im dgrad (BWD_DATA_ALGO_0, gemm.dgrad_col2im): its kernel is ``dgrad_engine`` (an Nsight log of an ALGO_0 call
+# runs ``scalePackedTensor_kernel`` then ``dgrad_engine<float, 512, 6, 5, …>``; docs/gpu_model.md §5), and
+# ``dgrad_engine<float, 128, 6, 7, 3, 3, 5, true>`` in the nvprof output of GitHub ``pytorch/pytorch`` issue 13412
+# (V100, cuDNN 7) reads as 128 threads over a 2⁶ × 2⁷ = 64 × 128 tile with 8×8 fragments, as cuDNN's
+# ``implicit_convolve_sgemm<float, float, 128, 6, 7, …>`` does: that tile besides the SGEMM-like ones.
+SIMT_COL2IM_TILES: tuple[Tile, ...] = SIMT_TILES + (_simt(64, 128),)
 # Half2 fprop/dgrad kernels (cuDNN's TRUE_HALF_CONFIG on a GPU without tensor cores, e.g. P100): a 32-bit
 # register holds two fp16 accumulators, so the fp32 kernels' threads and registers (8×8 fragments) cover
 # twice the pixels — 256×128 and 256×64 CTA tiles at HFMA2's two MACs per lane. [assumption, inferred from

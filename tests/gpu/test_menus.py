@@ -64,7 +64,7 @@ def test_library_menus_grow_with_the_generation() -> None:
     # Speaker-ID 5×5 stride-2 dgrads 1.7–3.4× faster than the zero-inserted GEMM allows).
     for library in ("cudnn5", "cudnn6", "cudnn7"):
         assert "phased" in {g.algorithm for g in formulations(gpu, strided, "dgrad", "fp32", library)}, library
-    for older, newer in (("cudnn5", "cudnn6"), ("cudnn6", "cudnn7"), ("cudnn7", "cudnn8")):
+    for older, newer in (("cudnn5", "cudnn6"), ("cudnn6", "cudnn7"), ("cudnn7", "cudnn7.6"), ("cudnn7.6", "cudnn8")):
         for layer in LAYERS:
             for phase in PHASES:
                 old = {(g.algorithm, g.M, g.N, g.K) for g in formulations(gpu, layer, phase, "fp32", older)}
@@ -73,7 +73,7 @@ def test_library_menus_grow_with_the_generation() -> None:
                 # a larger menu is never slower under timed selection
                 assert estimate_layer(gpu, layer, phase, library=newer).time_s <= \
                     estimate_layer(gpu, layer, phase, library=older).time_s * (1 + 1e-12)
-    with pytest.raises(AntsimError, match="library: unknown 'cudnn9'; known: cudnn5, cudnn6, cudnn7, cudnn8"):
+    with pytest.raises(AntsimError, match="library: unknown 'cudnn9'; known: cudnn5, cudnn6, cudnn7, cudnn7.6, cudnn8"):
         estimate_layer(gpu, C64, "fprop", library="cudnn9")
     with pytest.raises(AntsimError, match="selection: unknown 'fastest'; known: timed, heuristic"):
         estimate_layer(gpu, C64, "fprop", selection="fastest")
