@@ -90,6 +90,9 @@ class Gemm:
             pays ``passes − 1`` launches more; the work and traffic are the one GEMM's. 1: one kernel.
         split_kernel: The library runs it with a split-K kernel on the SIMT lanes, which splits at least
             ``Calibration.wgrad_min_split_k`` ways (cuDNN's implicit-GEMM wgrad, ``menus.formulations``).
+        fp32_workspace: The kernel writes its fp32 accumulators to a workspace that a second kernel reads and stores
+            as the output even when it does not split K (cuDNN 7's tensor-core wgrad, ``menus._cudnn7_tensor_kernel``):
+            the plan pays that pass and its launch at split 1 as a split plan does.
     """
 
     M: int
@@ -116,6 +119,7 @@ class Gemm:
     k_slabs: int = 1
     passes: int = 1
     split_kernel: bool = False
+    fp32_workspace: bool = False
 
     @property
     def gathered(self) -> bool:

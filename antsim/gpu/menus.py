@@ -266,10 +266,19 @@ def _cudnn7_tensor_kernel(g: Gemm, layer: Layer) -> Gemm:
     128-wide tiles, those of C = 128–512 0.75–0.85× — and their padded C = 8 input layers' fprop ran
     0.44–0.74× the dense speed. No free constant: a slab pads to the tile's own extent; 1×1 layers (one
     tap) and channel counts that fill the tile are unaffected.
+
+    Its wgrad keeps dW's fp32 accumulators in a workspace that a second kernel converts into the fp16 filter
+    gradient, split or not (``Gemm.fp32_workspace``) [assumption, inferred from DeepBench's T4 fp16 sheet (cuDNN
+    7.6): on the layers measured at N = 8 and 16 whose plan does not split K, 2·t(N = 8) − t(N = 16) — the time
+    that does not scale with the work — is 44–149 µs for 0.6–2.4 M weights (3×3 C = 256–512, 1×1 C·K = 1–2 M),
+    where the unsplit plan has 14–26 µs and one fp32 write and read of dW, an fp16 store and a launch give
+    35–97 µs; those 3×3 and 5×5 C ≥ 256 wgrads ran 0.53–0.92× of the measured time, 0.80–1.09× with the pass.
+    The same deterministic-workspace reading as the SIMT ``splitK`` kernels' floor (``Calibration.wgrad_min_split_k``),
+    with one slice.]
     """
     taps = layer.R * layer.S if g.algorithm == "implicit" else g.K // layer.K if g.algorithm == "phased" else 1
     if g.phase == "wgrad":
-        return replace(g, tensor_shapes=CUDNN7_TENSOR_SHAPES, n_slabs=taps)
+        return replace(g, tensor_shapes=CUDNN7_TENSOR_SHAPES, n_slabs=taps, fp32_workspace=True)
     return replace(g, tensor_shapes=CUDNN7_TENSOR_SHAPES, k_slabs=taps)
 
 

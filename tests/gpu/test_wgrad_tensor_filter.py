@@ -43,3 +43,24 @@ def test_the_bound_is_what_brings_deepbench_t4_fp16_deepspeech_input_layer_withi
     rn = estimate_layer(t4, RESNET_INPUT, "wgrad", "fp16", selection="heuristic", library="cudnn7",
                         forward_algo="IMPLICIT_PRECOMP_GEMM")
     assert rn.details.tensor_cores and abs(math.log(rn.time_s / 6.555e-3)) < 0.1
+
+
+def test_cudnn7_tensor_core_wgrad_converts_its_fp32_workspace_even_unsplit() -> None:
+    # DeepBench T4 fp16: the 3x3 C = K = 512 7x7 wgrad takes 154 / 192 us at N = 8 / 16, so 116 us do not scale with
+    # the work; the unsplit plan without the workspace pass predicted 81 / 136 us (0.53 / 0.71x).
+    t4 = load_gpu("t4")
+    layer = Layer("c512", N=8, C=512, K=512, H=7, W=7, R=3, S=3, stride=1, pad=1)
+    (tc,) = [g for g in formulations(t4, layer, "wgrad", "fp16", "cudnn7") if g.algorithm == "implicit"]
+    assert tc.fp32_workspace and not tc.simt_only
+    assert not any(g.fp32_workspace for g in formulations(t4, layer, "wgrad", "fp16", "cudnn8"))
+    assert not any(g.fp32_workspace for phase in ("fprop", "dgrad")
+                   for g in formulations(t4, layer, phase, "fp16", "cudnn7"))
+    assert not any(g.fp32_workspace for g in formulations(t4, layer, "wgrad", "fp32", "cudnn7"))
+    times = {}
+    for n, measured in ((8, 154e-6), (16, 192e-6)):
+        r = estimate_layer(t4, dataclasses.replace(layer, N=n), "wgrad", "fp16", selection="heuristic",
+                           library="cudnn7", forward_algo="IMPLICIT_PRECOMP_GEMM")
+        assert r.details.tensor_cores and r.details.split_k == 1 and r.details.reduce_s > 0, n
+        assert abs(math.log(r.time_s / measured)) < 0.1, (n, r.time_s / measured)
+        times[n] = r.time_s
+    assert 2 * times[8] - times[16] > 80e-6  # the part that does not scale with the batch (measured 116 us)
