@@ -92,6 +92,9 @@ class Gemm:
             ``Calibration.wgrad_min_split_k`` ways (cuDNN's implicit-GEMM wgrad, ``menus.formulations``).
         m_slabs: The same along M: a CTA tile never straddles two slabs, so each pads to the tile height
             (col2im: one slab of P·Q dY pixels per image, ``dgrad_col2im``). 1: one contiguous M.
+        fp32_workspace: The kernel writes its fp32 accumulators to a workspace that a second kernel reads and stores
+            as the output even when it does not split K (cuDNN 7's tensor-core wgrad, ``menus._cudnn7_tensor_kernel``):
+            the plan pays that pass and its launch at split 1 as a split plan does.
     """
 
     M: int
@@ -119,6 +122,7 @@ class Gemm:
     passes: int = 1
     split_kernel: bool = False
     m_slabs: int = 1
+    fp32_workspace: bool = False
 
     @property
     def gathered(self) -> bool:

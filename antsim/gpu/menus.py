@@ -124,14 +124,34 @@ def tensor_core_eligible(gpu: GpuSpec, layer: Layer, precision: Precision, libra
 
     Needs a tensor-core precision on a tensor-core GPU, cuDNN ≥ 7, and C and K multiples of
     ``TENSOR_CHANNEL_MULTIPLE`` (an input layer with C = 3 runs the SIMT kernel); dgrad and wgrad
-    also need the padding inside the filter (``backward_padding_ok``).
+    also need the padding inside the filter (``backward_padding_ok``); cuDNN 7's kernels need a filter of at
+    most ``CUDNN7_TENSOR_MAX_TAPS`` taps (``cudnn7_tensor_filter_ok``).
     """
     if not gpu.uses_tensor_cores(precision) or _generation(library) < 7:
         return False
     if phase != "fprop" and not backward_padding_ok(layer):
         return False
+    if _generation(library) < NHWC_VECTOR_GENERATION and not cudnn7_tensor_filter_ok(layer):
+        return False
     multiple = TENSOR_CHANNEL_MULTIPLE.get(precision, 8)
     return layer.C % multiple == 0 and layer.K % multiple == 0
+
+
+# Most filter taps (R·S) cuDNN 7's tensor-core convolution kernels run; a larger filter runs the SIMT kernel of the
+# same storage in every phase [assumption, inferred from DeepBench's T4 fp16 sheet (cuDNN 7.6), whose one such layer,
+# DeepSpeech's 5×20 stride-2 input layer (100 taps, C = 1 padded to 8, K = 32), runs fprop at 0.74–0.99× and wgrad at
+# 0.82–0.90× of the SIMT plans' time, where the tensor-core plans (one-tap slabs, ``_cudnn7_tensor_kernel``) predict
+# 1.35–1.80× and 3.6–3.9×, while its 49-tap (7×7 stride 2, C = 8) and 50-tap (5×10 stride 2, C = 32) layers run at the
+# tensor-core plans' speed (wgrad 0.97–1.03×); NVIDIA's OpenSeq2Seq DeepSpeech2 fp16 profile on a V100 with cuDNN 7
+# (GitHub ``NVIDIA/OpenSeq2Seq`` issue 270), whose 11×21 and 11×41 filters have 231 and 451 taps, runs their dgrad with
+# the SIMT kernel ``cudnn::detail::dgrad2d_alg1_1<__half, …>``. The sheets' filters have 1, 9, 25, 49, 50 or 100 taps,
+# so any bound in [50, 100) reads the same.]
+CUDNN7_TENSOR_MAX_TAPS = 64
+
+
+def cudnn7_tensor_filter_ok(layer: Layer) -> bool:
+    """True when cuDNN 7's tensor-core kernels run a filter of this size (at most ``CUDNN7_TENSOR_MAX_TAPS`` taps)."""
+    return layer.R * layer.S <= CUDNN7_TENSOR_MAX_TAPS
 
 
 def backward_padding_ok(layer: Layer) -> bool:
@@ -277,10 +297,19 @@ def _cudnn7_tensor_kernel(g: Gemm, layer: Layer) -> Gemm:
     128-wide tiles, those of C = 128–512 0.75–0.85× — and their padded C = 8 input layers' fprop ran
     0.44–0.74× the dense speed. No free constant: a slab pads to the tile's own extent; 1×1 layers (one
     tap) and channel counts that fill the tile are unaffected.
+
+    Its wgrad keeps dW's fp32 accumulators in a workspace that a second kernel converts into the fp16 filter
+    gradient, split or not (``Gemm.fp32_workspace``) [assumption, inferred from DeepBench's T4 fp16 sheet (cuDNN
+    7.6): on the layers measured at N = 8 and 16 whose plan does not split K, 2·t(N = 8) − t(N = 16) — the time
+    that does not scale with the work — is 44–149 µs for 0.6–2.4 M weights (3×3 C = 256–512, 1×1 C·K = 1–2 M),
+    where the unsplit plan has 14–26 µs and one fp32 write and read of dW, an fp16 store and a launch give
+    35–97 µs; those 3×3 and 5×5 C ≥ 256 wgrads ran 0.53–0.92× of the measured time, 0.80–1.09× with the pass.
+    The same deterministic-workspace reading as the SIMT ``splitK`` kernels' floor (``Calibration.wgrad_min_split_k``),
+    with one slice.]
     """
     taps = layer.R * layer.S if g.algorithm == "implicit" else g.K // layer.K if g.algorithm == "phased" else 1
     if g.phase == "wgrad":
-        return replace(g, tensor_shapes=CUDNN7_TENSOR_SHAPES, n_slabs=taps)
+        return replace(g, tensor_shapes=CUDNN7_TENSOR_SHAPES, n_slabs=taps, fp32_workspace=True)
     return replace(g, tensor_shapes=CUDNN7_TENSOR_SHAPES, k_slabs=taps)
 
 

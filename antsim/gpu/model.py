@@ -224,9 +224,10 @@ def _traffic(gpu: GpuSpec, g: Gemm, tile: Tile, split: int, k_slice: int, ob: in
         # from DRAM before its first add, and goes out again once finished.
         passes = 1 if output <= l2_room else 2
         return _Traffic(l2_load, dram_load, g.M * g.N * cal.atomic_sectors * _SECTOR_BYTES * split, passes * output)
-    if split == 1:
+    if split == 1 and not g.fp32_workspace:
         return _Traffic(l2_load, dram_load, output, output)
-    partials = split * g.batch * g.M * g.N * _ACC_BYTES  # fp32 workspace: written by the GEMM, read by the reduction
+    # fp32 workspace: written by the GEMM, read by the reduction (or, unsplit, by the conversion to the output type)
+    partials = split * g.batch * g.M * g.N * _ACC_BYTES
     spilled = partials if partials > l2_room else 0.0
     return _Traffic(l2_load, dram_load, partials, spilled, partials + output, spilled + output)
 
@@ -325,7 +326,7 @@ def plan_gemm(gpu: GpuSpec, g: Gemm, precision: Precision, tile: Tile, split: in
     l2_s, dram_s = t.l2_load / l2_bw, t.dram_load / (dram_bw * wgrad_stream_efficiency(g, tile, ob, cal))
     store = max(t.store_l2 / l2_bw, t.store_dram / dram_bw)
     reduce = max(t.reduce_l2 / l2_bw, t.reduce_dram / dram_bw)
-    launches = cal.kernels_per_call + (1 if split > 1 and not g.scatter else 0) + g.passes - 1
+    launches = cal.kernels_per_call + (1 if (split > 1 or g.fp32_workspace) and not g.scatter else 0) + g.passes - 1
     side = sum(side_kernel_s(gpu, k, ob, cal) for k in g.side)
     time = max(compute, l2_s, dram_s) + store + reduce + launches * cal.launch_overhead_s + side
     return Plan(tile, split, precision, ctas, resident, ctas / (gpu.sms * resident), compute, l2_s, dram_s, store,

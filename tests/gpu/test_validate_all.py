@@ -28,7 +28,7 @@ REACHED = {
     ("titanx-maxwell", "fp32"): {"fprop": 0.20, "dgrad": 0.20, "wgrad": 0.25},
     ("m40", "fp32"): {"fprop": 0.20, "dgrad": 0.20, "wgrad": 0.20},
     ("t4", "fp32"): {"fprop": 0.20, "dgrad": 0.25, "wgrad": 0.20},
-    ("t4", "fp16"): {"fprop": 0.20, "dgrad": 0.20, "wgrad": 0.25},
+    ("t4", "fp16"): {"fprop": 0.20, "dgrad": 0.20, "wgrad": 0.15},
     ("a100-80gb-pcie", "fp32"): {"fprop": 0.20},
     ("p100-pcie", "fp32"): {"fprop": 0.15},
     ("p4", "fp32"): {"fprop": 0.15},
