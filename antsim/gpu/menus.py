@@ -214,7 +214,8 @@ def true_half_wgrad(g: Gemm, layer: Layer) -> Gemm:
 def true_half_dgrad(g: Gemm, layer: Layer) -> Gemm:
     """A true-half dgrad as cuDNN 7 runs it: when the filter is smaller than the stride (a 1×1 stride-2 layer,
     whose dX rows and columns between the strided ones receive no tap) the zero-inserted implicit GEMM issues
-    one kernel per dX pixel (``Gemm.passes = H·W``); any other formulation runs as one call.
+    one kernel per dX pixel (``Gemm.passes = H·W``), and so does col2im where it is the layer's only GEMM (the
+    padding reaches the filter, ``gemm.phase_gemms``); any other formulation runs as one call.
 
     [assumption, inferred from DeepBench's P100 half sheet (cuDNN 7): 13 of its sixteen 1×1 stride-2 pad-0 dgrads
     take 2.7–6.2 µs per dX pixel whatever C (64–1024), K (128–1024) and N (8, 16) — 3.60 / 3.62 / 4.01 ms at
@@ -224,11 +225,14 @@ def true_half_dgrad(g: Gemm, layer: Layer) -> Gemm:
     launch (Lin et al.) per pixel plus the half2 work predicts 0.72–1.87× of them. The same reading (a kernel per
     output position) as ``true_half_wgrad``'s per row; true-half convolutions of strides other than 1 had no fast
     kernels (NVIDIA in GitHub ``soumith/cudnn.torch`` issue 225, 2016). Dgrad P100 half 111.6 → 39.8 %; no other sheet
-    moves. Strided layers whose filter reaches every stride phase (5×5, 3×3 and 7×7 at stride 2) do not follow
-    it (it would predict 563 ms for the 5×20 stride-2 DeepSpeech layer, measured 16.8 ms) and stay unmodelled
-    (docs/gpu_precision.md §6).]
+    moves. Session 12: the 1×1 stride-2 pad-3 layer (C = 2048, K = 512, 7×7), whose negative window leaves col2im
+    as its only GEMM, is the same filter-below-stride shape: one kernel per dX pixel takes its two rows from 0.15 /
+    0.18× to 0.36 / 0.32× of the measured 1.14 / 1.74 ms (23–35 µs per pixel, above the pad-0 layers' 2.7–13.6:
+    not all explained); dgrad P100 half 39.7 → 37.6 % (docs/gpu_precision.md §7). Strided layers whose
+    filter reaches every stride phase (5×5, 3×3 and 7×7 at stride 2) do not follow it (it would predict 563 ms
+    for the 5×20 stride-2 DeepSpeech layer, measured 16.8 ms) and stay unmodelled (docs/gpu_precision.md §6).]
     """
-    if g.algorithm == "implicit" and (layer.R < layer.stride_h or layer.S < layer.stride_w):
+    if g.algorithm in ("implicit", "col2im") and (layer.R < layer.stride_h or layer.S < layer.stride_w):
         return replace(g, passes=layer.H * layer.W)
     return g
 

@@ -32,6 +32,7 @@ from antsim.gpu.spec import PRECISIONS, GpuSpec
 from antsim.gpu.tiles import (
     FFT_TILES,
     HALF2_TILES,
+    HALF2_WGRAD_TILES,
     SIMT_PHASED_TILES,
     SIMT_TILES,
     SIMT_WGRAD_TILES,
@@ -400,8 +401,8 @@ def candidate_plans(gpu: GpuSpec, g: Gemm, precision: Precision, cal: Calibratio
         tiles = sgemm_tiles(gpu)
         if gpu.true_half(run_precision(gpu, g, precision)):  # HGEMM: the same kernels, half2 accumulators
             tiles = tuple(half2(t) for t in tiles)
-    elif g.phase != "wgrad" and gpu.true_half(run_precision(gpu, g, precision)):
-        tiles = HALF2_TILES
+    elif gpu.true_half(run_precision(gpu, g, precision)):  # half2 kernels: two accumulators per register along M
+        tiles = HALF2_WGRAD_TILES if g.phase == "wgrad" else HALF2_TILES
     else:
         phased = g.algorithm in ("phased", "row_phased")
         tiles = SIMT_WGRAD_TILES if g.phase == "wgrad" else SIMT_PHASED_TILES if phased else SIMT_TILES

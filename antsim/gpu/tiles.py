@@ -101,6 +101,13 @@ def half2(tile: Tile) -> Tile:
 
 
 HALF2_TILES: tuple[Tile, ...] = tuple(half2(t) for t in SIMT_PHASED_TILES)
+# Half2 wgrad kernels: the fp32 wgrad kernels' threads and registers packed the same way, two fp16 accumulators
+# per register along M (the output channels K of dW[K, C·R·S]), so a CTA covers twice the output channels and a
+# layer with K below the packed tile's height leaves half2 lanes idle. [assumption, inferred from DeepBench's
+# P100 half rows (cuDNN 7): with the unpacked tiles at the half2 rate its 12 wgrads of K = 16–48 (DeepSpeech,
+# OCR, the 5×5 Vision layers) run at 0.41–0.63× the measured time while those of K ≥ 128 run near it (0.65–1.49×);
+# the narrow ones take 1.6–3.0× their fp32 rows' time, most K ≥ 128 rows 0.55–1.1×. wgrad 22.3 → 17.2 %.]
+HALF2_WGRAD_TILES: tuple[Tile, ...] = tuple(half2(t) for t in SIMT_WGRAD_TILES)
 # cuBLAS-style SGEMM kernels (non-fused Winograd's batched α² products, GEMM layers on the SIMT lanes):
 # 128×128, 128×64, 64×64 (8×8 fragments) and 32×128 (4×4 fragments, 256 threads). Which of them the
 # library runs depends on the generation, per the kernel names NeuSight recorded with cuDNN 8.9 (public

@@ -12,8 +12,16 @@ import pytest
 
 from antsim.gpu import estimate_layer, implicit_gemm, load_gpu
 from antsim.gpu.menus import NOT_TRUE_HALF, formulations, heuristic_tile
-from antsim.gpu.model import CALIBRATION, candidate_plans, plan_gemm, run_precision
-from antsim.gpu.tiles import HALF2_TILES, SIMT_PHASED_TILES, SIMT_TILES, ctas_per_sm, half2
+from antsim.gpu.model import CALIBRATION, candidate_plans, plan_gemm, run_precision, split_candidates
+from antsim.gpu.tiles import (
+    HALF2_TILES,
+    HALF2_WGRAD_TILES,
+    SIMT_PHASED_TILES,
+    SIMT_TILES,
+    SIMT_WGRAD_TILES,
+    ctas_per_sm,
+    half2,
+)
 from antsim.workloads.layers import Layer
 
 WINO = Layer("w3", N=16, C=128, K=128, H=28, W=28, R=3, S=3, stride=1, pad=1)
@@ -57,14 +65,42 @@ def test_the_true_half_menu_lacks_fused_winograd_fft_col2im_and_zero_skipping_st
         assert half == pseudo - set(NOT_TRUE_HALF), phase
 
 
-def test_true_half_runs_half2_in_every_phase_and_packed_tiles_in_fprop_and_dgrad() -> None:
+def test_true_half_runs_half2_and_packed_tiles_in_every_phase() -> None:
     p100 = load_gpu("p100")
     for phase in ("fprop", "dgrad"):
         g = implicit_gemm(BIG, phase)
         assert run_precision(p100, g, "fp16") == "fp16"
         assert {p.tile for p in candidate_plans(p100, g, "fp16")} <= set(HALF2_TILES), phase
-    assert run_precision(p100, implicit_gemm(BIG, "wgrad"), "fp16") == "fp16"
+    wgrad = implicit_gemm(BIG, "wgrad")
+    assert run_precision(p100, wgrad, "fp16") == "fp16"
     assert estimate_layer(p100, BIG, "wgrad", "fp16").details["run_precision"] == "fp16"
+    # session 12: wgrad's half2 kernels pack along M (dW's output channels) like fprop's and dgrad's
+    assert {p.tile for p in candidate_plans(p100, wgrad, "fp16")} <= set(HALF2_WGRAD_TILES)
+    assert {(t.m // 2, t.n, t.fragment) for t in HALF2_WGRAD_TILES} == \
+        {(t.m, t.n, t.fragment) for t in SIMT_WGRAD_TILES}
+    assert all(t.packed == 2 for t in HALF2_WGRAD_TILES)
+    assert {p.tile for p in candidate_plans(p100, wgrad, "fp16_pseudo")} <= set(SIMT_WGRAD_TILES)  # fp32 math: unpacked
+
+
+def test_a_narrow_true_half_wgrad_pays_its_packed_tile_and_a_wide_one_does_not() -> None:
+    # DeepBench's P100 half sheet: the K = 32 DeepSpeech 5×10 stride-2 wgrad (C = 32, N = 16) takes 2.87 ms, 1.6× its
+    # fp32 row; packed tiles waste half2 lanes below their height, a wide K fills them
+    p100 = load_gpu("p100")
+    narrow = Layer("ds", N=16, C=32, K=32, H=79, W=341, R=5, S=10, stride=2, pad=0)
+    wide = Layer("w", N=16, C=512, K=512, H=28, W=28, R=1, S=1, stride=1, pad=0)
+
+    def unpacked_s(layer: Layer) -> float:
+        g = next(g for g in formulations(p100, layer, "wgrad", "fp16", "cudnn7") if g.algorithm == "implicit")
+        plans = (plan_gemm(p100, g, "fp16", t, split, CALIBRATION) for t in SIMT_WGRAD_TILES
+                 for split in split_candidates(g, t, p100.sms, CALIBRATION, 2))
+        return min(p.time_s for p in plans if p is not None)
+
+    def packed_s(layer: Layer) -> float:
+        return estimate_layer(p100, layer, "wgrad", "fp16", library="cudnn7", selection="heuristic").time_s
+
+    assert packed_s(narrow) > 1.3 * unpacked_s(narrow)
+    assert 0.6 < packed_s(narrow) / 2.868e-3 < 1.0
+    assert packed_s(wide) < 1.05 * unpacked_s(wide)
 
 
 def test_a_true_half_implicit_wgrad_launches_one_kernel_per_output_row() -> None:
@@ -95,6 +131,10 @@ def test_a_true_half_dgrad_of_a_filter_smaller_than_its_stride_launches_one_kern
     assert {g.passes for g in formulations(p100, down, "dgrad", "fp16", "cudnn8")} == {1}  # measured on cuDNN 7 only
     five = Layer("s5", N=16, C=64, K=128, H=80, W=350, R=5, S=5, stride=2, pad=1)  # reaches every phase
     assert {g.passes for g in formulations(p100, five, "dgrad", "fp16", "cudnn7")} == {1}
+    # session 12: the pad-3 1×1 stride-2 layer, whose only GEMM is col2im (negative window), does the same
+    pad3 = Layer("pad3", N=8, C=2048, K=512, H=7, W=7, R=1, S=1, stride=2, pad=3)
+    assert [(g.algorithm, g.passes) for g in formulations(p100, pad3, "dgrad", "fp16", "cudnn7")] == [("col2im", 49)]
+    assert [g.passes for g in formulations(p100, pad3, "dgrad", "fp16_pseudo", "cudnn7")] == [1]
     g = half[0]
     pixels, one = plan_gemm(p100, g, "fp16", HALF2_TILES[0], 1), plan_gemm(p100, replace(g, passes=1), "fp16",
                                                                           HALF2_TILES[0], 1)
@@ -178,3 +218,4 @@ def test_timed_is_never_slower_than_the_heuristic_tile() -> None:
     assert heuristic.details["tile"].startswith("128x128")
     timed = estimate_layer(p100, FAT, "fprop", "fp32", library="cudnn7", selection="timed")
     assert timed.time_s < 0.75 * heuristic.time_s
+
