@@ -26,7 +26,7 @@ from dataclasses import replace
 
 from antsim.errors import AntsimError
 from antsim.gpu import fft, winograd
-from antsim.gpu.gemm import Gemm, phase_gemms, phased_for_any_c
+from antsim.gpu.gemm import PHASED_MIN_C, Gemm, dgrad_plane, every_phase_reached, phase_gemms, phased_for_any_c
 from antsim.gpu.spec import PRECISIONS, GpuSpec
 from antsim.gpu.tiles import CUDNN7_TENSOR_SHAPES, HALF2_TILES, SIMT_TILES, Tile
 from antsim.vocabulary import LIBRARIES as LIBRARIES  # re-exported: the library generations this menu knows
@@ -38,7 +38,8 @@ DEFAULT_LIBRARY: Library = "cudnn8"
 DEFAULT_SELECTION: Selection = "timed"
 FAMILIES = ("gemm", "winograd", "fft")
 # Formulation (``Gemm.algorithm``) → algorithm family.
-FAMILY = {"implicit": "gemm", "phased": "gemm", "row_phased": "gemm", "col2im": "gemm", "winograd_fused": "winograd",
+FAMILY = {"implicit": "gemm", "phased": "gemm", "row_phased": "gemm", "col2im": "gemm", "plane": "gemm",
+          "winograd_fused": "winograd",
           "winograd_nonfused": "winograd", "fft": "fft", "fft_tiling": "fft", "gemm": "gemm"}
 # cuDNN's names of the GEMM formulations, per phase.
 _GEMM_ALGO = {("fprop", "implicit"): "IMPLICIT_PRECOMP_GEMM", ("dgrad", "implicit"): "BWD_DATA_ALGO_1",
@@ -159,6 +160,8 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
     if gpu.true_half(precision) and generation <= TRUE_HALF_LAUNCH_GENERATION:
         per_position = true_half_wgrad if phase == "wgrad" else true_half_dgrad if phase == "dgrad" else None
         gemms = [per_position(g, layer) for g in gemms] if per_position else gemms
+        if phase == "dgrad" and true_half_plane(layer):
+            gemms = [dgrad_plane(layer)]
     if not tensor_core_eligible(gpu, layer, precision, library, phase):
         return [replace(g, simt_only=True) for g in gemms]
     gemms[1:1] = [replace(g, algo=_GEMM_ALGO[phase, g.algorithm]) for g in phased_for_any_c(layer, phase)]
@@ -211,6 +214,25 @@ def true_half_wgrad(g: Gemm, layer: Layer) -> Gemm:
     return replace(g, passes=layer.P) if g.algorithm == "implicit" else g
 
 
+def true_half_plane(layer: Layer) -> bool:
+    """True when cuDNN 7 runs a true-half dgrad as one CTA per (image, input channel) dX plane
+    (``gemm.dgrad_plane``, timed by ``model.plane_plan``): a strided layer whose filter reaches every stride phase
+    and whose C is below the stride-phase kernels' ``PHASED_MIN_C`` (the DeepSpeech, Speaker-ID and strided input
+    layers of C = 1–32).
+
+    [assumption, inferred from DeepBench's P100 half sheet (cuDNN 7): the 5×20 stride-2 C = 1 DeepSpeech dgrad takes
+    16.73 / 16.79 / 16.87 / 16.90 ms at N = 4 / 8 / 16 / 32 — flat, as long as N·C planes fit on the 56 SMs — where
+    the zero-inserted GEMM the model ran before grows 8× (0.71–5.57× of the measured time); the other C ≤ 3 layers
+    (3×3 and 7×7 stride 2, C = 3; 5×5 stride 2, C = 1: N·C = 16–48 < 56) take H·W × (≈ 53 ns + K × reached taps ×
+    0.127 ns) at any N, i.e. one plane per CTA swept pixel by pixel, and the C = 32 DeepSpeech 5×10 stride-2 dgrad
+    (N·C = 128–1024 planes) grows with the waves of two such CTAs per SM (0.98–1.28×); its C ≥ 64 Speaker-ID
+    layers do not follow it (2–3.5× too slow), the stride-phase regime of ``PHASED_MIN_C``. True-half convolutions
+    of strides other than 1 lacked the fast kernels (NVIDIA in GitHub ``soumith/cudnn.torch`` issue 225, 2016).]
+    """
+    strided = layer.stride_h > 1 or layer.stride_w > 1
+    return strided and layer.C < PHASED_MIN_C and every_phase_reached(layer)
+
+
 def true_half_dgrad(g: Gemm, layer: Layer) -> Gemm:
     """A true-half dgrad as cuDNN 7 runs it: when the filter is smaller than the stride (a 1×1 stride-2 layer,
     whose dX rows and columns between the strided ones receive no tap) the zero-inserted implicit GEMM issues
@@ -230,7 +252,8 @@ def true_half_dgrad(g: Gemm, layer: Layer) -> Gemm:
     0.18× to 0.36 / 0.32× of the measured 1.14 / 1.74 ms (23–35 µs per pixel, above the pad-0 layers' 2.7–13.6:
     not all explained); dgrad P100 half 39.7 → 37.6 % (docs/gpu_precision.md §7). Strided layers whose
     filter reaches every stride phase (5×5, 3×3 and 7×7 at stride 2) do not follow it (it would predict 563 ms
-    for the 5×20 stride-2 DeepSpeech layer, measured 16.8 ms) and stay unmodelled (docs/gpu_precision.md §6).]
+    for the 5×20 stride-2 DeepSpeech layer, measured 16.8 ms): those of C < 64 run ``true_half_plane``'s kernel,
+    the others stay unmodelled (docs/gpu_precision.md §6–7).]
     """
     if g.algorithm in ("implicit", "col2im") and (layer.R < layer.stride_h or layer.S < layer.stride_w):
         return replace(g, passes=layer.H * layer.W)

@@ -384,6 +384,37 @@ def split_candidates(g: Gemm, tile: Tile, sms: int, cal: Calibration = CALIBRATI
     return splits
 
 
+# The plane-sweeping true-half dgrad kernel (``gemm.dgrad_plane``, ``menus.true_half_plane``): a CTA per (image,
+# channel) dX plane whose pixels follow one another, each costing a fixed latency plus its reduction as dependent
+# FMA chains — one FMA per lane of one warp per FMA latency, 6 clocks on Pascal (Jia et al., "Dissecting the NVIDIA
+# Volta GPU Architecture via Microbenchmarking", 2018, FFMA latency table) — and two such CTAs resident per SM
+# [assumption: the per-pixel latency (≈ 53 ns at the P100's 1480 MHz) and the two CTAs per SM are read off
+# DeepBench's P100 half dgrads of C = 1–32 (``menus.true_half_plane``)].
+PLANE_PIXEL_CLOCKS = 80.0
+PLANE_MACS_PER_CLOCK = 32 / 6
+PLANE_CTAS_PER_SM = 2
+PLANE_TILE = Tile(1, 1, 1, 32, 1, 1)
+
+
+def plane_plan(gpu: GpuSpec, g: Gemm, precision: Precision, cal: Calibration = CALIBRATION) -> Plan:
+    """The plan of a plane-sweeping dgrad (``g.M`` planes of ``g.N`` pixels, ``g.K`` MACs each): waves of
+    ``PLANE_CTAS_PER_SM`` CTAs per SM, each ``g.N × (PLANE_PIXEL_CLOCKS + g.K / rate)`` clocks, or the layer's
+    tensors streamed once through DRAM when that is slower, plus the call's launches. ``rate`` is
+    ``PLANE_MACS_PER_CLOCK``, or a CTA's share of the SM's datasheet FMA rate at the precision when that is lower
+    (an sm_61 GPU's fp16 runs at 1/64 of its fp32 rate)."""
+    precision = run_precision(gpu, g, precision)
+    slots = gpu.sms * PLANE_CTAS_PER_SM
+    sm_macs_per_clock = gpu.peak(precision) / (2 * gpu.sms * gpu.clock_mhz * 1e6)
+    rate = min(PLANE_MACS_PER_CLOCK, sm_macs_per_clock / PLANE_CTAS_PER_SM)
+    compute = math.ceil(g.M / slots) * g.N * (PLANE_PIXEL_CLOCKS + g.K / rate) / gpu.sm_clock_hz
+    dram = (g.a_unique + g.b_unique + g.c_unique) * PRECISIONS[precision][0]
+    dram_s = dram / gpu.dram_bytes_per_s
+    launches = cal.kernels_per_call
+    time = max(compute, dram_s) + launches * cal.launch_overhead_s
+    return Plan(PLANE_TILE, 1, precision, g.M, PLANE_CTAS_PER_SM, g.M / slots, compute, 0.0, dram_s, 0.0, 0.0,
+                launches, time, dram, dram, g.M * g.N * g.K)
+
+
 def candidate_plans(gpu: GpuSpec, g: Gemm, precision: Precision, cal: Calibration = CALIBRATION) -> list[Plan]:
     """Every (tile, split-K) plan the model considers for ``g`` on ``gpu`` (those whose tile fits an SM).
 
@@ -391,6 +422,8 @@ def candidate_plans(gpu: GpuSpec, g: Gemm, precision: Precision, cal: Calibratio
         AntsimError: the GPU lacks ``precision``.
     """
     gpu.peak(precision)  # one-line error for a precision the GPU lacks
+    if g.algorithm == "plane":
+        return [plane_plan(gpu, g, precision, cal)]
     if gpu.uses_tensor_cores(run_precision(gpu, g, precision)):
         tiles = tensor_tiles(gpu, g.tensor_shapes)
     elif g.algorithm in ("fft", "fft_tiling"):

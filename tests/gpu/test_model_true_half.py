@@ -219,3 +219,33 @@ def test_timed_is_never_slower_than_the_heuristic_tile() -> None:
     timed = estimate_layer(p100, FAT, "fprop", "fp32", library="cudnn7", selection="timed")
     assert timed.time_s < 0.75 * heuristic.time_s
 
+
+def test_a_narrow_strided_true_half_dgrad_sweeps_one_plane_per_cta() -> None:
+    # session 12 (docs/gpu_precision.md §7): cuDNN 7's true-half strided dgrads of C < 64 that reach every stride
+    # phase run one CTA per (image, channel) plane; DeepBench's P100 half DeepSpeech 5×20 stride-2 C = 1 dgrad takes
+    # 16.73–16.90 ms at N = 4–32
+    p100 = load_gpu("p100")
+    ds = {n: Layer("ds", N=n, C=1, K=32, H=161, W=700, R=5, S=20, stride=2, pad=0) for n in (4, 8, 16, 32)}
+    plans = {n: formulations(p100, layer, "dgrad", "fp16", "cudnn7") for n, layer in ds.items()}
+    assert all([(g.algorithm, g.M, g.N) for g in gs] == [("plane", n, 161 * 700)] for n, gs in plans.items())
+    assert plans[4][0].M * plans[4][0].N * plans[4][0].K == pytest.approx(ds[4].macs, rel=0.1)  # no inserted zero
+    times = {n: estimate_layer(p100, layer, "dgrad", "fp16", library="cudnn7", selection="heuristic").time_s
+             for n, layer in ds.items()}
+    assert times[32] == pytest.approx(times[4])  # 32 planes fit on the 56 SMs: the batch is free
+    assert 0.8 < times[16] / 16.87e-3 < 1.25
+    assert estimate_layer(p100, ds[16], "dgrad", "fp16", library="cudnn7").details["algorithm"] == "plane"
+    # an sm_61 GPU's fp16 FMAs run at 1/64 of its fp32 rate: a CTA's share of them bounds the chain rate
+    slow = estimate_layer(load_gpu("gtx1080ti"), ds[16], "dgrad", "fp16", library="cudnn7").time_s
+    assert slow > 2 * times[16]
+    # the C = 32 layer's 1024 planes at N = 32 run in waves of two CTAs per SM (112 planes per wave on 56 SMs)
+    wide = Layer("ds2", N=32, C=32, K=32, H=79, W=341, R=5, S=10, stride=2, pad=0)
+    g = formulations(p100, wide, "dgrad", "fp16", "cudnn7")[0]
+    assert g.algorithm == "plane" and candidate_plans(p100, g, "fp16")[0].waves == pytest.approx(1024 / 112)
+    # not on: C ≥ 64 (the stride-phase regime), a filter missing phases (1×1 stride 2), stride 1, pseudo half, cuDNN 8
+    for layer in (Layer("s5", N=16, C=64, K=128, H=80, W=350, R=5, S=5, stride=2, pad=1),
+                  Layer("d1", N=8, C=16, K=64, H=56, W=56, R=1, S=1, stride=2, pad=0),
+                  Layer("s1", N=8, C=3, K=64, H=56, W=56, R=3, S=3, stride=1, pad=1)):
+        assert "plane" not in {g.algorithm for g in formulations(p100, layer, "dgrad", "fp16", "cudnn7")}, layer.name
+    assert "plane" not in {g.algorithm for g in formulations(p100, ds[8], "dgrad", "fp16_pseudo", "cudnn7")}
+    assert "plane" not in {g.algorithm for g in formulations(p100, ds[8], "dgrad", "fp16", "cudnn8")}
+    assert "plane" not in {g.algorithm for g in formulations(p100, ds[8], "fprop", "fp16", "cudnn7")}
