@@ -162,6 +162,7 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
         gemms = [per_position(g, layer) for g in gemms] if per_position else gemms
         if phase == "dgrad" and true_half_plane(layer):
             gemms = [dgrad_plane(layer)]
+        gemms = [true_half_winograd(g, layer) for g in gemms]
     if not tensor_core_eligible(gpu, layer, precision, library, phase):
         return [replace(g, simt_only=True) for g in gemms]
     gemms[1:1] = [replace(g, algo=_GEMM_ALGO[phase, g.algorithm]) for g in phased_for_any_c(layer, phase)]
@@ -212,6 +213,32 @@ def true_half_wgrad(g: Gemm, layer: Layer) -> Gemm:
     22.7 %, plan-space floor 22.2 → 6.4 %; no other sheet or phase moves.]
     """
     return replace(g, passes=layer.P) if g.algorithm == "implicit" else g
+
+
+# Images per block of cuDNN 7's true-half non-fused Winograd products in fprop and dgrad (``true_half_winograd``)
+# [assumption, inferred from DeepBench's P100 half sheet; see there].
+TRUE_HALF_WINOGRAD_IMAGES = 16
+
+
+def true_half_winograd(g: Gemm, layer: Layer) -> Gemm:
+    """A true-half non-fused Winograd fprop or dgrad as cuDNN 7 runs it: its α² batched HGEMMs cover the batch in
+    blocks of ``TRUE_HALF_WINOGRAD_IMAGES`` images, so their M (the tiles of all images) pads to whole blocks; the
+    transform kernels handle the real images. Any other GEMM, and wgrad (whose reduction runs over the tiles),
+    unchanged.
+
+    [assumption, inferred from DeepBench's P100 half sheet (cuDNN 7): its 3×3 Winograd-forward layers with C ≥ 128
+    take the same time at N = 8 and 16 in fprop and dgrad (t16 / t8 = 1.006–1.035 on the Vision and Face layers of
+    7×7–56×56 planes), where t16 − t8 is 1/8–1/13 of what the eight extra images' products cost at the half2 peak —
+    the N = 8 call does the N = 16 call's work; the C = 64 layers, whose transforms (real images) outweigh their
+    products, grow 1.50–1.66×; the fp32 rows of the same layers grow 1.19–1.92×, and the half wgrads (0.21 → 0.25,
+    0.33 → 0.52 ms) grow too. A block of 9–16 images reads the same on these rows (N = 8 and 16 only); 16 is the
+    smallest power of two. fprop P100 half 21.1 → 16.7 % (Winograd rows 38.5 → 21.1 %), dgrad 25.8 → 21.2 %
+    (Winograd rows 39.9 → 22.2 %); no other sheet moves.]
+    """
+    if g.algorithm != "winograd_nonfused" or g.phase == "wgrad":
+        return g
+    blocks = -(-layer.N // TRUE_HALF_WINOGRAD_IMAGES)
+    return replace(g, M=g.M // layer.N * blocks * TRUE_HALF_WINOGRAD_IMAGES)
 
 
 def true_half_plane(layer: Layer) -> bool:

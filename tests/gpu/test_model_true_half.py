@@ -249,3 +249,27 @@ def test_a_narrow_strided_true_half_dgrad_sweeps_one_plane_per_cta() -> None:
     assert "plane" not in {g.algorithm for g in formulations(p100, ds[8], "dgrad", "fp16_pseudo", "cudnn7")}
     assert "plane" not in {g.algorithm for g in formulations(p100, ds[8], "dgrad", "fp16", "cudnn8")}
     assert "plane" not in {g.algorithm for g in formulations(p100, ds[8], "fprop", "fp16", "cudnn7")}
+
+
+def test_true_half_nonfused_winograd_products_run_the_batch_in_blocks_of_16_images() -> None:
+    # session 12 (docs/gpu_precision.md §7): DeepBench's P100 half 3×3 Winograd fprops and dgrads of C ≥ 128 take the
+    # same time at N = 8 and 16 (C = K = 128, 28×28: 0.202 / 0.209 ms fprop)
+    p100 = load_gpu("p100")
+    eight, sixteen = (Layer("w", N=n, C=128, K=128, H=28, W=28, R=3, S=3, stride=1, pad=1) for n in (8, 16))
+    for phase in ("fprop", "dgrad"):
+        half = {g.algorithm: g for g in formulations(p100, eight, phase, "fp16", "cudnn7")}
+        pseudo = {g.algorithm: g for g in formulations(p100, eight, phase, "fp16_pseudo", "cudnn7")}
+        assert half["winograd_nonfused"].M == 2 * pseudo["winograd_nonfused"].M, phase  # 8 images pad to 16
+        assert half["implicit"].M == pseudo["implicit"].M, phase  # the other GEMMs keep their batch
+        assert half["winograd_nonfused"].side == pseudo["winograd_nonfused"].side, phase  # transforms: real images
+        same = {g.algorithm: g for g in formulations(p100, sixteen, phase, "fp16", "cudnn7")}
+        assert same["winograd_nonfused"].M == half["winograd_nonfused"].M, phase
+    wgrad = {g.algorithm: g for g in formulations(p100, eight, "wgrad", "fp16", "cudnn7")}
+    assert wgrad["winograd_nonfused"] == {g.algorithm: g for g in formulations(
+        p100, eight, "wgrad", "fp16_pseudo", "cudnn7")}["winograd_nonfused"]  # wgrad's reduction: unchanged
+    cudnn8 = {g.algorithm: g for g in formulations(p100, eight, "fprop", "fp16", "cudnn8")}
+    assert cudnn8["winograd_nonfused"].M == {g.algorithm: g for g in formulations(
+        p100, eight, "fprop", "fp16_pseudo", "cudnn8")}["winograd_nonfused"].M  # measured on cuDNN 7 only
+    t8, t16 = (estimate_layer(p100, layer, "fprop", "fp16", library="cudnn7", selection="heuristic",
+                              forward_algo="WINOGRAD").time_s for layer in (eight, sixteen))
+    assert t16 / t8 < 1.35
