@@ -39,7 +39,7 @@ from antsim.gpu.tiles import (
     WINOGRAD_FUSED_TILES,
     Tile,
     ctas_per_sm,
-    half2,
+    hgemm_tiles,
     sgemm_tiles,
     tensor_tiles,
 )
@@ -431,9 +431,8 @@ def candidate_plans(gpu: GpuSpec, g: Gemm, precision: Precision, cal: Calibratio
     elif g.algorithm == "winograd_fused":
         tiles = WINOGRAD_FUSED_TILES
     elif g.algorithm == "gemm" or (g.batch > 1 and not g.gathered):  # cuBLAS SGEMM (non-fused Winograd, GEMM layers)
-        tiles = sgemm_tiles(gpu)
-        if gpu.true_half(run_precision(gpu, g, precision)):  # HGEMM: the same kernels, half2 accumulators
-            tiles = tuple(half2(t) for t in tiles)
+        true_half = gpu.true_half(run_precision(gpu, g, precision))  # HGEMM: cuBLAS's half2 kernels
+        tiles = hgemm_tiles(gpu) if true_half else sgemm_tiles(gpu)
     elif gpu.true_half(run_precision(gpu, g, precision)):  # half2 kernels: two accumulators per register along M
         tiles = HALF2_WGRAD_TILES if g.phase == "wgrad" else HALF2_TILES
     else:

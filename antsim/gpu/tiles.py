@@ -129,6 +129,22 @@ def sgemm_tiles(gpu: GpuSpec) -> tuple[Tile, ...]:
     return SGEMM_TILES_BY_ARCH.get(architecture(gpu), SIMT_BATCHED_TILES)
 
 
+# cuBLAS's half2 HGEMM kernels (true half: non-fused Winograd's batched products, GEMM layers): on Pascal
+# ``maxwell_hgemm_256x128_*``, ``maxwell_hgemm_128x64_*`` and ``maxwell_hgemm_128x32_*`` (the names public nvprof
+# profiles of ``cublasGemmEx`` with a 16-bit compute type report on P100), the half2 forms of the 128×128, 64×64 and
+# 64×32 SGEMM tiles — not of the 4×4-fragment 32×128 SGEMM that Pascal's single-precision products run [assumption:
+# the 64×32 tile's 8×8 fragments, like the others']. P100 half fprop 16.7 → 15.1 %, dgrad 21.2 → 19.6 % (the 7×7
+# C = K = 512 Winograd rows 0.61–0.65 → 0.92–0.94×, their M = 64 tiles padding a 128-row tile); wgrad 17.2 %
+# unchanged. Other generations: the SGEMM tiles packed (``half2``).
+HGEMM_TILES_BY_ARCH: dict[str, tuple[Tile, ...]] = {
+    arch: (half2(_simt(128, 128)), half2(_simt(64, 64)), half2(_simt(64, 32))) for arch in ("maxwell", "pascal")}
+
+
+def hgemm_tiles(gpu: GpuSpec) -> tuple[Tile, ...]:
+    """The half2 HGEMM tiles the GPU's generation runs (``HGEMM_TILES_BY_ARCH``, else its SGEMM tiles packed)."""
+    return HGEMM_TILES_BY_ARCH.get(architecture(gpu)) or tuple(half2(t) for t in sgemm_tiles(gpu))
+
+
 # Fused Winograd: cuDNN's ``scudnn_winograd_128x128_ldg1_ldg4_*`` kernels (the only fused forward Winograd
 # kernels in the same records), 256 threads holding 16 points × 32 tiles × 32 output channels: on the
 # folded GEMM of ``antsim.gpu.winograd`` a 32×32 tile whose threads each keep 64 accumulators (8×8-like

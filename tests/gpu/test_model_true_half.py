@@ -21,6 +21,8 @@ from antsim.gpu.tiles import (
     SIMT_WGRAD_TILES,
     ctas_per_sm,
     half2,
+    hgemm_tiles,
+    sgemm_tiles,
 )
 from antsim.workloads.layers import Layer
 
@@ -273,3 +275,16 @@ def test_true_half_nonfused_winograd_products_run_the_batch_in_blocks_of_16_imag
     t8, t16 = (estimate_layer(p100, layer, "fprop", "fp16", library="cudnn7", selection="heuristic",
                               forward_algo="WINOGRAD").time_s for layer in (eight, sixteen))
     assert t16 / t8 < 1.35
+
+
+def test_true_half_batched_products_run_cublas_hgemm_tiles() -> None:
+    # session 12: Pascal's HGEMM kernels are maxwell_hgemm_256x128 / 128x64 / 128x32 (public P100 nvprof profiles),
+    # the half2 forms of the 128×128, 64×64 and 64×32 SGEMMs; the fp32 products keep Pascal's 64×64 and 32×128
+    p100 = load_gpu("p100")
+    assert {(t.m, t.n, t.packed) for t in hgemm_tiles(p100)} == {(256, 128, 2), (128, 64, 2), (128, 32, 2)}
+    g = {g.algorithm: g for g in formulations(p100, WINO, "fprop", "fp16", "cudnn7")}["winograd_nonfused"]
+    assert {p.tile for p in candidate_plans(p100, g, "fp16")} <= set(hgemm_tiles(p100))
+    assert {p.tile for p in candidate_plans(p100, g, "fp16_pseudo")} <= set(sgemm_tiles(p100))
+    assert {(t.m, t.n) for t in sgemm_tiles(p100)} == {(64, 64), (32, 128)}
+    t4 = load_gpu("t4")  # no HGEMM record for other generations: their SGEMM tiles packed
+    assert hgemm_tiles(t4) == tuple(half2(t) for t in sgemm_tiles(t4))
