@@ -134,7 +134,7 @@ def sgemm_tiles(gpu: GpuSpec) -> tuple[Tile, ...]:
 # profiles of ``cublasGemmEx`` with a 16-bit compute type report on P100), the half2 forms of the 128×128, 64×64 and
 # 64×32 SGEMM tiles — not of the 4×4-fragment 32×128 SGEMM that Pascal's single-precision products run [assumption:
 # the 64×32 tile's 8×8 fragments, like the others']. P100 half fprop 16.7 → 15.1 %, dgrad 21.2 → 19.6 % (the 7×7
-# C = K = 512 Winograd rows 0.61–0.65 → 0.92–0.94×, their M = 64 tiles padding a 128-row tile); wgrad 17.2 %
+# C = K = 512 Winograd rows 0.61–0.65 → 0.92–0.97×, their M = 64 tiles padding a 128-row tile); wgrad 17.2 %
 # unchanged. Other generations: the SGEMM tiles packed (``half2``).
 HGEMM_TILES_BY_ARCH: dict[str, tuple[Tile, ...]] = {
     arch: (half2(_simt(128, 128)), half2(_simt(64, 64)), half2(_simt(64, 32))) for arch in ("maxwell", "pascal")}
