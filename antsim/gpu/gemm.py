@@ -256,6 +256,26 @@ def dgrad_row_phased(layer: Layer) -> Gemm:
                 "row_phased", "dgrad", simt_only=True)
 
 
+def dgrad_plane(layer: Layer) -> Gemm:
+    """Strided dgrad as one CTA per (image, input channel) dX plane that sweeps the plane's pixels one after
+    another, each reduced over the dY channels and the taps that reach it (no structural zero): (M, N, K) =
+    (N·C planes, H·W pixels, K × the mean reached taps per pixel), so M·N·K are the useful MACs (padding taps
+    included). ``model.plane_plan`` times it; ``menus.true_half_plane`` says where the library runs it."""
+    rows = _axis_phases(layer.H, layer.R, layer.stride_h, layer.pad_h)
+    cols = _axis_phases(layer.W, layer.S, layer.stride_w, layer.pad_w)
+    reached = sum(n * t for n, t in rows) * sum(n * t for n, t in cols)  # (pixel, tap) pairs of one plane
+    x = layer.N * layer.C * layer.H * layer.W
+    w = layer.K * layer.C * layer.R * layer.S
+    y = layer.N * layer.K * layer.P * layer.Q
+    return Gemm(layer.N * layer.C, layer.H * layer.W, max(1, round(layer.K * reached / (layer.H * layer.W))), y, w,
+                x, layer.macs, "plane", "dgrad", simt_only=True, algo="BWD_DATA_ALGO_1")
+
+
+def every_phase_reached(layer: Layer) -> bool:
+    """True when a strided layer's filter reaches every stride phase of dX along both axes (public for ``menus``)."""
+    return _every_phase_reached(layer)
+
+
 def _rows_skippable(layer: Layer) -> bool:
     """True when some dX row phase receives no tap while the padding stays inside the filter."""
     rows = _axis_phases(layer.H, layer.R, layer.stride_h, layer.pad_h)

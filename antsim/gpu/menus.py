@@ -26,7 +26,7 @@ from dataclasses import replace
 
 from antsim.errors import AntsimError
 from antsim.gpu import fft, winograd
-from antsim.gpu.gemm import Gemm, phase_gemms, phased_for_any_c
+from antsim.gpu.gemm import PHASED_MIN_C, Gemm, dgrad_plane, every_phase_reached, phase_gemms, phased_for_any_c
 from antsim.gpu.spec import PRECISIONS, GpuSpec
 from antsim.gpu.tiles import CUDNN7_TENSOR_SHAPES, HALF2_TILES, SIMT_COL2IM_TILES, SIMT_PHASED_TILES, SIMT_TILES, Tile
 from antsim.vocabulary import LIBRARIES as LIBRARIES  # re-exported: the library generations this menu knows
@@ -38,7 +38,8 @@ DEFAULT_LIBRARY: Library = "cudnn8"
 DEFAULT_SELECTION: Selection = "timed"
 FAMILIES = ("gemm", "winograd", "fft")
 # Formulation (``Gemm.algorithm``) → algorithm family.
-FAMILY = {"implicit": "gemm", "phased": "gemm", "row_phased": "gemm", "col2im": "gemm", "winograd_fused": "winograd",
+FAMILY = {"implicit": "gemm", "phased": "gemm", "row_phased": "gemm", "col2im": "gemm", "plane": "gemm",
+          "winograd_fused": "winograd",
           "winograd_nonfused": "winograd", "fft": "fft", "fft_tiling": "fft", "gemm": "gemm"}
 # cuDNN's names of the GEMM formulations, per phase.
 _GEMM_ALGO = {("fprop", "implicit"): "IMPLICIT_PRECOMP_GEMM", ("dgrad", "implicit"): "BWD_DATA_ALGO_1",
@@ -209,6 +210,9 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
     if gpu.true_half(precision) and generation <= TRUE_HALF_LAUNCH_GENERATION:
         per_position = true_half_wgrad if phase == "wgrad" else true_half_dgrad if phase == "dgrad" else None
         gemms = [per_position(g, layer) for g in gemms] if per_position else gemms
+        if phase == "dgrad" and true_half_plane(layer):
+            gemms = [dgrad_plane(layer)]
+        gemms = [true_half_winograd(g, layer) for g in gemms]
     if not tensor_core_eligible(gpu, layer, precision, library, phase):
         return [replace(g, simt_only=True) for g in gemms]
     if not skips_strided_zeros(library):  # (already on the menu from 7.4.1 on)
@@ -262,10 +266,56 @@ def true_half_wgrad(g: Gemm, layer: Layer) -> Gemm:
     return replace(g, passes=layer.P) if g.algorithm == "implicit" else g
 
 
+# Images per block of cuDNN 7's true-half non-fused Winograd products in fprop and dgrad (``true_half_winograd``)
+# [assumption, inferred from DeepBench's P100 half sheet; see there].
+TRUE_HALF_WINOGRAD_IMAGES = 16
+
+
+def true_half_winograd(g: Gemm, layer: Layer) -> Gemm:
+    """A true-half non-fused Winograd fprop or dgrad as cuDNN 7 runs it: its α² batched HGEMMs cover the batch in
+    blocks of ``TRUE_HALF_WINOGRAD_IMAGES`` images, so their M (the tiles of all images) pads to whole blocks; the
+    transform kernels handle the real images. Any other GEMM, and wgrad (whose reduction runs over the tiles),
+    unchanged.
+
+    [assumption, inferred from DeepBench's P100 half sheet (cuDNN 7): its 3×3 Winograd-forward layers with C ≥ 128
+    take the same time at N = 8 and 16 in fprop and dgrad (t16 / t8 = 1.006–1.035 on the Vision and Face layers of
+    7×7–56×56 planes), where t16 − t8 is 1/8–1/13 of what the eight extra images' products cost at the half2 peak —
+    the N = 8 call does the N = 16 call's work; the C = 64 layers, whose transforms (real images) outweigh their
+    products, grow 1.50–1.66×; the fp32 rows of the same layers grow 1.19–1.92×, and the half wgrads (0.21 → 0.25,
+    0.33 → 0.52 ms) grow too. A block of 9–16 images reads the same on these rows (N = 8 and 16 only); 16 is the
+    smallest power of two. fprop P100 half 21.1 → 16.7 % (Winograd rows 38.5 → 21.1 %), dgrad 25.8 → 21.2 %
+    (Winograd rows 39.9 → 22.2 %); no other sheet moves.]
+    """
+    if g.algorithm != "winograd_nonfused" or g.phase == "wgrad":
+        return g
+    blocks = -(-layer.N // TRUE_HALF_WINOGRAD_IMAGES)
+    return replace(g, M=g.M // layer.N * blocks * TRUE_HALF_WINOGRAD_IMAGES)
+
+
+def true_half_plane(layer: Layer) -> bool:
+    """True when cuDNN 7 runs a true-half dgrad as one CTA per (image, input channel) dX plane
+    (``gemm.dgrad_plane``, timed by ``model.plane_plan``): a strided layer whose filter reaches every stride phase
+    and whose C is below the stride-phase kernels' ``PHASED_MIN_C`` (the DeepSpeech, Speaker-ID and strided input
+    layers of C = 1–32).
+
+    [assumption, inferred from DeepBench's P100 half sheet (cuDNN 7): the 5×20 stride-2 C = 1 DeepSpeech dgrad takes
+    16.73 / 16.79 / 16.87 / 16.90 ms at N = 4 / 8 / 16 / 32 — flat, as long as N·C planes fit on the 56 SMs — where
+    the zero-inserted GEMM the model ran before grows 8× (0.71–5.57× of the measured time); the other C ≤ 3 layers
+    (3×3 and 7×7 stride 2, C = 3; 5×5 stride 2, C = 1: N·C = 16–48 < 56) take H·W × (≈ 53 ns + K × reached taps ×
+    0.127 ns) at any N, i.e. one plane per CTA swept pixel by pixel, and the C = 32 DeepSpeech 5×10 stride-2 dgrad
+    (N·C = 128–1024 planes) grows with the waves of two such CTAs per SM (0.98–1.28×); its C ≥ 64 Speaker-ID
+    layers do not follow it (2–3.5× too slow), the stride-phase regime of ``PHASED_MIN_C``. True-half convolutions
+    of strides other than 1 lacked the fast kernels (NVIDIA in GitHub ``soumith/cudnn.torch`` issue 225, 2016).]
+    """
+    strided = layer.stride_h > 1 or layer.stride_w > 1
+    return strided and layer.C < PHASED_MIN_C and every_phase_reached(layer)
+
+
 def true_half_dgrad(g: Gemm, layer: Layer) -> Gemm:
     """A true-half dgrad as cuDNN 7 runs it: when the filter is smaller than the stride (a 1×1 stride-2 layer,
     whose dX rows and columns between the strided ones receive no tap) the zero-inserted implicit GEMM issues
-    one kernel per dX pixel (``Gemm.passes = H·W``); any other formulation runs as one call.
+    one kernel per dX pixel (``Gemm.passes = H·W``), and so does col2im where it is the layer's only GEMM (the
+    padding reaches the filter, ``gemm.phase_gemms``); any other formulation runs as one call.
 
     [assumption, inferred from DeepBench's P100 half sheet (cuDNN 7): 13 of its sixteen 1×1 stride-2 pad-0 dgrads
     take 2.7–6.2 µs per dX pixel whatever C (64–1024), K (128–1024) and N (8, 16) — 3.60 / 3.62 / 4.01 ms at
@@ -275,11 +325,15 @@ def true_half_dgrad(g: Gemm, layer: Layer) -> Gemm:
     launch (Lin et al.) per pixel plus the half2 work predicts 0.72–1.87× of them. The same reading (a kernel per
     output position) as ``true_half_wgrad``'s per row; true-half convolutions of strides other than 1 had no fast
     kernels (NVIDIA in GitHub ``soumith/cudnn.torch`` issue 225, 2016). Dgrad P100 half 111.6 → 39.8 %; no other sheet
-    moves. Strided layers whose filter reaches every stride phase (5×5, 3×3 and 7×7 at stride 2) do not follow
-    it (it would predict 563 ms for the 5×20 stride-2 DeepSpeech layer, measured 16.8 ms) and stay unmodelled
-    (docs/gpu_precision.md §6).]
+    moves. Session 12: the 1×1 stride-2 pad-3 layer (C = 2048, K = 512, 7×7), whose negative window leaves col2im
+    as its only GEMM, is the same filter-below-stride shape: one kernel per dX pixel takes its two rows from 0.15 /
+    0.18× to 0.36 / 0.32× of the measured 1.14 / 1.74 ms (23–35 µs per pixel, above the pad-0 layers' 2.7–13.6:
+    not all explained); dgrad P100 half 39.7 → 37.6 % (docs/gpu_precision.md §7). Strided layers whose
+    filter reaches every stride phase (5×5, 3×3 and 7×7 at stride 2) do not follow it (it would predict 563 ms
+    for the 5×20 stride-2 DeepSpeech layer, measured 16.8 ms): those of C < 64 run ``true_half_plane``'s kernel,
+    the others stay unmodelled (docs/gpu_precision.md §6–7).]
     """
-    if g.algorithm == "implicit" and (layer.R < layer.stride_h or layer.S < layer.stride_w):
+    if g.algorithm in ("implicit", "col2im") and (layer.R < layer.stride_h or layer.S < layer.stride_w):
         return replace(g, passes=layer.H * layer.W)
     return g
 

@@ -32,6 +32,7 @@ from antsim.gpu.spec import PRECISIONS, GpuSpec
 from antsim.gpu.tiles import (
     FFT_TILES,
     HALF2_TILES,
+    HALF2_WGRAD_TILES,
     SIMT_COL2IM_TILES,
     SIMT_PHASED_TILES,
     SIMT_TILES,
@@ -39,7 +40,7 @@ from antsim.gpu.tiles import (
     WINOGRAD_FUSED_TILES,
     Tile,
     ctas_per_sm,
-    half2,
+    hgemm_tiles,
     sgemm_tiles,
     tensor_tiles,
 )
@@ -385,6 +386,37 @@ def split_candidates(g: Gemm, tile: Tile, sms: int, cal: Calibration = CALIBRATI
     return splits
 
 
+# The plane-sweeping true-half dgrad kernel (``gemm.dgrad_plane``, ``menus.true_half_plane``): a CTA per (image,
+# channel) dX plane whose pixels follow one another, each costing a fixed latency plus its reduction as dependent
+# FMA chains — one FMA per lane of one warp per FMA latency, 6 clocks on Pascal (Jia et al., "Dissecting the NVIDIA
+# Volta GPU Architecture via Microbenchmarking", 2018, FFMA latency table) — and two such CTAs resident per SM
+# [assumption: the per-pixel latency (≈ 53 ns at the P100's 1480 MHz) and the two CTAs per SM are read off
+# DeepBench's P100 half dgrads of C = 1–32 (``menus.true_half_plane``)].
+PLANE_PIXEL_CLOCKS = 80.0
+PLANE_MACS_PER_CLOCK = 32 / 6
+PLANE_CTAS_PER_SM = 2
+PLANE_TILE = Tile(1, 1, 1, 32, 1, 1)
+
+
+def plane_plan(gpu: GpuSpec, g: Gemm, precision: Precision, cal: Calibration = CALIBRATION) -> Plan:
+    """The plan of a plane-sweeping dgrad (``g.M`` planes of ``g.N`` pixels, ``g.K`` MACs each): waves of
+    ``PLANE_CTAS_PER_SM`` CTAs per SM, each ``g.N × (PLANE_PIXEL_CLOCKS + g.K / rate)`` clocks, or the layer's
+    tensors streamed once through DRAM when that is slower, plus the call's launches. ``rate`` is
+    ``PLANE_MACS_PER_CLOCK``, or a CTA's share of the SM's datasheet FMA rate at the precision when that is lower
+    (an sm_61 GPU's fp16 runs at 1/64 of its fp32 rate)."""
+    precision = run_precision(gpu, g, precision)
+    slots = gpu.sms * PLANE_CTAS_PER_SM
+    sm_macs_per_clock = gpu.peak(precision) / (2 * gpu.sms * gpu.clock_mhz * 1e6)
+    rate = min(PLANE_MACS_PER_CLOCK, sm_macs_per_clock / PLANE_CTAS_PER_SM)
+    compute = math.ceil(g.M / slots) * g.N * (PLANE_PIXEL_CLOCKS + g.K / rate) / gpu.sm_clock_hz
+    dram = (g.a_unique + g.b_unique + g.c_unique) * PRECISIONS[precision][0]
+    dram_s = dram / gpu.dram_bytes_per_s
+    launches = cal.kernels_per_call
+    time = max(compute, dram_s) + launches * cal.launch_overhead_s
+    return Plan(PLANE_TILE, 1, precision, g.M, PLANE_CTAS_PER_SM, g.M / slots, compute, 0.0, dram_s, 0.0, 0.0,
+                launches, time, dram, dram, g.M * g.N * g.K)
+
+
 def candidate_plans(gpu: GpuSpec, g: Gemm, precision: Precision, cal: Calibration = CALIBRATION) -> list[Plan]:
     """Every (tile, split-K) plan the model considers for ``g`` on ``gpu`` (those whose tile fits an SM).
 
@@ -392,6 +424,8 @@ def candidate_plans(gpu: GpuSpec, g: Gemm, precision: Precision, cal: Calibratio
         AntsimError: the GPU lacks ``precision``.
     """
     gpu.peak(precision)  # one-line error for a precision the GPU lacks
+    if g.algorithm == "plane":
+        return [plane_plan(gpu, g, precision, cal)]
     if gpu.uses_tensor_cores(run_precision(gpu, g, precision)):
         tiles = tensor_tiles(gpu, g.tensor_shapes)
     elif g.algorithm in ("fft", "fft_tiling"):
@@ -399,11 +433,10 @@ def candidate_plans(gpu: GpuSpec, g: Gemm, precision: Precision, cal: Calibratio
     elif g.algorithm == "winograd_fused":
         tiles = WINOGRAD_FUSED_TILES
     elif g.algorithm == "gemm" or (g.batch > 1 and not g.gathered):  # cuBLAS SGEMM (non-fused Winograd, GEMM layers)
-        tiles = sgemm_tiles(gpu)
-        if gpu.true_half(run_precision(gpu, g, precision)):  # HGEMM: the same kernels, half2 accumulators
-            tiles = tuple(half2(t) for t in tiles)
-    elif g.phase != "wgrad" and gpu.true_half(run_precision(gpu, g, precision)):
-        tiles = HALF2_TILES
+        true_half = gpu.true_half(run_precision(gpu, g, precision))  # HGEMM: cuBLAS's half2 kernels
+        tiles = hgemm_tiles(gpu) if true_half else sgemm_tiles(gpu)
+    elif gpu.true_half(run_precision(gpu, g, precision)):  # half2 kernels: two accumulators per register along M
+        tiles = HALF2_WGRAD_TILES if g.phase == "wgrad" else HALF2_TILES
     else:
         phased = g.algorithm in ("phased", "row_phased")
         tiles = SIMT_WGRAD_TILES if g.phase == "wgrad" else SIMT_PHASED_TILES if phased \

@@ -107,6 +107,13 @@ def half2(tile: Tile) -> Tile:
 
 
 HALF2_TILES: tuple[Tile, ...] = tuple(half2(t) for t in SIMT_PHASED_TILES)
+# Half2 wgrad kernels: the fp32 wgrad kernels' threads and registers packed the same way, two fp16 accumulators
+# per register along M (the output channels K of dW[K, C·R·S]), so a CTA covers twice the output channels and a
+# layer with K below the packed tile's height leaves half2 lanes idle. [assumption, inferred from DeepBench's
+# P100 half rows (cuDNN 7): with the unpacked tiles at the half2 rate its 12 wgrads of K = 16–48 (DeepSpeech,
+# OCR, the 5×5 Vision layers) run at 0.41–0.63× the measured time while those of K ≥ 128 run near it (0.65–1.49×);
+# the narrow ones take 1.6–3.0× their fp32 rows' time, most K ≥ 128 rows 0.55–1.1×. wgrad 22.3 → 17.2 %.]
+HALF2_WGRAD_TILES: tuple[Tile, ...] = tuple(half2(t) for t in SIMT_WGRAD_TILES)
 # cuBLAS-style SGEMM kernels (non-fused Winograd's batched α² products, GEMM layers on the SIMT lanes):
 # 128×128, 128×64, 64×64 (8×8 fragments) and 32×128 (4×4 fragments, 256 threads). Which of them the
 # library runs depends on the generation, per the kernel names NeuSight recorded with cuDNN 8.9 (public
@@ -126,6 +133,22 @@ SGEMM_TILES_BY_ARCH: dict[str, tuple[Tile, ...]] = {
 def sgemm_tiles(gpu: GpuSpec) -> tuple[Tile, ...]:
     """The SGEMM tiles the GPU's generation runs (``SGEMM_TILES_BY_ARCH``, else all of them)."""
     return SGEMM_TILES_BY_ARCH.get(architecture(gpu), SIMT_BATCHED_TILES)
+
+
+# cuBLAS's half2 HGEMM kernels (true half: non-fused Winograd's batched products, GEMM layers): on Pascal
+# ``maxwell_hgemm_256x128_*``, ``maxwell_hgemm_128x64_*`` and ``maxwell_hgemm_128x32_*`` (the names public nvprof
+# profiles of ``cublasGemmEx`` with a 16-bit compute type report on P100), the half2 forms of the 128×128, 64×64 and
+# 64×32 SGEMM tiles — not of the 4×4-fragment 32×128 SGEMM that Pascal's single-precision products run [assumption:
+# the 64×32 tile's 8×8 fragments, like the others']. P100 half fprop 16.7 → 15.1 %, dgrad 21.2 → 19.6 % (the 7×7
+# C = K = 512 Winograd rows 0.61–0.65 → 0.92–0.97×, their M = 64 tiles padding a 128-row tile); wgrad 17.2 %
+# unchanged. Other generations: the SGEMM tiles packed (``half2``).
+HGEMM_TILES_BY_ARCH: dict[str, tuple[Tile, ...]] = {
+    arch: (half2(_simt(128, 128)), half2(_simt(64, 64)), half2(_simt(64, 32))) for arch in ("maxwell", "pascal")}
+
+
+def hgemm_tiles(gpu: GpuSpec) -> tuple[Tile, ...]:
+    """The half2 HGEMM tiles the GPU's generation runs (``HGEMM_TILES_BY_ARCH``, else its SGEMM tiles packed)."""
+    return HGEMM_TILES_BY_ARCH.get(architecture(gpu)) or tuple(half2(t) for t in sgemm_tiles(gpu))
 
 
 # Fused Winograd: cuDNN's ``scudnn_winograd_128x128_ldg1_ldg4_*`` kernels (the only fused forward Winograd

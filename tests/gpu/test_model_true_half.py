@@ -12,8 +12,18 @@ import pytest
 
 from antsim.gpu import estimate_layer, implicit_gemm, load_gpu
 from antsim.gpu.menus import NOT_TRUE_HALF, formulations, heuristic_tile
-from antsim.gpu.model import CALIBRATION, candidate_plans, plan_gemm, run_precision
-from antsim.gpu.tiles import HALF2_TILES, SIMT_PHASED_TILES, SIMT_TILES, ctas_per_sm, half2
+from antsim.gpu.model import CALIBRATION, candidate_plans, plan_gemm, run_precision, split_candidates
+from antsim.gpu.tiles import (
+    HALF2_TILES,
+    HALF2_WGRAD_TILES,
+    SIMT_PHASED_TILES,
+    SIMT_TILES,
+    SIMT_WGRAD_TILES,
+    ctas_per_sm,
+    half2,
+    hgemm_tiles,
+    sgemm_tiles,
+)
 from antsim.workloads.layers import Layer
 
 WINO = Layer("w3", N=16, C=128, K=128, H=28, W=28, R=3, S=3, stride=1, pad=1)
@@ -57,14 +67,42 @@ def test_the_true_half_menu_lacks_fused_winograd_fft_col2im_and_zero_skipping_st
         assert half == pseudo - set(NOT_TRUE_HALF), phase
 
 
-def test_true_half_runs_half2_in_every_phase_and_packed_tiles_in_fprop_and_dgrad() -> None:
+def test_true_half_runs_half2_and_packed_tiles_in_every_phase() -> None:
     p100 = load_gpu("p100")
     for phase in ("fprop", "dgrad"):
         g = implicit_gemm(BIG, phase)
         assert run_precision(p100, g, "fp16") == "fp16"
         assert {p.tile for p in candidate_plans(p100, g, "fp16")} <= set(HALF2_TILES), phase
-    assert run_precision(p100, implicit_gemm(BIG, "wgrad"), "fp16") == "fp16"
+    wgrad = implicit_gemm(BIG, "wgrad")
+    assert run_precision(p100, wgrad, "fp16") == "fp16"
     assert estimate_layer(p100, BIG, "wgrad", "fp16").details["run_precision"] == "fp16"
+    # session 12: wgrad's half2 kernels pack along M (dW's output channels) like fprop's and dgrad's
+    assert {p.tile for p in candidate_plans(p100, wgrad, "fp16")} <= set(HALF2_WGRAD_TILES)
+    assert {(t.m // 2, t.n, t.fragment) for t in HALF2_WGRAD_TILES} == \
+        {(t.m, t.n, t.fragment) for t in SIMT_WGRAD_TILES}
+    assert all(t.packed == 2 for t in HALF2_WGRAD_TILES)
+    assert {p.tile for p in candidate_plans(p100, wgrad, "fp16_pseudo")} <= set(SIMT_WGRAD_TILES)  # fp32 math: unpacked
+
+
+def test_a_narrow_true_half_wgrad_pays_its_packed_tile_and_a_wide_one_does_not() -> None:
+    # DeepBench's P100 half sheet: the K = 32 DeepSpeech 5×10 stride-2 wgrad (C = 32, N = 16) takes 2.87 ms, 1.6× its
+    # fp32 row; packed tiles waste half2 lanes below their height, a wide K fills them
+    p100 = load_gpu("p100")
+    narrow = Layer("ds", N=16, C=32, K=32, H=79, W=341, R=5, S=10, stride=2, pad=0)
+    wide = Layer("w", N=16, C=512, K=512, H=28, W=28, R=1, S=1, stride=1, pad=0)
+
+    def unpacked_s(layer: Layer) -> float:
+        g = next(g for g in formulations(p100, layer, "wgrad", "fp16", "cudnn7") if g.algorithm == "implicit")
+        plans = (plan_gemm(p100, g, "fp16", t, split, CALIBRATION) for t in SIMT_WGRAD_TILES
+                 for split in split_candidates(g, t, p100.sms, CALIBRATION, 2))
+        return min(p.time_s for p in plans if p is not None)
+
+    def packed_s(layer: Layer) -> float:
+        return estimate_layer(p100, layer, "wgrad", "fp16", library="cudnn7", selection="heuristic").time_s
+
+    assert packed_s(narrow) > 1.3 * unpacked_s(narrow)
+    assert 0.6 < packed_s(narrow) / 2.868e-3 < 1.0
+    assert packed_s(wide) < 1.05 * unpacked_s(wide)
 
 
 def test_a_true_half_implicit_wgrad_launches_one_kernel_per_output_row() -> None:
@@ -95,6 +133,10 @@ def test_a_true_half_dgrad_of_a_filter_smaller_than_its_stride_launches_one_kern
     assert {g.passes for g in formulations(p100, down, "dgrad", "fp16", "cudnn8")} == {1}  # measured on cuDNN 7 only
     five = Layer("s5", N=16, C=64, K=128, H=80, W=350, R=5, S=5, stride=2, pad=1)  # reaches every phase
     assert {g.passes for g in formulations(p100, five, "dgrad", "fp16", "cudnn7")} == {1}
+    # session 12: the pad-3 1×1 stride-2 layer, whose only GEMM is col2im (negative window), does the same
+    pad3 = Layer("pad3", N=8, C=2048, K=512, H=7, W=7, R=1, S=1, stride=2, pad=3)
+    assert [(g.algorithm, g.passes) for g in formulations(p100, pad3, "dgrad", "fp16", "cudnn7")] == [("col2im", 49)]
+    assert [g.passes for g in formulations(p100, pad3, "dgrad", "fp16_pseudo", "cudnn7")] == [1]
     g = half[0]
     pixels, one = plan_gemm(p100, g, "fp16", HALF2_TILES[0], 1), plan_gemm(p100, replace(g, passes=1), "fp16",
                                                                           HALF2_TILES[0], 1)
@@ -178,3 +220,71 @@ def test_timed_is_never_slower_than_the_heuristic_tile() -> None:
     assert heuristic.details["tile"].startswith("128x128")
     timed = estimate_layer(p100, FAT, "fprop", "fp32", library="cudnn7", selection="timed")
     assert timed.time_s < 0.75 * heuristic.time_s
+
+
+def test_a_narrow_strided_true_half_dgrad_sweeps_one_plane_per_cta() -> None:
+    # session 12 (docs/gpu_precision.md §7): cuDNN 7's true-half strided dgrads of C < 64 that reach every stride
+    # phase run one CTA per (image, channel) plane; DeepBench's P100 half DeepSpeech 5×20 stride-2 C = 1 dgrad takes
+    # 16.73–16.90 ms at N = 4–32
+    p100 = load_gpu("p100")
+    ds = {n: Layer("ds", N=n, C=1, K=32, H=161, W=700, R=5, S=20, stride=2, pad=0) for n in (4, 8, 16, 32)}
+    plans = {n: formulations(p100, layer, "dgrad", "fp16", "cudnn7") for n, layer in ds.items()}
+    assert all([(g.algorithm, g.M, g.N) for g in gs] == [("plane", n, 161 * 700)] for n, gs in plans.items())
+    assert plans[4][0].M * plans[4][0].N * plans[4][0].K == pytest.approx(ds[4].macs, rel=0.1)  # no inserted zero
+    times = {n: estimate_layer(p100, layer, "dgrad", "fp16", library="cudnn7", selection="heuristic").time_s
+             for n, layer in ds.items()}
+    assert times[32] == pytest.approx(times[4])  # 32 planes fit on the 56 SMs: the batch is free
+    assert 0.8 < times[16] / 16.87e-3 < 1.25
+    assert estimate_layer(p100, ds[16], "dgrad", "fp16", library="cudnn7").details["algorithm"] == "plane"
+    # an sm_61 GPU's fp16 FMAs run at 1/64 of its fp32 rate: a CTA's share of them bounds the chain rate
+    slow = estimate_layer(load_gpu("gtx1080ti"), ds[16], "dgrad", "fp16", library="cudnn7").time_s
+    assert slow > 2 * times[16]
+    # the C = 32 layer's 1024 planes at N = 32 run in waves of two CTAs per SM (112 planes per wave on 56 SMs)
+    wide = Layer("ds2", N=32, C=32, K=32, H=79, W=341, R=5, S=10, stride=2, pad=0)
+    g = formulations(p100, wide, "dgrad", "fp16", "cudnn7")[0]
+    assert g.algorithm == "plane" and candidate_plans(p100, g, "fp16")[0].waves == pytest.approx(1024 / 112)
+    # not on: C ≥ 64 (the stride-phase regime), a filter missing phases (1×1 stride 2), stride 1, pseudo half, cuDNN 8
+    for layer in (Layer("s5", N=16, C=64, K=128, H=80, W=350, R=5, S=5, stride=2, pad=1),
+                  Layer("d1", N=8, C=16, K=64, H=56, W=56, R=1, S=1, stride=2, pad=0),
+                  Layer("s1", N=8, C=3, K=64, H=56, W=56, R=3, S=3, stride=1, pad=1)):
+        assert "plane" not in {g.algorithm for g in formulations(p100, layer, "dgrad", "fp16", "cudnn7")}, layer.name
+    assert "plane" not in {g.algorithm for g in formulations(p100, ds[8], "dgrad", "fp16_pseudo", "cudnn7")}
+    assert "plane" not in {g.algorithm for g in formulations(p100, ds[8], "dgrad", "fp16", "cudnn8")}
+    assert "plane" not in {g.algorithm for g in formulations(p100, ds[8], "fprop", "fp16", "cudnn7")}
+
+
+def test_true_half_nonfused_winograd_products_run_the_batch_in_blocks_of_16_images() -> None:
+    # session 12 (docs/gpu_precision.md §7): DeepBench's P100 half 3×3 Winograd fprops and dgrads of C ≥ 128 take the
+    # same time at N = 8 and 16 (C = K = 128, 28×28: 0.202 / 0.209 ms fprop)
+    p100 = load_gpu("p100")
+    eight, sixteen = (Layer("w", N=n, C=128, K=128, H=28, W=28, R=3, S=3, stride=1, pad=1) for n in (8, 16))
+    for phase in ("fprop", "dgrad"):
+        half = {g.algorithm: g for g in formulations(p100, eight, phase, "fp16", "cudnn7")}
+        pseudo = {g.algorithm: g for g in formulations(p100, eight, phase, "fp16_pseudo", "cudnn7")}
+        assert half["winograd_nonfused"].M == 2 * pseudo["winograd_nonfused"].M, phase  # 8 images pad to 16
+        assert half["implicit"].M == pseudo["implicit"].M, phase  # the other GEMMs keep their batch
+        assert half["winograd_nonfused"].side == pseudo["winograd_nonfused"].side, phase  # transforms: real images
+        same = {g.algorithm: g for g in formulations(p100, sixteen, phase, "fp16", "cudnn7")}
+        assert same["winograd_nonfused"].M == half["winograd_nonfused"].M, phase
+    wgrad = {g.algorithm: g for g in formulations(p100, eight, "wgrad", "fp16", "cudnn7")}
+    assert wgrad["winograd_nonfused"] == {g.algorithm: g for g in formulations(
+        p100, eight, "wgrad", "fp16_pseudo", "cudnn7")}["winograd_nonfused"]  # wgrad's reduction: unchanged
+    cudnn8 = {g.algorithm: g for g in formulations(p100, eight, "fprop", "fp16", "cudnn8")}
+    assert cudnn8["winograd_nonfused"].M == {g.algorithm: g for g in formulations(
+        p100, eight, "fprop", "fp16_pseudo", "cudnn8")}["winograd_nonfused"].M  # measured on cuDNN 7 only
+    t8, t16 = (estimate_layer(p100, layer, "fprop", "fp16", library="cudnn7", selection="heuristic",
+                              forward_algo="WINOGRAD").time_s for layer in (eight, sixteen))
+    assert t16 / t8 < 1.35
+
+
+def test_true_half_batched_products_run_cublas_hgemm_tiles() -> None:
+    # session 12: Pascal's HGEMM kernels are maxwell_hgemm_256x128 / 128x64 / 128x32 (public P100 nvprof profiles),
+    # the half2 forms of the 128×128, 64×64 and 64×32 SGEMMs; the fp32 products keep Pascal's 64×64 and 32×128
+    p100 = load_gpu("p100")
+    assert {(t.m, t.n, t.packed) for t in hgemm_tiles(p100)} == {(256, 128, 2), (128, 64, 2), (128, 32, 2)}
+    g = {g.algorithm: g for g in formulations(p100, WINO, "fprop", "fp16", "cudnn7")}["winograd_nonfused"]
+    assert {p.tile for p in candidate_plans(p100, g, "fp16")} <= set(hgemm_tiles(p100))
+    assert {p.tile for p in candidate_plans(p100, g, "fp16_pseudo")} <= set(sgemm_tiles(p100))
+    assert {(t.m, t.n) for t in sgemm_tiles(p100)} == {(64, 64), (32, 128)}
+    t4 = load_gpu("t4")  # no HGEMM record for other generations: their SGEMM tiles packed
+    assert hgemm_tiles(t4) == tuple(half2(t) for t in sgemm_tiles(t4))
