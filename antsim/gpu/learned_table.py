@@ -8,30 +8,30 @@ fitted on; ``provenance`` names the measured files (docs/gpu_learned.md).
 from typing import Any
 
 TABLE: dict[str, Any] = {
-    "fingerprint": "79c6fba8bd72b977",
+    "fingerprint": "e98ee2410a0108fd",
     "ridge_lambda": 10.0,
-    "intercept": 0.007109883480840115,
+    "intercept": 0.017449158928958968,
     "weights": {
-        "dgrad": 0.004878876385863812,
-        "wgrad": 0.003020359153003464,
-        "winograd": -0.021617445870371864,
-        "fft": 7.93037688400931e-06,
-        "tensor_cores": 0.001493642647153363,
-        "log_intensity_vs_ridge": -0.004999770814233646,
-        "work_ratio": -0.003399043415544768,
-        "wave_tail": 0.0029644299677477606,
-        "filter_1x1": 0.015024186582889397,
-        "filter_large": -0.014368760093280222,
-        "strided": 0.01013375380369985,
-        "small_c": -0.016912652766651135,
-        "small_k": -0.02457848456204146,
-        "wide_sm": -0.013860022512954547,
-        "wgrad_1x1": 0.015274113474437674,
-        "dgrad_strided": -0.011742220136775474,
-        "log_time_vs_launch": -0.009229144507170786,
-        "cudnn5": 0.02911928262249874,
-        "cudnn6": -0.014158865446597458,
-        "cudnn8": -0.004580298959096651
+        "dgrad": 0.002684474560434715,
+        "wgrad": -0.0018079819740995976,
+        "winograd": -0.009276088698469786,
+        "fft": -0.0006269297043348172,
+        "tensor_cores": -0.0003059645044913152,
+        "log_intensity_vs_ridge": -0.0031824443387264353,
+        "work_ratio": -0.003979074543020883,
+        "wave_tail": 0.004711647284499493,
+        "filter_1x1": 0.010485164560491178,
+        "filter_large": -0.0160516405540944,
+        "strided": 0.008556988427992766,
+        "small_c": -0.024010700346116343,
+        "small_k": 0.01965718732948892,
+        "wide_sm": -0.012218248110066297,
+        "wgrad_1x1": 0.01563309397606378,
+        "dgrad_strided": -0.012088868980474555,
+        "log_time_vs_launch": -0.010420336219374297,
+        "cudnn5": 0.026968668905602088,
+        "cudnn6": -0.010584502763958333,
+        "cudnn8": 0.008737104962940702
     },
     "provenance": {
         "command": "scripts/fit_gpu_correction.py",
@@ -74,22 +74,22 @@ TABLE: dict[str, Any] = {
             },
             "a100-80gb-pcie fp32": {
                 "file": "neusight/neusight_conv_fwd_A100_80GB_PCIe.csv",
-                "sha256": "af24a70fb134349e1478f92088a98bc42896169091242585fd9fe563f85b30ad",
-                "rows": 4787
+                "sha256": "3b43deed36fbf9307453896d758e387d1a7cd0061480074fd29932ff4e0434d9",
+                "rows": 399
             },
             "p100-pcie fp32": {
                 "file": "neusight/neusight_conv_fwd_P100_PCIe_16GB.csv",
-                "sha256": "36ce7d5a9e63ba1ceceb6be0a2c28b6862eef344300112db2cade921898faeb9",
-                "rows": 4952
+                "sha256": "c8f79fee99917a38235024697a5cfa0fc86b119dd066528a14322049f37a1448",
+                "rows": 413
             },
             "p4 fp32": {
                 "file": "neusight/neusight_conv_fwd_P4.csv",
-                "sha256": "c2390a469f44070fc1c5df3b79fcfa3bf04a8c40757883d86f50e61a585d3a67",
-                "rows": 4996
+                "sha256": "af5d39073bd193d6cfd7e1889bf9ed0c030e0bd99339ab8fc5671d55963325b2",
+                "rows": 417
             }
         },
         "runs": "scripts/validate_gpu.py RUNS (library, selection, host time, padding)",
-        "rows": 16669,
+        "rows": 3163,
         "lambda_grid": [
             0.001,
             0.003,
@@ -102,7 +102,7 @@ TABLE: dict[str, Any] = {
             10.0
         ],
         "lambda_rule": "leave-one-GPU-out mean group error",
-        "loo_mean_error": 0.1883,
-        "loo_max_error": 0.2989
+        "loo_mean_error": 0.1765,
+        "loo_max_error": 0.3001
     }
 }
