@@ -14,8 +14,8 @@ its least-work rows along its collection sequence: ``harness_host_s``). Printed 
    rows (a 1×1 stride-1 convolution is a GEMM) beside the conv path on the same rows;
 3. with ``--families``: per phase, the families (filter, stride, channel band, the model's algorithm)
    holding the most error (summed |ln(pred/meas)|), with each run's bias / error and rows;
-4. with ``--loo``: leave-one-GPU-out — the fitted constants (``FIT_GRID``: the Winograd efficiency,
-   the wgrad run overhead and the wgrad split floor; NeuSight's host time is each file's own, not fitted)
+4. with ``--loo``: leave-one-GPU-out — the fitted constants (``FIT_GRID``: the non-fused and fused Winograd
+   efficiencies, the wgrad run overhead and the wgrad split floor; NeuSight's host time is each file's own, not fitted)
    are refitted on all GPUs but one and the held-out GPU is predicted with them. ``fit`` is a plain function
    of the runs it may see, rerun per fold;
 5. with ``--clocks``: the SM clock each DeepBench fp32 card ran at, from its measured times against the P100's on
@@ -119,9 +119,10 @@ RUNS: tuple[Run, ...] = (
 # Candidate values of the fitted constants for leave-one-GPU-out (around the defaults).
 # NeuSight's host time is no grid constant: each file's own (``harness_host_s``), recomputed in every fold.
 FIT_GRID = {"winograd_efficiency": (0.5, 0.6, 0.65, 0.7, 0.8),
+            "winograd_fused_efficiency": (0.8, 0.9, 1.0),
             "wgrad_run_overhead_bytes": (0.0, 64.0, 96.0, 112.0, 128.0, 160.0),
             "wgrad_min_split_k": (2, 4, 8)}
-Key = tuple[float, ...]  # (winograd_efficiency, wgrad_run_overhead_bytes, wgrad_min_split_k)
+Key = tuple[float, ...]  # (winograd_efficiency, winograd_fused_efficiency, wgrad_run_overhead_bytes, wgrad_min_split_k)
 
 
 def harness_host_s(run: Run, measured: Sequence[Observation], cal: Calibration = CALIBRATION) -> list[float]:
@@ -134,11 +135,12 @@ def harness_host_s(run: Run, measured: Sequence[Observation], cal: Calibration =
 
 
 def run_rows(run: Run, cal: Calibration = CALIBRATION, data: Path = DATA, floor: bool = False,
-             correction: KernelCorrection | None = None) -> list[CheckRow]:
+             correction: KernelCorrection | None = None, phases: Sequence[str] = PHASES) -> list[CheckRow]:
     """The check rows of one run (``floor``: the plan-space floor's rows instead; ``correction``: the
-    learned correction of ``antsim.gpu.learned``, not applied to the floor)."""
+    learned correction of ``antsim.gpu.learned``, not applied to the floor; ``phases``: only those phases' rows)."""
     gpu = load_gpu(run.gpu)
     measured = padded_channels(observations(read_deepbench_csv(data / run.file, run.precision)), run.pad_channels)
+    measured = [o for o in measured if o.phase in phases]
     host = harness_host_s(run, measured, cal)
     if floor:
         return oracle_rows(gpu, measured, run.modelled, cal, library=run.library, host_overhead_s=host)
@@ -254,8 +256,8 @@ def _cell(logs: Sequence[float]) -> str:
 
 
 def fit(runs: Sequence[Run], table: dict[Key, dict[Run, dict[str, float]]]) -> Key:
-    """The grid point (winograd_efficiency, wgrad_run_overhead_bytes, wgrad_min_split_k) minimising the mean
-    per-phase error over ``runs``."""
+    """The grid point (winograd_efficiency, winograd_fused_efficiency, wgrad_run_overhead_bytes, wgrad_min_split_k)
+    minimising the mean per-phase error over ``runs``."""
     def objective(key: Key) -> float:
         errors = [e for run in runs for e in table[key][run].values()]
         return sum(errors) / len(errors)
@@ -264,24 +266,34 @@ def fit(runs: Sequence[Run], table: dict[Key, dict[Run, dict[str, float]]]) -> K
 
 
 def error_table(data: Path = DATA) -> dict[Key, dict[Run, dict[str, float]]]:
-    """Per-phase errors of every run at every grid point (the wgrad run overhead and split floor only move
-    wgrad rows: NeuSight, which has none, is scored once per Winograd efficiency)."""
-    table: dict[Key, dict[Run, dict[str, float]]] = {}
+    """Per-phase errors of every run at every grid point. The fused Winograd efficiency moves only fprop and dgrad
+    rows (no fused backward-filter kernel), the wgrad run overhead and split floor only wgrad rows, so fprop/dgrad
+    are scored once per (Winograd, fused Winograd) efficiency and wgrad once per (Winograd efficiency, run overhead,
+    split floor); NeuSight has no wgrad rows."""
+    forward: dict[tuple[float, float], dict[Run, dict[str, float]]] = {}
+    backward: dict[tuple[float, float, float], dict[Run, dict[str, float]]] = {}
     for eff in FIT_GRID["winograd_efficiency"]:
-        cal = dataclasses.replace(CALIBRATION, winograd_efficiency=eff)
-        timed = {run: phase_errors(run_rows(run, cal, data)) for run in RUNS if run.harness == "neusight"}
+        for fused in FIT_GRID["winograd_fused_efficiency"]:
+            cal = dataclasses.replace(CALIBRATION, winograd_efficiency=eff, winograd_fused_efficiency=fused)
+            forward[eff, fused] = {run: phase_errors(run_rows(run, cal, data, phases=("fprop", "dgrad")))
+                                   for run in RUNS}
         for run_bytes in FIT_GRID["wgrad_run_overhead_bytes"]:
             for min_split in FIT_GRID["wgrad_min_split_k"]:
-                cal_w = dataclasses.replace(cal, wgrad_run_overhead_bytes=run_bytes, wgrad_min_split_k=int(min_split))
-                fixed = {run: phase_errors(run_rows(run, cal_w, data)) for run in RUNS if run.harness != "neusight"}
-                table[eff, run_bytes, min_split] = fixed | timed
-    return table
+                cal_w = dataclasses.replace(CALIBRATION, winograd_efficiency=eff, wgrad_run_overhead_bytes=run_bytes,
+                                            wgrad_min_split_k=int(min_split))
+                backward[eff, run_bytes, min_split] = {
+                    run: phase_errors(run_rows(run, cal_w, data, phases=("wgrad",)))
+                    for run in RUNS if run.harness != "neusight"}
+    return {(eff, fused, run_bytes, min_split): {run: forward[eff, fused][run]
+                                                 | backward[eff, run_bytes, min_split].get(run, {}) for run in RUNS}
+            for eff, fused in forward for (e, run_bytes, min_split) in backward if e == eff}
 
 
 def leave_one_gpu_out(data: Path = DATA) -> None:
     """Print table 2: each GPU predicted with the constants fitted on the others."""
     table = error_table(data)
-    print("| held-out GPU | precision | fitted winograd_efficiency, wgrad run overhead B, wgrad split floor "
+    print("| held-out GPU | precision | fitted winograd_efficiency, fused Winograd efficiency, wgrad run overhead B, "
+          "wgrad split floor "
           "| held-out error f / d / w "
           "| with all-GPU fit f / d / w |")
     print("|---|---|---|---|---|")
@@ -289,10 +301,10 @@ def leave_one_gpu_out(data: Path = DATA) -> None:
     for gpu in dict.fromkeys(run.gpu for run in RUNS):
         key = fit([run for run in RUNS if run.gpu != gpu], table)
         for run in (r for r in RUNS if r.gpu == gpu):
-            print(f"| {gpu} | {run.precision} | {key[0]:g}, {key[1]:g}, {key[2]:g} | {_fmt(table[key][run])} "
+            print(f"| {gpu} | {run.precision} | {', '.join(f'{k:g}' for k in key)} | {_fmt(table[key][run])} "
                   f"| {_fmt(table[everyone][run])} |")
-    print(f"\nall-GPU fit: winograd_efficiency = {everyone[0]:g}, wgrad_run_overhead_bytes = {everyone[1]:g}, "
-          f"wgrad_min_split_k = {everyone[2]:g}")
+    print(f"\nall-GPU fit: winograd_efficiency = {everyone[0]:g}, winograd_fused_efficiency = {everyone[1]:g}, "
+          f"wgrad_run_overhead_bytes = {everyone[2]:g}, wgrad_min_split_k = {everyone[3]:g}")
 
 
 CLOCK_REFERENCE = "p100"  # P100 SXM2 runs at its 1480 MHz boost clock on DeepBench (its rows' bias is 0.95–1.03)

@@ -92,8 +92,9 @@ def test_measurement_csv_joined_by_name_sets_the_batch(tmp_path: Path) -> None:
     assert predicted == pytest.approx(at_8, rel=1e-5)
     at_1 = sum(estimate_layer(gpu, layer.with_batch(1), "fprop").time_s for layer in layers)
     # Joined at batch 1, the check would have judged another workload: the batch-1 times differ clearly (on
-    # these small CIFAR layers a V100 is latency-bound, so 8 images take only ~1.15x one image's time).
-    assert sum(at_8.values()) > 1.1 * at_1
+    # these small CIFAR layers a V100 is latency-bound, so 8 images take only ~1.1x one image's time: 1.13x before
+    # session 12's fused Winograd efficiency of 0.9, 1.09x with it — far beyond the 1e-5 the join is checked to).
+    assert sum(at_8.values()) > 1.05 * at_1
 
 
 def test_sweep_workload_keeps_the_layers_batch_unless_given(tmp_path: Path) -> None:

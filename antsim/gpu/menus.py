@@ -180,6 +180,12 @@ def _split_kernel(layer: Layer, phase: Phase, g: Gemm) -> bool:
     return phase == "wgrad" and g.algorithm == "implicit" and backward_padding_ok(layer)
 
 
+# First library generation whose fused Winograd kernels come in the 4-tile-wide CTA blocks (``tile244``,
+# ``tile424``) besides the 8-wide ones: NeuSight's cuDNN 8.9 records (``winograd.FUSED_BLOCKS``); cuDNN 5–7 run the
+# 8-wide blocks only (``winograd.LEGACY_FUSED_BLOCKS``) [assumption, inferred from DeepBench's cuDNN 5–7.6 sheets].
+FUSED_BLOCKS_GENERATION = 8
+
+
 def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
                  library: Library = DEFAULT_LIBRARY) -> list[Gemm]:
     """Every formulation of the library's menu for this (layer, phase), with its cuDNN name.
@@ -198,7 +204,8 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
     gemms = [replace(g, algo=_GEMM_ALGO[phase, g.algorithm], split_kernel=_split_kernel(layer, phase, g))
              for g in gemms]
     if winograd.eligible(layer, fused=True) and phase != "wgrad":  # BWD_FILTER_ALGO_WINOGRAD: not supported [U]
-        gemms.append(winograd.winograd_gemm(layer, phase, fused=True))
+        blocks = winograd.FUSED_BLOCKS if generation >= FUSED_BLOCKS_GENERATION else winograd.LEGACY_FUSED_BLOCKS
+        gemms.append(winograd.winograd_gemm(layer, phase, fused=True, blocks=blocks))
     if winograd.eligible(layer, fused=False) and (layer.R == 3 or generation >= 7):
         gemms.append(winograd.winograd_gemm(layer, phase, fused=False))
     if fft.eligible(layer, tiled=False):
@@ -411,13 +418,35 @@ WINOGRAD_WGRAD_MIN_CHANNELS = 128
 FFT_WGRAD_GENERATION = 7
 
 
+# Phases whose heuristic Winograd plan is the variant (fused or non-fused) the record names. DeepBench records the
+# forward algorithm cuDNN's heuristics chose, ``WINOGRAD`` or ``WINOGRAD_NONFUSED``; dgrad, the flipped stride-1
+# convolution, follows it as it follows the family (its Winograd-forward dgrads take the fprop's time) [assumption,
+# inferred from DeepBench: following the variant in dgrad too takes dgrad TITAN X Maxwell 17.3 → 14.0 %, M40 17.6 →
+# 14.7 %, P100 21.0 → 20.3 %, T4 fp32 28.2 → 26.4 %; before session 12 the model ran the faster of both, which kept
+# the non-fused plan on most rows recorded fused]. wgrad has no fused kernel.
+FOLLOW_VARIANT_PHASES = ("fprop", "dgrad")
+
+
+def winograd_variant(algo: str) -> str | None:
+    """The Winograd formulation a recorded cuDNN algorithm label names (``WINOGRAD`` → fused,
+    ``WINOGRAD_NONFUSED`` → non-fused); None for any other label."""
+    label = algo.upper()
+    if "WINOGRAD_NONFUSED" in label:
+        return "winograd_nonfused"
+    return "winograd_fused" if "WINOGRAD" in label else None
+
+
 def heuristic_formulations(gemms: list[Gemm], layer: Layer, phase: Phase, forward_algo: str = "",
                            library: Library = DEFAULT_LIBRARY) -> list[Gemm]:
     """The formulations of ``gemms`` the library's heuristics choose among: those of ``heuristic_family``
-    (all of them when the family is not on the menu), without the row-phased dgrad unless K ≥
-    ``ROW_PHASED_MIN_K`` or the library is cuDNN ≥ 7.4.1 (``row_phased_by_heuristic``)."""
+    (all of them when the family is not on the menu), of a Winograd family only the variant the recorded forward
+    algorithm names (``winograd_variant``; fprop and dgrad, ``FOLLOW_VARIANT_PHASES``), without the row-phased
+    dgrad unless K ≥ ``ROW_PHASED_MIN_K`` or the library is cuDNN ≥ 7.4.1 (``row_phased_by_heuristic``)."""
     family = heuristic_family(layer, phase, forward_algo, library)
     kept = [g for g in gemms if FAMILY[g.algorithm] == family] or gemms
+    variant = winograd_variant(forward_algo) if phase in FOLLOW_VARIANT_PHASES else None
+    if family == "winograd" and variant is not None:
+        kept = [g for g in kept if g.algorithm == variant] or kept
     return [g for g in kept if g.algorithm != "row_phased" or row_phased_by_heuristic(layer, library)]
 
 

@@ -83,7 +83,15 @@ class Calibration:
             of a Winograd kernel sustain. Their GEMMs are short (K = C per point) and, fused, hold α²
             accumulator sets per output tile, so they run smaller register tiles than an implicit
             GEMM [assumption, fitted: ``scripts/validate_gpu.py`` refits it per leave-one-GPU-out fold;
-            Winograd-forward rows of DeepBench and NeuSight run 0.55–0.9× the speed the full rate gives].
+            Winograd-forward rows of DeepBench and NeuSight run 0.55–0.9× the speed the full rate gives]. Since
+            session 12 the non-fused kernels' only (the fused kernel has its own, below).
+        winograd_fused_efficiency: The same for the fused kernel (``scudnn_winograd_128x128_*``: F(2×2, 3×3), all
+            16 points of a 32-tile × 32-channel block in one CTA, the transforms in registers) [assumption, fitted:
+            ``scripts/validate_gpu.py`` refits it per leave-one-GPU-out fold over {0.8, 0.9, 1.0}; on the rows
+            DeepBench and NeuSight record as fused WINOGRAD, with the generation's CTA blocks
+            (``winograd.LEGACY_FUSED_BLOCKS``) the fused plan at 0.9 has bias 1.00–1.07 on TITAN X Maxwell, M40,
+            GTX 1080 Ti and P100 (0.75 on the power-capped T4, whose 3×3 rows run below their boost clock), where
+            the non-fused kernels' 0.65 gave 1.40–1.56].
         wgrad_run_overhead_bytes: DRAM cost of opening one short run, in bytes of streaming transfer,
             paid by wgrad's operand reads on NCHW tensors (``wgrad_stream_efficiency``). An implicit-GEMM
             wgrad walks both operands along its reduction axis (n, p, q), the contiguous axis of an NCHW
@@ -125,6 +133,7 @@ class Calibration:
     max_split_k: int = 32
     atomic_sectors: float = 2.0
     winograd_efficiency: float = 0.65
+    winograd_fused_efficiency: float = 0.9
     wgrad_run_overhead_bytes: float = 112.0
     wgrad_min_split_k: int = 4
 
@@ -245,7 +254,9 @@ def _sm_macs_per_s(gpu: GpuSpec, g: Gemm, precision: Precision, tile: Tile, toge
     # (one Pascal scheduler's worth; a Volta+ scheduler feeds 16 lanes, so an FFMA holds it two cycles
     # and half as many warps hide the same latency).
     rate *= min(1.0, together * tile.threads / 32 / (cal.warps_per_scheduler * gpu.fp32_lanes_per_sm / 32))
-    if g.algorithm.startswith("winograd"):
+    if g.algorithm == "winograd_fused":
+        rate *= cal.winograd_fused_efficiency
+    elif g.algorithm.startswith("winograd"):
         rate *= cal.winograd_efficiency
     gather = _gather_ops_per_mac(g, tile, cal)
     if not tensor:  # gather arithmetic shares the SIMT issue slots: ops × (m + n)·k per m·n·k MACs

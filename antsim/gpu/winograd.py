@@ -46,7 +46,22 @@ FUSED_OUTPUT_OPS = 24.0
 # ⌈tiles_w/8⌉), ``tile244n`` (N/2·⌈K/32⌉, ⌈tiles_h/4⌉, ⌈tiles_w/4⌉), ``tile424n`` and ``tile418n`` likewise
 # with 4 images of 2×4 and 1×8 tiles. "128×128" is its 16 × 32 × 32 accumulators.
 FUSED_BLOCKS = ((1, 4, 8), (2, 4, 4), (4, 2, 4), (4, 1, 8))
+# The blocks of the cuDNN 5–7 fused kernels (``menus.FUSED_BLOCKS_GENERATION``): 8 tile columns wide only. Public
+# profiles of those generations' kernels name ``maxwell_scudnn_winograd_128x128_ldg1_ldg4_tile148n_nt``,
+# ``…_tile418n_nt`` and ``…_tile228n_nt`` (nvprof logs in GitHub ``kblomdahl/dream-go`` issue 25 and PaddlePaddle
+# benchmark logs; (2, 2, 8): 2 images of 2×8 tiles) [assumption, inferred from DeepBench's cuDNN 5–7.6 sheets:
+# their rows recorded as fused WINOGRAD fit the 8-wide blocks (fused-plan error 6–12 % on TITAN X Maxwell, M40,
+# P100, GTX 1080 Ti) and not the 4-wide ``tile244``/``tile424`` of cuDNN 8.9 (18–23 %): a 7×7 plane's 4 tile
+# columns pad to 8, so its N = 8 and N = 16 fprops take the time of 14×14 planes at N = 4 and 8 — TITAN X Maxwell
+# 706 / 1193 µs against 1094 µs at 14×14, N = 8].
+LEGACY_FUSED_BLOCKS = ((1, 4, 8), (4, 1, 8), (2, 2, 8))
 NONFUSED_TRANSFORM_OPS = 4.0
+# Input channels' worth of main loop each fused CTA spends outside its pipelined loop: the prologue that loads
+# and transforms the first 8-channel slab of input tiles and filters (the fused tile's k step) before the
+# double-buffered loop overlaps loads with products [assumption: one k step; with a fused efficiency of 0.9, 0 / 4 /
+# 16 channels score within a point of 8 on every sheet; NeuSight's timed selection wants it (A100 17.0 → 15.9 %,
+# P4 15.9 → 14.5 %): without it the fused plan undercuts the GEMM plans cuDNN 8.9 timed faster on small-C rows].
+FUSED_PROLOGUE_CHANNELS = 8
 FUSED_TILE = 2  # output tile m of the fused kernel: F(2×2, 3×3)
 NONFUSED_ALPHA = 6  # α of the non-fused kernels: F(4×4, 3×3) and F(2×2, 5×5)
 
@@ -64,22 +79,25 @@ def tiles(layer: Layer, phase: Phase, m: int) -> int:
     return layer.N * math.ceil(rows / m) * math.ceil(cols / m)
 
 
-def fused_tile_slots(layer: Layer, phase: Phase) -> int:
-    """Output-tile slots the fused kernel computes: the tiles padded to whole CTA blocks, in the
-    ``FUSED_BLOCKS`` shape that pads least (a plane edge or a batch not a multiple of the block wastes slots)."""
+def fused_tile_slots(layer: Layer, phase: Phase, blocks: tuple[tuple[int, int, int], ...] = FUSED_BLOCKS) -> int:
+    """Output-tile slots the fused kernel computes: the tiles padded to whole CTA blocks, in the shape of
+    ``blocks`` (the generation's, ``FUSED_BLOCKS`` or ``LEGACY_FUSED_BLOCKS``) that pads least (a plane edge or a
+    batch not a multiple of the block wastes slots)."""
     rows, cols = (layer.H, layer.W) if phase == "dgrad" else (layer.P, layer.Q)
     tile_rows, tile_cols = math.ceil(rows / FUSED_TILE), math.ceil(cols / FUSED_TILE)
     return min(math.ceil(layer.N / n) * n * math.ceil(tile_rows / r) * r * math.ceil(tile_cols / c) * c
-               for n, r, c in FUSED_BLOCKS)
+               for n, r, c in blocks)
 
 
-def winograd_gemm(layer: Layer, phase: Phase, fused: bool) -> Gemm:
+def winograd_gemm(layer: Layer, phase: Phase, fused: bool,
+                  blocks: tuple[tuple[int, int, int], ...] = FUSED_BLOCKS) -> Gemm:
     """The batched GEMM (with its transforms) of one Winograd formulation of ``phase``.
 
     Operand/element counts (``ob`` bytes each in the model): T = ``tiles``, α² GEMMs.
     Non-fused fprop/dgrad: α² GEMMs of M = T, N = Co, K = Ci; wgrad: M = K, N = C, K = T.
-    Fused (fprop/dgrad): one GEMM of M = ``fused_tile_slots``, N = Co, K = α²·Ci — each CTA holds all α²
-    points of its tiles (``FUSED_BLOCKS``), so its work is that of a 32×32 tile over an α²·Ci reduction.
+    Fused (fprop/dgrad): one GEMM of M = ``fused_tile_slots`` (in ``blocks``), N = Co, K = α²·(Ci +
+    ``FUSED_PROLOGUE_CHANNELS``) — each CTA holds all α² points of its tiles, so its work is that of a 32×32 tile
+    over an α²·Ci reduction plus its prologue.
     """
     r = layer.R
     m = FUSED_TILE if fused else NONFUSED_ALPHA - r + 1
@@ -101,9 +119,9 @@ def winograd_gemm(layer: Layer, phase: Phase, fused: bool) -> Gemm:
     big_m, big_n, big_k = shape
     if fused:  # raw tiles and filters in, finished outputs out: only the layer's own tensors move
         a_raw, b_raw = inputs[0][1], inputs[1][1]
-        return Gemm(fused_tile_slots(layer, phase), big_n, alpha2 * big_k, a_raw, b_raw, output[2], layer.macs,
-                    "winograd_fused", phase, simt_only=True, transform_ops=(FUSED_INPUT_OPS, FUSED_FILTER_OPS),
-                    output_ops=FUSED_OUTPUT_OPS, algo="WINOGRAD")
+        return Gemm(fused_tile_slots(layer, phase, blocks), big_n, alpha2 * (big_k + FUSED_PROLOGUE_CHANNELS), a_raw,
+                    b_raw, output[2], layer.macs, "winograd_fused", phase, simt_only=True,
+                    transform_ops=(FUSED_INPUT_OPS, FUSED_FILTER_OPS), output_ops=FUSED_OUTPUT_OPS, algo="WINOGRAD")
     side = tuple(SideKernel(name, read + written, NONFUSED_TRANSFORM_OPS * written) for name, read, written in inputs)
     side += (SideKernel(output[0], output[1] + output[2], NONFUSED_TRANSFORM_OPS * output[1]),)
     return Gemm(big_m, big_n, big_k, inputs[0][2], inputs[1][2], output[1], layer.macs, "winograd_nonfused",

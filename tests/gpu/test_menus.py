@@ -67,9 +67,14 @@ def test_library_menus_grow_with_the_generation() -> None:
     for older, newer in (("cudnn5", "cudnn6"), ("cudnn6", "cudnn7"), ("cudnn7", "cudnn7.6"), ("cudnn7.6", "cudnn8")):
         for layer in LAYERS:
             for phase in PHASES:
-                old = {(g.algorithm, g.M, g.N, g.K) for g in formulations(gpu, layer, phase, "fp32", older)}
-                new = {(g.algorithm, g.M, g.N, g.K) for g in formulations(gpu, layer, phase, "fp32", newer)}
+                # cuDNN 8 adds the 4-tile-wide fused Winograd blocks: its fused GEMM pads no more rows (M)
+                old_gemms = formulations(gpu, layer, phase, "fp32", older)
+                new_gemms = formulations(gpu, layer, phase, "fp32", newer)
+                old = {(g.algorithm, 0 if g.algorithm == "winograd_fused" else g.M, g.N, g.K) for g in old_gemms}
+                new = {(g.algorithm, 0 if g.algorithm == "winograd_fused" else g.M, g.N, g.K) for g in new_gemms}
                 assert old <= new, (older, newer, layer.name, phase)
+                fused_m = [{g.M for g in gs if g.algorithm == "winograd_fused"} for gs in (old_gemms, new_gemms)]
+                assert all(o >= n for o in fused_m[0] for n in fused_m[1])
                 # a larger menu is never slower under timed selection
                 assert estimate_layer(gpu, layer, phase, library=newer).time_s <= \
                     estimate_layer(gpu, layer, phase, library=older).time_s * (1 + 1e-12)
@@ -109,6 +114,28 @@ def test_heuristic_follows_the_recorded_forward_algorithm() -> None:
     assert heuristic_family(S2, "fprop") == "gemm"
     r = estimate_layer("p100", C64, "fprop", selection="heuristic", forward_algo="FFT")
     assert r.details["family"] == "fft" and r.details["algo"] in ("FFT", "FFT_TILING")
+
+
+def test_heuristic_runs_the_winograd_variant_the_record_names() -> None:
+    from antsim.gpu.menus import heuristic_formulations, winograd_variant
+
+    assert winograd_variant("WINOGRAD") == "winograd_fused" and winograd_variant("winograd_nonfused") == \
+        "winograd_nonfused" and winograd_variant("FFT") is None and winograd_variant("") is None
+    gpu = load_gpu("p100")
+    for phase in ("fprop", "dgrad"):  # dgrad follows the forward record, as it follows its family
+        menu = formulations(gpu, C64, phase, "fp32", "cudnn7")
+        for algo, kept in (("WINOGRAD", "winograd_fused"), ("WINOGRAD_NONFUSED", "winograd_nonfused")):
+            assert [g.algorithm for g in heuristic_formulations(menu, C64, phase, algo, "cudnn7")] == [kept]
+            r = estimate_layer(gpu, C64, phase, selection="heuristic", library="cudnn7", forward_algo=algo)
+            assert r.details["algo"] == algo, (phase, algo)
+        # no record: the faster of both variants
+        unrecorded = {g.algorithm for g in heuristic_formulations(menu, C64, phase, "", "cudnn7")}
+        assert unrecorded == {"winograd_fused", "winograd_nonfused"}
+    # wgrad has no fused kernel: a WINOGRAD record leaves it the non-fused one (C, K >= 128)
+    c128 = dataclasses.replace(C64, C=128, K=128)
+    wgrad = heuristic_formulations(formulations(gpu, c128, "wgrad", "fp32", "cudnn7"), c128, "wgrad", "WINOGRAD",
+                                   "cudnn7")
+    assert [g.algorithm for g in wgrad] == ["winograd_nonfused"]
 
 
 def test_cudnn7_tensor_core_convolutions_run_only_the_two_big_tiles() -> None:
