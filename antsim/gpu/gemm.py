@@ -271,11 +271,6 @@ def dgrad_plane(layer: Layer) -> Gemm:
                 x, layer.macs, "plane", "dgrad", simt_only=True, algo="BWD_DATA_ALGO_1")
 
 
-def every_phase_reached(layer: Layer) -> bool:
-    """True when a strided layer's filter reaches every stride phase of dX along both axes (public for ``menus``)."""
-    return _every_phase_reached(layer)
-
-
 def _rows_skippable(layer: Layer) -> bool:
     """True when some dX row phase receives no tap while the padding stays inside the filter."""
     rows = _axis_phases(layer.H, layer.R, layer.stride_h, layer.pad_h)
@@ -334,10 +329,14 @@ def _dgrad_window_negative(layer: Layer) -> bool:
 def phased_for_any_c(layer: Layer, phase: Phase) -> list[Gemm]:
     """The stride-phase dgrad of a strided layer narrower than ``PHASED_MIN_C`` whose filter reaches every
     phase (the NHWC kernels' enhanced strided dgrad); empty otherwise (wider layers have it already)."""
+    return [dgrad_phased(layer)] if phase == "dgrad" and narrow_strided_dgrad(layer) else []
+
+
+def narrow_strided_dgrad(layer: Layer) -> bool:
+    """True for a strided layer narrower than ``PHASED_MIN_C`` whose filter reaches every stride phase: the dgrads
+    ``phased_for_any_c`` offers a stride-phase kernel for (and ``menus.true_half_plane`` a plane kernel)."""
     strided = layer.stride_h > 1 or layer.stride_w > 1
-    if phase == "dgrad" and strided and layer.C < PHASED_MIN_C and _every_phase_reached(layer):
-        return [dgrad_phased(layer)]
-    return []
+    return strided and layer.C < PHASED_MIN_C and _every_phase_reached(layer)
 
 
 def phase_gemms(layer: Layer, phase: Phase) -> list[Gemm]:

@@ -26,9 +26,9 @@ from dataclasses import replace
 
 from antsim.errors import AntsimError
 from antsim.gpu import fft, winograd
-from antsim.gpu.gemm import PHASED_MIN_C, Gemm, dgrad_plane, every_phase_reached, phase_gemms, phased_for_any_c
+from antsim.gpu.gemm import Gemm, dgrad_plane, narrow_strided_dgrad, phase_gemms, phased_for_any_c
 from antsim.gpu.spec import PRECISIONS, GpuSpec
-from antsim.gpu.tiles import CUDNN7_TENSOR_SHAPES, HALF2_TILES, SIMT_COL2IM_TILES, SIMT_PHASED_TILES, SIMT_TILES, Tile
+from antsim.gpu.tiles import CUDNN7_TENSOR_SHAPES, HALF2_TILES, Tile, simt_tile_set
 from antsim.vocabulary import LIBRARIES as LIBRARIES  # re-exported: the library generations this menu knows
 from antsim.vocabulary import SELECTIONS as SELECTIONS  # re-exported
 from antsim.vocabulary import Library, Phase, Precision, Selection
@@ -314,8 +314,7 @@ def true_half_plane(layer: Layer) -> bool:
     layers do not follow it (2–3.5× too slow), the stride-phase regime of ``PHASED_MIN_C``. True-half convolutions
     of strides other than 1 lacked the fast kernels (NVIDIA in GitHub ``soumith/cudnn.torch`` issue 225, 2016).]
     """
-    strided = layer.stride_h > 1 or layer.stride_w > 1
-    return strided and layer.C < PHASED_MIN_C and every_phase_reached(layer)
+    return narrow_strided_dgrad(layer)
 
 
 def true_half_dgrad(g: Gemm, layer: Layer) -> Gemm:
@@ -480,9 +479,7 @@ def heuristic_tile(g: Gemm, tile: Tile, forward_algo: str = "") -> bool:
     16.1 → 16.7 % (its two IMPLICIT_GEMM rows, K = 2048 at N = 8, 1.05 / 1.08 → 0.74 / 0.74), GTX 1080 Ti
     15.8 → 15.9 %, TITAN X Maxwell 16.3 → 16.4 %; the cuDNN 6–7 sheets record IMPLICIT_GEMM on 1–2 rows each].
     """
-    phased = g.algorithm in ("phased", "row_phased")  # their kernels' own tile set (``tiles.SIMT_PHASED_TILES``)
-    tile_set = HALF2_TILES if tile.packed > 1 else SIMT_PHASED_TILES if phased \
-        else SIMT_COL2IM_TILES if g.scatter else SIMT_TILES
+    tile_set = HALF2_TILES if tile.packed > 1 else simt_tile_set(g.phase, g.algorithm)
     if g.phase not in ("fprop", "dgrad") or not g.gathered or tile not in tile_set:
         return True
     if g.phase == "fprop" and forward_algo.upper() == IMPLICIT_GEMM_ALGO:

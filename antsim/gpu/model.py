@@ -33,15 +33,12 @@ from antsim.gpu.tiles import (
     FFT_TILES,
     HALF2_TILES,
     HALF2_WGRAD_TILES,
-    SIMT_COL2IM_TILES,
-    SIMT_PHASED_TILES,
-    SIMT_TILES,
-    SIMT_WGRAD_TILES,
     WINOGRAD_FUSED_TILES,
     Tile,
     ctas_per_sm,
     hgemm_tiles,
     sgemm_tiles,
+    simt_tile_set,
     tensor_tiles,
 )
 from antsim.vocabulary import Precision
@@ -449,9 +446,7 @@ def candidate_plans(gpu: GpuSpec, g: Gemm, precision: Precision, cal: Calibratio
     elif gpu.true_half(run_precision(gpu, g, precision)):  # half2 kernels: two accumulators per register along M
         tiles = HALF2_WGRAD_TILES if g.phase == "wgrad" else HALF2_TILES
     else:
-        phased = g.algorithm in ("phased", "row_phased")
-        tiles = SIMT_WGRAD_TILES if g.phase == "wgrad" else SIMT_PHASED_TILES if phased \
-            else SIMT_COL2IM_TILES if g.scatter else SIMT_TILES
+        tiles = simt_tile_set(g.phase, g.algorithm)
     operand_bytes = PRECISIONS[run_precision(gpu, g, precision)][0]
     plans = [plan_gemm(gpu, g, precision, tile, split, cal)
              for tile in tiles for split in split_candidates(g, tile, gpu.sms, cal, operand_bytes)]

@@ -107,6 +107,17 @@ def half2(tile: Tile) -> Tile:
 
 
 HALF2_TILES: tuple[Tile, ...] = tuple(half2(t) for t in SIMT_PHASED_TILES)
+
+
+def simt_tile_set(phase: str, algorithm: str) -> tuple[Tile, ...]:
+    """The fp32 SIMT CTA tiles of a convolution formulation's kernels (``Gemm.phase``, ``Gemm.algorithm``): wgrad's
+    own, the stride-phase kernels' (``phased``, ``row_phased``), col2im's ``dgrad_engine`` set, else the implicit
+    GEMM's."""
+    if phase == "wgrad":
+        return SIMT_WGRAD_TILES
+    if algorithm in ("phased", "row_phased"):
+        return SIMT_PHASED_TILES
+    return SIMT_COL2IM_TILES if algorithm == "col2im" else SIMT_TILES
 # Half2 wgrad kernels: the fp32 wgrad kernels' threads and registers packed the same way, two fp16 accumulators
 # per register along M (the output channels K of dW[K, C·R·S]), so a CTA covers twice the output channels and a
 # layer with K below the packed tile's height leaves half2 lanes idle. [assumption, inferred from DeepBench's
