@@ -55,10 +55,10 @@ class Gemm:
             dX, cuDNN's BWD_DATA_ALGO_0 family: no structural zeros, but every column element is an
             atomic read-modify-write in L2).
         phase: The training phase the GEMM computes.
-        gather_reuse: GEMM columns (N) that read the same gathered operand element: wgrad's B is
-            im2col(X), whose R·S tap columns of one channel are shifted windows of the same input
-            pixels, so a kernel that stages an input tile computes each address once and serves R·S
-            columns with it. 1 when every element is gathered on its own.
+        gather_reuse: The filter's R·S taps in wgrad (1 otherwise): wgrad's B is im2col(X), whose R·S tap
+            columns of one channel are shifted windows of the same input pixels, which a kernel that
+            stages an input tile could address once for R·S columns. ``model._gather_ops_per_mac``
+            divides the other operand's (A = dY) decode term by it, a fitted placement (see there).
         structured: B (the weights, in fprop and dgrad) is 2:4 structured-sparse along K: two of
             every four consecutive reduction elements are zero, which sparse tensor cores skip.
         batch: Independent GEMMs of this shape one kernel runs (Winograd's α² transform points,

@@ -65,8 +65,9 @@ class Calibration:
             (n, p, q) → (n, h, w) needs two division/modulo pairs by runtime values (÷P·Q, ÷Q: a
             mul.hi, shift, multiply and subtract each on GPUs without an integer divider) plus the
             address and bounds predicate, which no table can precompute [assumption: ~20
-            instructions; leave-one-GPU-out fits 16–18 on P100 alone, 24 on TITAN Xp alone]. A
-            gathered input element shared by the R·S tap columns is decoded once (``Gemm.gather_reuse``).
+            instructions; leave-one-GPU-out fits 16–18 on P100 alone, 24 on TITAN Xp alone]. The R·S
+            taps (``Gemm.gather_reuse``) divide the dY operand's decode term, not the im2col one's: a fitted
+            placement (``_gather_ops_per_mac``).
         warps_per_scheduler: Resident warps each warp scheduler (one per 32 FP32 lanes) needs to
             hide pipeline and shared-memory latency in an ILP-rich GEMM loop [assumption: 2].
         l2_residency: Fraction of L2 an operand may occupy and still be re-read from L2 instead of
@@ -277,9 +278,15 @@ INT32_LANES_PER_SM = 64
 def _gather_ops_per_mac(g: Gemm, tile: Tile, cal: Calibration) -> float:
     """Integer instructions per MAC spent gathering the operands of one tile.
 
-    Per main-loop step a tile loads m·k elements of A and n·k of B for m·n·k MACs. In wgrad, B's
-    elements come in groups of ``gather_reuse`` columns (the R·S taps of one input pixel, at most
-    the tile's n) that share one address computation.
+    Per main-loop step a tile loads m·k elements of A and n·k of B for m·n·k MACs, so A's decodes cost
+    ``ops / n`` per MAC and B's ``ops / m``. In wgrad (A = dY, B = im2col(X)) the code divides A's term by
+    ``gather_reuse`` (the filter's R·S taps, at most the tile's n) and charges B's in full:
+    ``wgrad_index_ops · (1/m + 1/(n · reuse))`` [assumption, fitted: physically the taps share the decodes
+    of B, the im2col operand (``Gemm.gather_reuse``), i.e. ``1/(m · reuse) + 1/n``; that placement, refitted
+    over ``wgrad_index_ops`` 12–32, leaves a DeepBench wgrad sheet above 20 % at every value (T4 fp32 22.2 %
+    at 20), and a cheaper dY decode is worse on every sheet (docs/gpu_model.md §5, Session 13 (mwgrad)).
+    What the fitted placement stands for is open: it penalises tiles narrow along M (K ≤ 64 output
+    channels), which the T4 and GP102 sheets want and the Maxwell and P100 sheets do not].
     """
     transform = g.transform_ops[0] / tile.n + g.transform_ops[1] / tile.m + g.output_ops / g.K
     if not g.gathered:  # explicit GEMM on transformed tensors: plain strided loads

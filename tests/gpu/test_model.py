@@ -173,7 +173,8 @@ def test_wgrad_gather_cost_per_mac_falls_with_the_taps_sharing_an_input_pixel() 
     shared = Gemm(M=512, N=4608, K=784, a_unique=1, b_unique=1, c_unique=1, useful_macs=0, phase="wgrad",
                   gather_reuse=9)
     t_plain, t_shared = (plan_gemm(gpu, g, "fp32", tile, 1).compute_s for g in (plain, shared))
-    # Same MACs; B's address work drops 9×: rate ∝ 1 / (1 + ops·(1/m + 1/(n·reuse))).
+    # Same MACs; the 1/n (A = dY) decode term drops 9× (model._gather_ops_per_mac's fitted placement):
+    # rate ∝ 1 / (1 + ops·(1/m + 1/(n·reuse))).
     ops = CALIBRATION.wgrad_index_ops
     assert t_plain / t_shared == pytest.approx((1 + ops * (2 / 128)) / (1 + ops * (1 / 128 + 1 / (128 * 9))))
 
