@@ -213,7 +213,8 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
     if fft.eligible(layer, tiled=True) and (phase != "wgrad" or generation >= 7):
         gemms.append(fft.fft_gemm(layer, phase, tiled=True))
     if gpu.true_half(precision):  # (a layer whose only formulation lacks a true-half kernel keeps it)
-        gemms = [g for g in gemms if g.algorithm not in NOT_TRUE_HALF] or gemms
+        gemms = [g for g in gemms if g.algorithm not in NOT_TRUE_HALF
+                 and not (g.algorithm == "winograd_nonfused" and layer.R != 3)] or gemms  # its 5×5: no TRUE_HALF
     if gpu.true_half(precision) and generation <= TRUE_HALF_LAUNCH_GENERATION:
         per_position = true_half_wgrad if phase == "wgrad" else true_half_dgrad if phase == "dgrad" else None
         gemms = [per_position(g, layer) for g in gemms] if per_position else gemms
@@ -236,7 +237,9 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
 # without tensor cores, ``GpuSpec.true_half``): fused WINOGRAD, FFT and FFT_TILING support only
 # PSEUDO_HALF_CONFIG and FLOAT_CONFIG, IMPLICIT_PRECOMP_GEMM and WINOGRAD_NONFUSED (3×3) every config (cuDNN
 # 5.1 User Guide, cudnnConvolutionForward's "Data Type Config Support", as encoded in Theano's cuDNN checks,
-# GitHub `Theano/Theano`, its cuDNN conv checks), and BWD_DATA_ALGO_0 (col2im, a scatter-add into dX) none
+# GitHub `Theano/Theano`, its cuDNN conv checks; its ``theano/gpuarray/cudnn_defs.py`` records for the forward,
+# backward-data and backward-filter WINOGRAD_NONFUSED alike that a 5×5 filter has no TRUE_HALF_CONFIG, so
+# ``formulations`` drops the non-fused 5×5 plans there), and BWD_DATA_ALGO_0 (col2im, a scatter-add into dX) none
 # [assumption, inferred from DeepBench's P100 half sheet (cuDNN 7): with it on the menu the model runs 10 of
 # its 94 dgrads with it at 0.03–0.37× the measured time; a scatter-add of single fp16 elements needs the scalar
 # __half atomicAdd, which CUDA offers from compute capability 7.x (CUDA C++ Programming Guide, atomicAdd)]; nor
@@ -447,14 +450,43 @@ def winograd_variant(algo: str) -> str | None:
     return "winograd_fused" if "WINOGRAD" in label else None
 
 
+def dgrad_found(gemms: list[Gemm], phase: Phase, forward_algo: str = "", true_half: bool = False) -> bool:
+    """True when a recorded run's dgrad algorithm is its own search's, not the GEMM family: DeepBench's
+    ``conv_bench.cu`` (GitHub ``baidu-research/DeepBench``, ``code/nvidia/conv_bench.cu``, ``USE_GET`` 0) picks each
+    phase's algorithm with ``cudnnFind*Algorithm`` (the fastest of the algorithms it times;
+    ``cudnnFindConvolutionBackwardDataAlgorithm`` for dgrad, which the record does not name), so a dgrad with any
+    recorded forward runs dgrad's fastest family, each algorithm at its own kernel choice (``heuristic_tile``: the
+    search picks among algorithms, not among an algorithm's kernels). dgrad's Winograd and FFT plans are the forward
+    plans of the flipped stride-1 convolution. A Winograd forward keeps its named variant (``winograd_variant``).
+    Not searched: runs without a record (cuDNN's heuristics), tensor-op math (a GEMM formulation on tensor cores:
+    ``conv_bench.cu`` sets BWD_DATA_ALGO_1 after the search, "Tensor Op math only supports this algorithm"), and
+    TRUE_HALF (``true_half``) [assumption, inferred from DeepBench's P100 half sheet (cuDNN 7): there the search's
+    only transform is non-fused Winograd, whose true-half plan predicts 0.35–0.51× of the measured dgrad on the five
+    GEMM-recorded 3×3 layers with C = 1–32, where the measured dgrads take 1.35–2.7× their fp32 rows' time; the
+    searched sheet would go 18.4 → 22.1 %].
+
+    [assumption, inferred from DeepBench's fp32 sheets (cuDNN 5–7.6): GoogLeNet's 5×5 C = 192 → 32 28² dgrad takes
+    0.57–0.72× its own GEMM-recorded fprop of the same 1.9 GMAC (P100: 10.4 TFLOP/s, 98 % of its peak), where the
+    GEMM plan predicts 1.56–2.06× and the FFT_TILING plan 0.68–0.90×; the GEMM-recorded OCR 3×3 C = 16, 32 dgrads
+    run at the fused-Winograd plan's time (0.84–1.01×; the GEMM plan 1.27–1.57×). dgrad, all rows: P100 19.8 → 18.7,
+    TITAN Xp 19.2 → 17.2, GTX 1080 Ti 15.8 → 14.5, TITAN X Maxwell 13.8 → 12.1, M40 14.5 → 12.8, T4 fp32 23.6 →
+    24.0 % (its one moved row, OCR C = 16, 1.07 → 0.71× on the fused Winograd plan, which runs too fast on the
+    power-capped T4 as its Winograd fprops do).]
+    """
+    return phase == "dgrad" and bool(forward_algo) and not true_half \
+        and not any(g.algorithm == "implicit" and not g.simt_only for g in gemms)
+
+
 def heuristic_formulations(gemms: list[Gemm], layer: Layer, phase: Phase, forward_algo: str = "",
-                           library: Library = DEFAULT_LIBRARY) -> list[Gemm]:
+                           library: Library = DEFAULT_LIBRARY, true_half: bool = False) -> list[Gemm]:
     """The formulations of ``gemms`` the library's heuristics choose among: those of ``heuristic_family``
-    (all of them when the family is not on the menu), of a Winograd family only the variant the recorded forward
-    algorithm names (``winograd_variant``; fprop and dgrad, ``FOLLOW_VARIANT_PHASES``), without the row-phased
-    dgrad unless K ≥ ``ROW_PHASED_MIN_K`` or the library is cuDNN ≥ 7.4.1 (``row_phased_by_heuristic``)."""
+    (all of them when the family is not on the menu, or when a recorded run searched dgrad's algorithm itself,
+    ``dgrad_found``; ``true_half``: the run is TRUE_HALF), of a Winograd family only the variant the recorded
+    forward algorithm names (``winograd_variant``; fprop and dgrad, ``FOLLOW_VARIANT_PHASES``), without the
+    row-phased dgrad unless K ≥ ``ROW_PHASED_MIN_K`` or the library is cuDNN ≥ 7.4.1 (``row_phased_by_heuristic``)."""
     family = heuristic_family(layer, phase, forward_algo, library)
-    kept = [g for g in gemms if FAMILY[g.algorithm] == family] or gemms
+    kept = gemms if dgrad_found(gemms, phase, forward_algo, true_half) else \
+        [g for g in gemms if FAMILY[g.algorithm] == family] or gemms
     variant = winograd_variant(forward_algo) if phase in FOLLOW_VARIANT_PHASES else None
     if family == "winograd" and variant is not None:
         kept = [g for g in kept if g.algorithm == variant] or kept

@@ -24,7 +24,7 @@ REACHED = {
     ("p100", "fp32"): {"fprop": 0.15, "dgrad": 0.20, "wgrad": 0.20},
     ("p100", "fp16_pseudo"): {"fprop": 0.20, "dgrad": 0.20, "wgrad": 0.20},  # true-half rows (docs/gpu_precision.md)
     ("titanxp", "fp32"): {"fprop": 0.20, "dgrad": 0.20, "wgrad": 0.20},
-    ("gtx1080ti", "fp32"): {"fprop": 0.15, "dgrad": 0.20, "wgrad": 0.20},
+    ("gtx1080ti", "fp32"): {"fprop": 0.15, "dgrad": 0.15, "wgrad": 0.20},  # dgrad 15.8 → 14.5 % (s13 dgrad2)
     ("titanx-maxwell", "fp32"): {"fprop": 0.15, "dgrad": 0.15, "wgrad": 0.25},
     ("m40", "fp32"): {"fprop": 0.15, "dgrad": 0.15, "wgrad": 0.20},
     # T4 fp32 fprop 20.1 → 17.5 %, dgrad 23.6 → 19.2 % with session 13's non-fused Winograd image blocks at fp32
