@@ -118,7 +118,7 @@ RUNS: tuple[Run, ...] = (
 )
 # Candidate values of the fitted constants for leave-one-GPU-out (around the defaults).
 # NeuSight's host time is no grid constant: each file's own (``harness_host_s``), recomputed in every fold.
-FIT_GRID = {"winograd_efficiency": (0.5, 0.6, 0.65, 0.7, 0.8),
+FIT_GRID = {"winograd_efficiency": (0.5, 0.6, 0.65, 0.7, 0.75, 0.8),
             "winograd_fused_efficiency": (0.8, 0.9, 1.0),
             "wgrad_run_overhead_bytes": (0.0, 64.0, 96.0, 112.0, 128.0, 160.0),
             "wgrad_min_split_k": (2, 4, 8)}

@@ -220,8 +220,7 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
         gemms = [per_position(g, layer) for g in gemms] if per_position else gemms
         if phase == "dgrad" and true_half_plane(layer):
             gemms = [dgrad_plane(layer)]
-    if generation <= WINOGRAD_IMAGE_BLOCKS_GENERATION:
-        gemms = [nonfused_winograd_blocks(g, layer) for g in gemms]
+    gemms = [nonfused_winograd_blocks(g, layer) for g in gemms]
     if not tensor_core_eligible(gpu, layer, precision, library, phase):
         return [replace(g, simt_only=True) for g in gemms]
     if not skips_strided_zeros(library):  # (already on the menu from 7.4.1 on)
@@ -277,36 +276,29 @@ def true_half_wgrad(g: Gemm, layer: Layer) -> Gemm:
     return replace(g, passes=layer.P) if g.algorithm == "implicit" else g
 
 
-# Images per block of cuDNN 5–7's non-fused Winograd products in fprop and dgrad, at every precision
-# (``nonfused_winograd_blocks``), and the last library generation that runs them so [assumption, inferred from
-# DeepBench's P100 half and T4 fp32 sheets; see there].
+# Images per block of cuDNN's non-fused Winograd products in fprop and dgrad, at every precision and generation
+# (``nonfused_winograd_blocks``; a kernel grid read in a public profile and DeepBench's P100 half and T4 fp32 sheets).
 WINOGRAD_BLOCK_IMAGES = 16
-WINOGRAD_IMAGE_BLOCKS_GENERATION = 7
 
 
 def nonfused_winograd_blocks(g: Gemm, layer: Layer) -> Gemm:
-    """A non-fused Winograd fprop or dgrad as cuDNN 5–7 run it (``WINOGRAD_IMAGE_BLOCKS_GENERATION``): its α² batched
-    GEMMs cover the batch in blocks of ``WINOGRAD_BLOCK_IMAGES`` images, so their M (the tiles of all images) pads to
-    whole blocks; the transform kernels handle the real images. Any other GEMM, and wgrad (whose reduction runs over
-    the tiles), unchanged.
+    """A non-fused Winograd fprop or dgrad as cuDNN runs it: its α² batched GEMMs cover the batch in blocks of
+    ``WINOGRAD_BLOCK_IMAGES`` images, so their M (the tiles of all images) pads to whole blocks; the transform
+    kernels handle the real images. Any other GEMM, and wgrad (whose reduction runs over the tiles), unchanged.
 
-    [assumption, inferred from DeepBench. P100 half sheet (cuDNN 7, true half, session 12): its 3×3
-    Winograd-forward layers with C ≥ 128 take the same time at N = 8 and 16 in fprop and dgrad (t16 / t8 =
-    1.006–1.035 on the Vision and Face layers of 7×7–56×56 planes), where t16 − t8 is 1/8–1/13 of what the eight
-    extra images' products cost at the half2 peak — the N = 8 call does the N = 16 call's work; the C = 64 layers,
-    whose transforms (real images) outweigh their products, grow 1.50–1.66×; the half wgrads (0.21 → 0.25,
-    0.33 → 0.52 ms) grow too. fprop P100 half 21.1 → 16.7 % (Winograd rows 38.5 → 21.1 %), dgrad 25.8 → 21.2 %
-    (Winograd rows 39.9 → 22.2 %). T4 fp32 sheet (cuDNN 7.6, session 13): its six 3×3 layers recorded
-    WINOGRAD_NONFUSED at N = 8 and 16 (C ≥ 128: Vision 56²–7², Face 28²–14²) take t16 / t8 = 1.11–1.32 in fprop and
-    0.96–1.27 in dgrad, where the unpadded plan predicted 1.50–1.96 and the blocks predict 1.06–1.27 (their N = 8
-    rows 0.55–0.84× → 0.90–1.25× the measured time); the sheet's C = 64 layers, recorded fused at N = 8, grow
-    1.86–2.11× and are not touched. dgrad runs these layers with the forward's Winograd kernel (dgrad / fprop =
-    0.80–1.22 on 30 of the sheet's 31 Winograd- and FFT-forward layers, 1.48 on the last, where its GEMM plan
-    predicts 0.96–2.97× the measured time): fprop T4 fp32 20.1 → 17.5 %, dgrad 23.6 → 19.2 %. The fp32 sheets of
-    cuDNN 5–7 record no other non-fused Winograd layer below N = 16, so they do not move. cuDNN 8.9 does not
-    pad: on NeuSight's timed rows the blocks take A100 15.9 → 16.6 %, P100 PCIe 12.0 → 13.7 % (P4 14.5 →
-    14.1 %). A block of 9–16 images reads the same on these rows (N = 8 and 16 only); 16 is the smallest power
-    of two.]
+    Source: an Nsight Compute profile of cuDNN's NCHW fp32 non-fused Winograd on an RTX 2070 Super (sm_75, N = 10,
+    56 × 56 tiles per image of a 224² plane, C = K = 128; kernyan.com, "Conv2D GPU Baselines: cuDNN and CUTLASS
+    Performance and Analysis (Part 2)", 2025, appendix) launches ``volta_sgemm_128x64_nn`` on a (392, 2, 36) grid:
+    36 = α² of F(4×4, 3×3), 2 × 64 = K, and 392 × 128 = 16 × 3136 rows, i.e. sixteen images' tiles for a
+    ten-image call. [assumption, inferred from DeepBench, that cuDNN 7 blocks the same way: on the P100 half sheet
+    (true half) the 3×3 Winograd-forward layers with C ≥ 128 take t16 / t8 = 1.006–1.035 in fprop and dgrad; on
+    the T4 fp32 sheet (cuDNN 7.6) its six 3×3 WINOGRAD_NONFUSED layers (C ≥ 128) take t16 / t8 = 1.11–1.32 in
+    fprop and 0.96–1.27 in dgrad, where the unpadded plan predicted 1.50–1.96 and the blocks predict 1.06–1.27
+    (their N = 8 rows 0.55–0.84× → 0.90–1.25× the measured time; T4 fp32 fprop 20.1 → 17.5 %, dgrad 23.6 →
+    19.2 %); the C = 64 layers, whose transforms (real images) outweigh their products, grow 1.5–2.1×. Applied on
+    every generation with ``Calibration.winograd_efficiency`` 0.7 (the value every leave-one-GPU-out fold fits):
+    NeuSight's cuDNN 8.9 rows then read A100 15.5, P100 PCIe 12.2, P4 14.0 % (gated at cuDNN ≤ 7 with 0.65:
+    15.9 / 12.0 / 14.5 %); docs/gpu_model.md §5, Session 13 (lead).]
     """
     if g.algorithm != "winograd_nonfused" or g.phase == "wgrad":
         return g

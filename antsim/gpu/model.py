@@ -82,7 +82,9 @@ class Calibration:
             accumulator sets per output tile, so they run smaller register tiles than an implicit
             GEMM [assumption, fitted: ``scripts/validate_gpu.py`` refits it per leave-one-GPU-out fold;
             Winograd-forward rows of DeepBench and NeuSight run 0.55–0.9× the speed the full rate gives]. Since
-            session 12 the non-fused kernels' only (the fused kernel has its own, below).
+            session 12 the non-fused kernels' only (the fused kernel has its own, below); 0.7 since session 13,
+            when the products pad the batch to 16-image blocks (``menus.nonfused_winograd_blocks``) and the
+            all-GPU fit is 0.7 (0.65 before).
         winograd_fused_efficiency: The same for the fused kernel (``scudnn_winograd_128x128_*``: F(2×2, 3×3), all
             16 points of a 32-tile × 32-channel block in one CTA, the transforms in registers) [assumption, fitted:
             ``scripts/validate_gpu.py`` refits it per leave-one-GPU-out fold over {0.8, 0.9, 1.0}; on the rows
@@ -130,7 +132,7 @@ class Calibration:
     l2_residency: float = 0.5
     max_split_k: int = 32
     atomic_sectors: float = 2.0
-    winograd_efficiency: float = 0.65
+    winograd_efficiency: float = 0.7
     winograd_fused_efficiency: float = 0.9
     wgrad_run_overhead_bytes: float = 112.0
     wgrad_min_split_k: int = 4

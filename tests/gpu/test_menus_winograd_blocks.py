@@ -1,5 +1,5 @@
-"""cuDNN 5–7's non-fused Winograd fprop and dgrad cover the batch in blocks of ``menus.WINOGRAD_BLOCK_IMAGES``
-images at every precision (``menus.nonfused_winograd_blocks``); cuDNN 8 does not pad."""
+"""cuDNN's non-fused Winograd fprop and dgrad cover the batch in blocks of ``menus.WINOGRAD_BLOCK_IMAGES`` images at
+every precision and library generation (``menus.nonfused_winograd_blocks``); wgrad runs the real images."""
 
 from __future__ import annotations
 
@@ -20,25 +20,35 @@ def _layer(n: int) -> Layer:
     return Layer("v", N=n, C=256, K=512, H=28, W=28, R=3, S=3, stride=1, pad=1)
 
 
-def _nonfused(n: int, phase: str, library: str):
-    return next(g for g in formulations(load_gpu("t4"), _layer(n), phase, "fp32", library)
+def _nonfused(n: int, phase: str, library: str, layer: Layer | None = None):
+    return next(g for g in formulations(load_gpu("t4"), layer or _layer(n), phase, "fp32", library)
                 if g.algorithm == "winograd_nonfused")
 
 
-@pytest.mark.parametrize("library", ["cudnn5", "cudnn6", "cudnn7", "cudnn7.6"])
+@pytest.mark.parametrize("library", ["cudnn5", "cudnn6", "cudnn7", "cudnn7.6", "cudnn8"])
 @pytest.mark.parametrize("phase", ["fprop", "dgrad"])
 def test_an_fp32_batch_below_the_block_runs_the_products_of_a_whole_block(phase: str, library: str) -> None:
-    # closed form: M = (tiles per image) × images, padded to whole blocks; 8 images pad to 16, 24 to 32
-    per_image = _nonfused(1, phase, "cudnn8").M
+    # closed form: M = (4×4 output tiles per image) × images, padded to whole blocks; 1 and 8 images pad to 16,
+    # 24 to 32 (28×28 plane: 7 × 7 = 49 tiles per image)
+    per_image = 7 * 7
+    assert _nonfused(1, phase, library).M == per_image * WINOGRAD_BLOCK_IMAGES
     assert _nonfused(8, phase, library).M == per_image * WINOGRAD_BLOCK_IMAGES
     assert _nonfused(16, phase, library).M == per_image * WINOGRAD_BLOCK_IMAGES
     assert _nonfused(24, phase, library).M == per_image * 2 * WINOGRAD_BLOCK_IMAGES
 
 
-def test_cudnn8_and_wgrad_run_the_real_images() -> None:
-    per_image = _nonfused(1, "fprop", "cudnn8").M
-    assert _nonfused(8, "fprop", "cudnn8").M == 8 * per_image
-    assert _nonfused(8, "wgrad", "cudnn7.6").K == _nonfused(8, "wgrad", "cudnn8").K  # wgrad reduces over the tiles
+def test_the_products_grid_of_a_profiled_ten_image_call() -> None:
+    # kernyan.com (2025, RTX 2070 Super, NCHW fp32, N = 10, 224×224, C = K = 128): volta_sgemm_128x64_nn on a
+    # (392, 2, 36) grid: 36 = α² of F(4×4, 3×3), 392 row tiles of 128 = 16 images × 56 × 56 output tiles
+    layer = Layer("profiled", N=10, C=128, K=128, H=224, W=224, R=3, S=3, stride=1, pad=1)
+    g = _nonfused(10, "fprop", "cudnn8", layer)
+    assert g.batch == 36
+    assert math.ceil(g.M / 128) == 392 and g.N == 128
+
+
+def test_wgrad_runs_the_real_images() -> None:
+    per_image = _nonfused(1, "wgrad", "cudnn8").K
+    assert _nonfused(8, "wgrad", "cudnn7.6").K == 8 * per_image  # wgrad reduces over the real images' tiles
 
 
 def _pairs() -> list[tuple[str, float, float]]:

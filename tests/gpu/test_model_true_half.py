@@ -261,20 +261,18 @@ def test_true_half_nonfused_winograd_products_run_the_batch_in_blocks_of_16_imag
     for phase in ("fprop", "dgrad"):
         half = {g.algorithm: g for g in formulations(p100, eight, phase, "fp16", "cudnn7")}
         pseudo = {g.algorithm: g for g in formulations(p100, eight, phase, "fp16_pseudo", "cudnn7")}
-        unpadded = {g.algorithm: g for g in formulations(p100, eight, phase, "fp16", "cudnn8")}
-        assert half["winograd_nonfused"].M == 2 * unpadded["winograd_nonfused"].M, phase  # 8 images pad to 16
-        # session 13: the blocks hold at every precision on cuDNN ≤ 7 (menus.nonfused_winograd_blocks)
+        assert half["winograd_nonfused"].M == 2 * half["implicit"].M // (28 * 28) * 7 * 7, phase  # 8 images pad to 16
+        # session 13: the blocks hold at every precision and generation (menus.nonfused_winograd_blocks)
         assert half["winograd_nonfused"].M == pseudo["winograd_nonfused"].M, phase
         assert half["implicit"].M == pseudo["implicit"].M, phase  # the other GEMMs keep their batch
-        assert half["winograd_nonfused"].side == unpadded["winograd_nonfused"].side, phase  # transforms: real images
         same = {g.algorithm: g for g in formulations(p100, sixteen, phase, "fp16", "cudnn7")}
         assert same["winograd_nonfused"].M == half["winograd_nonfused"].M, phase
+        # the data and output transforms run the real images: twice the elements at 16 images (the filter's: once)
+        for eight_k, sixteen_k in zip(half["winograd_nonfused"].side, same["winograd_nonfused"].side):
+            assert sixteen_k.elements == (eight_k.elements if "filter" in eight_k.name else 2 * eight_k.elements)
     wgrad = {g.algorithm: g for g in formulations(p100, eight, "wgrad", "fp16", "cudnn7")}
     assert wgrad["winograd_nonfused"] == {g.algorithm: g for g in formulations(
         p100, eight, "wgrad", "fp16_pseudo", "cudnn7")}["winograd_nonfused"]  # wgrad's reduction: unchanged
-    cudnn8 = {g.algorithm: g for g in formulations(p100, eight, "fprop", "fp16", "cudnn8")}
-    assert cudnn8["winograd_nonfused"].M == {g.algorithm: g for g in formulations(
-        p100, eight, "fprop", "fp16_pseudo", "cudnn8")}["winograd_nonfused"].M  # measured on cuDNN 7 only
     t8, t16 = (estimate_layer(p100, layer, "fprop", "fp16", library="cudnn7", selection="heuristic",
                               forward_algo="WINOGRAD").time_s for layer in (eight, sixteen))
     assert t16 / t8 < 1.35
