@@ -296,9 +296,9 @@ def nonfused_winograd_blocks(g: Gemm, layer: Layer) -> Gemm:
     fprop and 0.96–1.27 in dgrad, where the unpadded plan predicted 1.50–1.96 and the blocks predict 1.06–1.27
     (their N = 8 rows 0.55–0.84× → 0.90–1.25× the measured time; T4 fp32 fprop 20.1 → 17.5 %, dgrad 23.6 →
     19.2 %); the C = 64 layers, whose transforms (real images) outweigh their products, grow 1.5–2.1×. Applied on
-    every generation with ``Calibration.winograd_efficiency`` 0.7 (the value every leave-one-GPU-out fold fits):
-    NeuSight's cuDNN 8.9 rows then read A100 15.5, P100 PCIe 12.2, P4 14.0 % (gated at cuDNN ≤ 7 with 0.65:
-    15.9 / 12.0 / 14.5 %); docs/gpu_model.md §5, Session 13 (lead).]
+    every generation with ``Calibration.winograd_efficiency`` 0.7 (fitted; see there): NeuSight's cuDNN 8.9 rows
+    then read A100 15.5, P100 PCIe 12.2, P4 14.0 % (gated at cuDNN ≤ 7 with 0.65: 15.9 / 12.0 / 14.5 %);
+    docs/gpu_model.md §5, Session 13 (lead).]
     """
     if g.algorithm != "winograd_nonfused" or g.phase == "wgrad":
         return g

@@ -83,8 +83,9 @@ class Calibration:
             GEMM [assumption, fitted: ``scripts/validate_gpu.py`` refits it per leave-one-GPU-out fold;
             Winograd-forward rows of DeepBench and NeuSight run 0.55–0.9× the speed the full rate gives]. Since
             session 12 the non-fused kernels' only (the fused kernel has its own, below); 0.7 since session 13,
-            when the products pad the batch to 16-image blocks (``menus.nonfused_winograd_blocks``) and the
-            all-GPU fit is 0.7 (0.65 before).
+            when the products pad the batch to 16-image blocks (``menus.nonfused_winograd_blocks``): the
+            all-GPU fit picks 0.75 over 0.7 by 0.02 points of mean error (a tie), and at 0.75 two figures
+            cross 20 % (T4 fp32 dgrad 20.4, P100 half dgrad 20.0; docs/gpu_model.md §5, Session 13 (lead)).
         winograd_fused_efficiency: The same for the fused kernel (``scudnn_winograd_128x128_*``: F(2×2, 3×3), all
             16 points of a 32-tile × 32-channel block in one CTA, the transforms in registers) [assumption, fitted:
             ``scripts/validate_gpu.py`` refits it per leave-one-GPU-out fold over {0.8, 0.9, 1.0}; on the rows

@@ -268,7 +268,7 @@ def test_true_half_nonfused_winograd_products_run_the_batch_in_blocks_of_16_imag
         same = {g.algorithm: g for g in formulations(p100, sixteen, phase, "fp16", "cudnn7")}
         assert same["winograd_nonfused"].M == half["winograd_nonfused"].M, phase
         # the data and output transforms run the real images: twice the elements at 16 images (the filter's: once)
-        for eight_k, sixteen_k in zip(half["winograd_nonfused"].side, same["winograd_nonfused"].side):
+        for eight_k, sixteen_k in zip(half["winograd_nonfused"].side, same["winograd_nonfused"].side, strict=True):
             assert sixteen_k.elements == (eight_k.elements if "filter" in eight_k.name else 2 * eight_k.elements)
     wgrad = {g.algorithm: g for g in formulations(p100, eight, "wgrad", "fp16", "cudnn7")}
     assert wgrad["winograd_nonfused"] == {g.algorithm: g for g in formulations(
