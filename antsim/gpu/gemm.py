@@ -83,7 +83,8 @@ class Gemm:
             whose N = (r, s, c) tiles hold the channels of one filter tap (``menus.formulations``).
         k_slabs: The same along the reduction K: its main-loop steps never straddle two slabs, so each
             slab pads to the tile's k step (cuDNN 7's tensor-core fprop and dgrad: one slab per filter tap;
-            every wgrad: one slab of P·Q pixels per image, ``implicit_gemm``).
+            an NCHW (SIMT) wgrad: one slab of P·Q pixels per image, ``implicit_gemm``; a tensor-core wgrad, on NHWC
+            tensors, one flat slab, ``menus.nhwc_wgrad_reduction``).
         passes: Kernels the library issues for this GEMM's main loop, one after another, each over a share
             of the work (a true-half implicit wgrad: one per output row, ``menus.true_half_wgrad``; a true-half
             dgrad of a filter smaller than its stride: one per dX pixel, ``menus.true_half_dgrad``): the call
@@ -186,7 +187,8 @@ def implicit_gemm(layer: Layer, phase: Phase) -> Gemm:
     # away; with it every wgrad sheet's error falls — P100 24.7 -> 23.0 %, TITAN Xp 23.1 -> 21.6 %, M40
     # 40.9 -> 37.1 %, T4 fp16 (NHWC) 33.2 -> 29.2 % — most on the 7 × 7 planes, whose 49 pixels pad to 56 (SIMT,
     # 8-deep k step) or 64 (tensor cores, 32-deep), where the flat reduction predicted 0.5–0.7× the
-    # measured time on every sheet].
+    # measured time on every sheet]. The tensor-core kernels read NHWC and reduce over the flat pixel axis instead
+    # (``menus.nhwc_wgrad_reduction``, session 13).
     if phase == "wgrad":
         return Gemm(layer.K, crs, npq, y, _touched_input(layer), w, layer.macs, "implicit", phase,
                     layer.R * layer.S, k_slabs=layer.N)

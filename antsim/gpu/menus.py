@@ -228,8 +228,34 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
     gemms = [g if g.algorithm in TENSOR_CORE_FORMULATIONS else replace(g, simt_only=True) for g in gemms]
     if generation >= NHWC_VECTOR_GENERATION:
         width = VECTOR_BYTES // PRECISIONS[precision][0]
-        return [replace(g, gather_width=width) if g.gathered else g for g in gemms]
-    return [_cudnn7_tensor_kernel(g, layer) if g.gathered and not g.simt_only else g for g in gemms]
+        gemms = [replace(g, gather_width=width) if g.gathered else g for g in gemms]
+        return [nhwc_wgrad_reduction(g) for g in gemms]
+    return [nhwc_wgrad_reduction(_cudnn7_tensor_kernel(g, layer)) if g.gathered and not g.simt_only else g
+            for g in gemms]
+
+
+def nhwc_wgrad_reduction(g: Gemm) -> Gemm:
+    """A tensor-core implicit-GEMM wgrad as the NHWC kernels run it: its N·P·Q reduction is one flat axis of pixels
+    (``Gemm.k_slabs`` = 1), not one slab per image.
+
+    cuDNN's tensor-core convolution kernels read NHWC tensors, cuDNN 7's as well as cuDNN 8's. The cuDNN 7-style
+    tensor-core kernel names in public profiles carry ``nhwc`` and 8-element (16-byte) loads, ``ldg8``: e.g. the wgrad
+    kernel ``turing_s1688cudnn_fp16_128x128_ldg8_wgrad_idx_exp_interior_nhwc_nt_v1`` in an MXNet fp16 profile on a
+    Turing GPU (GitHub ``apache/mxnet`` issue 17665, 2020; its cuDNN release is not stated), which runs after
+    ``nchwToNhwcKernel`` has transposed the framework's NCHW tensors (also ``apache/mxnet`` issue 9774, Volta).
+    DeepBench's tensor-core rows are NHWC tensors and filters (``conv_bench.cu``: ``CUDNN_TENSOR_NHWC`` for half
+    data with tensor-op math). In NHWC consecutive pixels of the reduction are C elements apart within an image and
+    across image boundaries alike, so the reason for ``gemm.implicit_gemm``'s per-image slabs (in NCHW an image's
+    plane is the contiguous run and the next image is C·H·W elements away) does not hold, and a main-loop step may
+    straddle two images. CUTLASS's NHWC wgrad does so: its dY iterator advances one flat GEMM-K index over N·P·Q by
+    whole CTA-K tiles and splits it into (n, p, q) per access (GitHub ``NVIDIA/cutlass``, ``include/cutlass/conv/
+    threadblock/conv2d_wgrad_output_gradient_tile_access_iterator_analytic.h``). [DeepBench's T4 fp16 sheet
+    (cuDNN 7.6): wgrad 14.4 → 13.6 %, floor 10.2 → 8.8 %; its unsplit 1×1 wgrads of 7×7 outputs, whose 49 pixels
+    per image padded to 64, 1.09–1.34× → 1.00–1.16× of the measured time; docs/gpu_model.md §5, Session 13 (nhwc).]
+    The SIMT (NCHW) kernels keep the slabs. No constant."""
+    if g.phase != "wgrad" or not g.gathered or g.simt_only:
+        return g
+    return replace(g, k_slabs=1)
 
 
 # Formulations cuDNN has no TRUE_HALF_CONFIG kernel for (fp16 tensors and an fp16 compute type on a GPU

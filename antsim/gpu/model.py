@@ -358,7 +358,10 @@ def wgrad_stream_efficiency(g: Gemm, tile: Tile, operand_bytes: int, cal: Calibr
     """Fraction of DRAM bandwidth a plan's main-loop operand reads reach: ``run / (run + overhead)`` for an
     implicit-GEMM wgrad on NCHW tensors, whose reads are runs of ``tile.k`` elements along the reduction
     (``Calibration.wgrad_run_overhead_bytes``); 1 otherwise. cuDNN 8's NHWC kernels (``gather_width`` > 1)
-    read channel vectors, the tile's long side, and keep the full rate."""
+    read channel vectors, the tile's long side, and keep the full rate. cuDNN 7's tensor-core kernels read NHWC
+    too (``menus.nhwc_wgrad_reduction``), so their ``tile.k``-element runs are not the layout's: the rate stays as a
+    fitted stand-in for what slows DeepBench's T4 fp16 wgrads [assumption, fitted: the full rate, or runs of the
+    tile's channel span, take that sheet's wgrad 13.6 → 18.1 / 16.0 %; docs/gpu_model.md §5, Session 13 (nhwc)]."""
     if g.phase != "wgrad" or not g.gathered or g.gather_width > 1:
         return 1.0
     run = tile.k * operand_bytes

@@ -179,9 +179,10 @@ def test_cudnn7_tensor_core_wgrad_pads_the_channels_of_each_filter_tap_to_the_ti
     assert g64.n_slabs == 9 and g64.n_tiles(128) == 9 and math.ceil(g64.N / 128) == 5  # 576 columns, 9 taps
     # below C = 128 a tap's slab is padded to the 128-wide tile: C = 64 executes as many MACs as C = 128
     assert p64.tile.n == p128.tile.n == 128 and p64.split_k == p128.split_k
-    # (each image's 28 × 28 = 784 pixels of the reduction pad to 800, a multiple of the 32-deep k step)
-    assert g64.k_padded(32) == 16 * 800
-    assert p64.executed_macs == p128.executed_macs == 2 * g64.useful_macs * 800 // 784
+    # (the NHWC reduction is one flat axis of 16 × 28 × 28 = 12 544 pixels, 392 whole 32-deep k steps:
+    # menus.nhwc_wgrad_reduction; per-image slabs would pad each image's 784 to 800)
+    assert g64.k_padded(32) == 16 * 784
+    assert p64.executed_macs == p128.executed_macs == 2 * g64.useful_macs
     assert wgrad(64, 1)[0].n_slabs == 1  # a 1x1 wgrad is one tap
     assert wgrad(64, 3, "cudnn8")[0].n_slabs == 1  # cuDNN 8 keeps one contiguous N
     assert all(g.n_slabs == 1 for phase in ("fprop", "dgrad") for g in formulations(t4, C64, phase, "fp16", "cudnn7"))
