@@ -118,7 +118,7 @@ def estimate_layer(gpu: GpuSpec | str | Path, layer: Layer | GemmLayer, phase: P
     check_library(spec, precision, library)
     gemms = _gemms(spec, layer, phase, precision, structured, library)
     if selection == "heuristic" and not isinstance(layer, GemmLayer):
-        gemms = heuristic_formulations(gemms, layer, phase, forward_algo, library, spec.true_half(precision))
+        gemms = heuristic_formulations(gemms, layer, phase, forward_algo, library)
     candidates = [(best_plan(spec, g, precision, calibration, _heuristic_keep(g, selection, layer, forward_algo)), g)
                   for g in gemms]
     plan, gemm = min(candidates, key=lambda pg: pg[0].time_s)

@@ -213,8 +213,9 @@ def formulations(gpu: GpuSpec, layer: Layer, phase: Phase, precision: Precision,
     if fft.eligible(layer, tiled=True) and (phase != "wgrad" or generation >= 7):
         gemms.append(fft.fft_gemm(layer, phase, tiled=True))
     if gpu.true_half(precision):  # (a layer whose only formulation lacks a true-half kernel keeps it)
+        narrow = layer.R != 3 or min(layer.C, layer.K) < TRUE_HALF_WINOGRAD_MIN_CHANNELS  # its 5×5: no TRUE_HALF
         gemms = [g for g in gemms if g.algorithm not in NOT_TRUE_HALF
-                 and not (g.algorithm == "winograd_nonfused" and layer.R != 3)] or gemms  # its 5×5: no TRUE_HALF
+                 and not (g.algorithm == "winograd_nonfused" and narrow)] or gemms
     if gpu.true_half(precision) and generation <= TRUE_HALF_LAUNCH_GENERATION:
         per_position = true_half_wgrad if phase == "wgrad" else true_half_dgrad if phase == "dgrad" else None
         gemms = [per_position(g, layer) for g in gemms] if per_position else gemms
@@ -274,6 +275,18 @@ def nhwc_wgrad_reduction(g: Gemm) -> Gemm:
 # 3.6–80× their fp32 rows' time, where its stride-1 dgrads take 0.76× (half2); without the zero-skipping plans
 # dgrad 121.0 → 111.6 %, the Speaker-ID 5×5 stride-2 rows 0.21–0.76× → 0.57–2.1× of the measured time].
 NOT_TRUE_HALF = ("winograd_fused", "fft", "fft_tiling", "col2im", "phased", "row_phased")
+# Fewest channels (min(C, K)) with which a true-half (TRUE_HALF_CONFIG) convolution runs the non-fused 3×3 Winograd
+# in any phase, the threshold ``WINOGRAD_WGRAD_MIN_CHANNELS`` sets for every precision's wgrad: below it each of the
+# α² K × C products is under one 128-wide CTA tile [assumption, inferred from DeepBench's P100 half sheet (cuDNN 7):
+# its C = 64 layers recorded ``WINOGRAD`` (a label with no TRUE_HALF kernel of its own, see above) run at the GEMM
+# plan's time — fprop 0.86–1.31×, dgrad 0.84–1.08× on OCR, Face, Vision and Speaker-ID (the non-fused plan
+# 0.57–1.00×) — while its C ≥ 128 ones run at the non-fused plan's (0.70–1.13×; the GEMM plan 1.3–5.2×); its
+# GEMM-recorded C = 1–32 dgrads take 1.35–2.7× their fp32 rows' time, where the non-fused plan predicts 0.34–0.48×.
+# The sheet has no layer between 64 and 128 channels, so any threshold in (64, 128] reads the same. On the fp32
+# sheets the same threshold in fprop and dgrad costs T4 17.1 → 18.6 / 19.8 → 21.0 %, A100 15.5 → 16.0 %, P100 PCIe
+# 12.2 → 13.0 %: their C = 64 layers run fused Winograd or the non-fused plan fits them (docs/gpu_model.md §5,
+# Session 13 (halfwino))].
+TRUE_HALF_WINOGRAD_MIN_CHANNELS = 128
 
 
 # Last library generation whose true-half kernels issue a kernel per output position (``true_half_wgrad``,
@@ -468,7 +481,7 @@ def winograd_variant(algo: str) -> str | None:
     return "winograd_fused" if "WINOGRAD" in label else None
 
 
-def dgrad_found(gemms: list[Gemm], phase: Phase, forward_algo: str = "", true_half: bool = False) -> bool:
+def dgrad_found(gemms: list[Gemm], phase: Phase, forward_algo: str = "") -> bool:
     """True when a recorded run's dgrad algorithm is its own search's, not the GEMM family: DeepBench's
     ``conv_bench.cu`` (GitHub ``baidu-research/DeepBench``, ``code/nvidia/conv_bench.cu``, ``USE_GET`` 0) picks each
     phase's algorithm with ``cudnnFind*Algorithm`` (the fastest of the algorithms it times;
@@ -476,12 +489,11 @@ def dgrad_found(gemms: list[Gemm], phase: Phase, forward_algo: str = "", true_ha
     recorded forward runs dgrad's fastest family, each algorithm at its own kernel choice (``heuristic_tile``: the
     search picks among algorithms, not among an algorithm's kernels). dgrad's Winograd and FFT plans are the forward
     plans of the flipped stride-1 convolution. A Winograd forward keeps its named variant (``winograd_variant``).
-    Not searched: runs without a record (cuDNN's heuristics), tensor-op math (a GEMM formulation on tensor cores:
-    ``conv_bench.cu`` sets BWD_DATA_ALGO_1 after the search, "Tensor Op math only supports this algorithm"), and
-    TRUE_HALF (``true_half``) [assumption, inferred from DeepBench's P100 half sheet (cuDNN 7): there the search's
-    only transform is non-fused Winograd, whose true-half plan predicts 0.35–0.51× of the measured dgrad on the five
-    GEMM-recorded 3×3 layers with C = 1–32, where the measured dgrads take 1.35–2.7× their fp32 rows' time; the
-    searched sheet would go 18.4 → 22.1 %].
+    Not searched: runs without a record (cuDNN's heuristics) and tensor-op math (a GEMM formulation on tensor cores:
+    ``conv_bench.cu`` sets BWD_DATA_ALGO_1 after the search, "Tensor Op math only supports this algorithm"). TRUE_HALF
+    is searched like every other precision (session 13, halfwino): its menu's only transform, the non-fused 3×3
+    Winograd, needs ``TRUE_HALF_WINOGRAD_MIN_CHANNELS`` there (``formulations``), which keeps the small-C layers
+    whose true-half dgrads take 1.35–2.7× their fp32 rows on their GEMM.
 
     [assumption, inferred from DeepBench's fp32 sheets (cuDNN 5–7.6): GoogLeNet's 5×5 C = 192 → 32 28² dgrad takes
     0.57–0.72× its own GEMM-recorded fprop of the same 1.9 GMAC (P100: 10.4 TFLOP/s, 98 % of its peak), where the
@@ -491,19 +503,19 @@ def dgrad_found(gemms: list[Gemm], phase: Phase, forward_algo: str = "", true_ha
     24.0 % (its one moved row, OCR C = 16, 1.07 → 0.71× on the fused Winograd plan, which runs too fast on the
     power-capped T4 as its Winograd fprops do).]
     """
-    return phase == "dgrad" and bool(forward_algo) and not true_half \
+    return phase == "dgrad" and bool(forward_algo) \
         and not any(g.algorithm == "implicit" and not g.simt_only for g in gemms)
 
 
 def heuristic_formulations(gemms: list[Gemm], layer: Layer, phase: Phase, forward_algo: str = "",
-                           library: Library = DEFAULT_LIBRARY, true_half: bool = False) -> list[Gemm]:
+                           library: Library = DEFAULT_LIBRARY) -> list[Gemm]:
     """The formulations of ``gemms`` the library's heuristics choose among: those of ``heuristic_family``
     (all of them when the family is not on the menu, or when a recorded run searched dgrad's algorithm itself,
-    ``dgrad_found``; ``true_half``: the run is TRUE_HALF), of a Winograd family only the variant the recorded
+    ``dgrad_found``), of a Winograd family only the variant the recorded
     forward algorithm names (``winograd_variant``; fprop and dgrad, ``FOLLOW_VARIANT_PHASES``), without the
     row-phased dgrad unless K ≥ ``ROW_PHASED_MIN_K`` or the library is cuDNN ≥ 7.4.1 (``row_phased_by_heuristic``)."""
     family = heuristic_family(layer, phase, forward_algo, library)
-    kept = gemms if dgrad_found(gemms, phase, forward_algo, true_half) else \
+    kept = gemms if dgrad_found(gemms, phase, forward_algo) else \
         [g for g in gemms if FAMILY[g.algorithm] == family] or gemms
     variant = winograd_variant(forward_algo) if phase in FOLLOW_VARIANT_PHASES else None
     if family == "winograd" and variant is not None:
