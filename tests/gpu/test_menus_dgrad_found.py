@@ -49,7 +49,7 @@ def test_true_half_has_no_nonfused_5x5_winograd() -> None:
     for phase in ("fprop", "dgrad", "wgrad"):
         assert "winograd_nonfused" in {g.algorithm for g in formulations(p100, G5, phase, "fp32", "cudnn7")}
         assert "winograd_nonfused" not in {g.algorithm for g in formulations(p100, G5, phase, "fp16", "cudnn7")}
-        three = replace(G5, R=3, S=3, pad=1)
+        three = replace(G5, R=3, S=3, pad=1, K=192)  # (min(C, K) ≥ TRUE_HALF_WINOGRAD_MIN_CHANNELS)
         assert "winograd_nonfused" in {g.algorithm for g in formulations(p100, three, phase, "fp16", "cudnn7")}
 
 
