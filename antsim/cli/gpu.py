@@ -49,6 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "(BatchNorm, ReLU, residual add, pooling, SGD-momentum update; a weight GEMM layer: "
                              "its update only) and their launch overheads; the design is named "
                              "GPU[-PRECISION]-step (default: the conv and GEMM kernels only)")
+    parser.add_argument("--layout", default=None, metavar="nchw|nhwc",
+                        help="with --step: the framework's tensor layout. nchw (PyTorch's default memory format; "
+                             "TensorFlow's for fp32/TF32 convolutions): every conv that runs on tensor cores also "
+                             "pays cuDNN's NCHW<->NHWC transposes (antsim.gpu.step.layout_kernels); nhwc "
+                             "(channels_last, NVIDIA's AMP recipes; default): none. SIMT convolutions pay none")
     parser.add_argument("--selection", default=DEFAULT_SELECTION, choices=SELECTIONS,
                         help="how the library picks a kernel: timed = the fastest plan of the menu (cudnn.benchmark; "
                              "default) | heuristic = the library's algorithm family (DeepBench), fastest within it")
@@ -87,7 +92,11 @@ def run(args: argparse.Namespace) -> int:
     if args.check is not None:
         if args.step:
             raise AntsimError("--step goes without --check (the check compares convolution kernels)")
+        if args.layout is not None:
+            raise AntsimError("--layout goes with --step (the tensor layout's transposes are step kernels)")
         return _run_check(args)
+    if args.layout is not None and not args.step:
+        raise AntsimError("--layout goes with --step (the tensor layout's transposes are step kernels)")
     if args.floor:
         raise AntsimError("--floor goes with --check MEASURED.csv")
     if args.host_overhead_us != "0":
@@ -107,13 +116,17 @@ def run(args: argparse.Namespace) -> int:
     phases = parse_phases(args.phases)
     bar = None if args.no_progress else (lambda items: progress(items, total=len(layers), desc="gpu", unit="layer"))
     estimate: Callable[..., NetworkResult] = estimate_gpu
+    step_options: dict[str, str] = {}
     if args.step:
-        from antsim.gpu.step import estimate_step
+        from antsim.gpu.step import DEFAULT_LAYOUT, LAYOUTS, estimate_step
 
-        estimate = estimate_step
+        layout = DEFAULT_LAYOUT if args.layout is None else args.layout
+        if layout not in LAYOUTS:
+            raise AntsimError(f"--layout: one of {', '.join(LAYOUTS)}; got {layout!r}")
+        estimate, step_options = estimate_step, {"layout": layout}
     result = estimate(gpu, layers, phases, args.precision, workload=workload, progress=bar,
                       structured=args.structured, selection=args.selection, library=args.library,
-                      correction=correction)
+                      correction=correction, **step_options)
     result.write_csv(out) if out.suffix.lower() == ".csv" else result.write_json(out)
     _print_summary(result, out)
     return 0
@@ -136,7 +149,7 @@ def _print_summary(result: NetworkResult, out: Path) -> None:
     if result.meta.get("scope") == "step":
         kernels = [k for r in result.records for k in GpuLayerDetails.of(r).step_kernels or ()]
         lines.append(f"  of which memory-bound step kernels: {sum(k['time_s'] for k in kernels) * 1e3:.3f} ms "
-                     f"({sum(k['launches'] for k in kernels)} launches)")
+                     f"({sum(k['launches'] for k in kernels)} launches; {result.meta['step'].get('layout')} tensors)")
     lines.append(f"wrote {out}")
     sys.stdout.write("\n".join(lines) + "\n")
 

@@ -37,6 +37,15 @@ shapes (``layer_roles``). Assumptions, each stated where it is used:
 * the FC classifier and the loss are not in the layer lists and are not modelled (ResNet-50's FC is
   under 0.1 % of its training FLOPs); neither are zero-grad (PyTorch 2 sets grads to None) nor DenseNet's
   feature concatenation copies.
+
+The framework's tensor layout (``layout``, ``antsim gpu --step --layout``): cuDNN's tensor-core convolution
+kernels read NHWC activations and KRSC filters. On NCHW tensors (PyTorch's default memory format; TensorFlow's
+choice for fp32/TF32 convolutions) cuDNN transposes around each such call (``layout_kernels``); on NHWC
+tensors (PyTorch ``channels_last``, TensorFlow's fp16 layout on Volta and later) it runs none. The default,
+``nhwc``, is the layout NVIDIA's tensor-core training recipes use (DeepLearningExamples' AMP configs) and the
+one the conv-only model and its DeepBench tensor-core rows already assume; SIMT kernels (fp32, and any
+precision on a GPU without tensor cores) run on NCHW and pay nothing in either layout (a transpose for a SIMT
+kernel on NHWC tensors is not modelled: no source seen).
 """
 
 from __future__ import annotations
@@ -89,6 +98,23 @@ ADD_PASSES = 3           # read two operands, write the sum
 SGD_PASSES = 5           # read w, g, v; write w, v
 CAST_BYTES = MASTER_BYTES + 2  # fp32 master weight read, 16-bit copy written (AMP autocast)
 UNSCALE_BYTES = 2 * MASTER_BYTES  # GradScaler.unscale_: read and write each fp32 gradient
+
+# cuDNN's transposes around a tensor-core convolution on NCHW tensors, per phase: which tensors move (each
+# read once and written once in the other layout). Kernel names in public profiles: the input side
+# ``nchwToNhwcKernel`` (GitHub ``apache/mxnet`` issues 9774, Volta, and 17665, Turing, fp16); cuDNN 8's TF32
+# forward kernels read NHWC/KRSC and write NCHW in their epilogue
+# (``sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw_…``; cuDNN 7's ``…_nhwc2nchw_tn_v1``
+# likewise), while the backward kernels write NHWC (``sm80_xmma_dgrad_implicit_gemm_…_nhwckrsc_nhwc_…``,
+# ``…wgrad…_nhwc_align4``) and are followed by ``nhwcToNchwKernel`` (the same A100 PyTorch profiles; also
+# ``apache/mxnet`` issue 14684). So fprop moves its two inputs, dgrad and wgrad their two inputs and their output.
+# [assumption: every such call transposes afresh (separate cuDNN calls share no NHWC copy); the filter is moved
+# like an activation.]
+TRANSPOSE_PASSES = 2  # read the tensor, write it in the other layout
+TRANSPOSED: dict[Phase, tuple[str, ...]] = {"fprop": ("x", "w"), "dgrad": ("dy", "w", "dx"),
+                                            "wgrad": ("x", "dy", "dw")}
+TensorLayout = Literal["nchw", "nhwc"]
+LAYOUTS: tuple[TensorLayout, ...] = ("nchw", "nhwc")
+DEFAULT_LAYOUT: TensorLayout = "nhwc"
 
 _BLOCK_MEMBER = re.compile(r"^(?P<prefix>.+)\.(?P<member>conv(?P<index>\d+)|downsample)$")
 
@@ -205,6 +231,24 @@ def role_kernels(role: LayerRole, precision: Precision) -> list[Kernel]:
     return ks
 
 
+def layout_kernels(layer: Layer, phase: Phase, precision: Precision, tensor_cores: bool,
+                   layout: TensorLayout) -> list[Kernel]:
+    """cuDNN's layout transposes around one conv call (see ``TRANSPOSED``): one kernel per moved tensor, each
+    ``TRANSPOSE_PASSES`` × its bytes at the precision's storage size, when a tensor-core kernel runs on NCHW
+    tensors; none for NHWC tensors or a SIMT kernel."""
+    if layout not in LAYOUTS:
+        raise AntsimError(f"tensor layout: one of {', '.join(LAYOUTS)}; got {layout!r}")
+    if layout == "nhwc" or not tensor_cores:
+        return []
+    e = PRECISIONS[precision][0]
+    size = {"x": layer.N * layer.C * layer.H * layer.W, "dx": layer.N * layer.C * layer.H * layer.W,
+            "dy": layer.N * layer.K * layer.P * layer.Q, "w": layer.K * layer.C * layer.R * layer.S,
+            "dw": layer.K * layer.C * layer.R * layer.S}
+    moved = TRANSPOSED[phase]
+    return [Kernel("layout_transpose", phase, TRANSPOSE_PASSES * e * sum(size[t] for t in moved), 0.0,
+                   launches=len(moved))]
+
+
 def gemm_step_kernels(layer: GemmLayer, precision: Precision) -> list[Kernel]:
     """The memory-bound kernels of one GEMM layer's training step: its weight's update (SGD with
     momentum, AMP's cast and unscale as for a conv) when A is a weight; none for an activation ×
@@ -231,7 +275,7 @@ def _pool_kernels(pool: Pool, layer: Layer, out: int, e: int) -> list[Kernel]:
 def estimate_step(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer], phases: Iterable[Phase] = PHASES,
                   precision: Precision = "fp32", workload: Mapping[str, Any] | None = None, *,
                   network: str | None = None, overhead_s: float = KERNEL_OVERHEAD_S,
-                  **conv_options: Any) -> NetworkResult:
+                  layout: TensorLayout = DEFAULT_LAYOUT, **conv_options: Any) -> NetworkResult:
     """Predict a whole training step: ``estimate_gpu``'s conv records, each plus its step kernels.
 
     Args:
@@ -244,6 +288,8 @@ def estimate_step(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer]
         workload: The workload echo; its ``network`` selects pre-activation and pool kinds.
         network: Overrides ``workload["network"]``.
         overhead_s: Launch + idle time per memory-bound kernel (default Lin et al.'s 5 µs).
+        layout: The framework's tensor layout, ``nchw`` | ``nhwc`` (default): on ``nchw`` every conv record
+            that ran on tensor cores also holds cuDNN's transposes (``layout_kernels``).
         conv_options: Passed on to ``estimate_gpu`` (``calibration``, ``progress``, ``structured``, …).
 
     Returns:
@@ -253,10 +299,12 @@ def estimate_step(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer]
         ``meta["scope"] = "step"``; design ``gpu_design_name(...) + "-step"``.
 
     Raises:
-        AntsimError: a negative or non-finite ``overhead_s``; see ``estimate_gpu``.
+        AntsimError: a negative or non-finite ``overhead_s``; an unknown ``layout``; see ``estimate_gpu``.
     """
     if not (math.isfinite(overhead_s) and overhead_s >= 0):
         raise AntsimError(f"step kernel overhead_s: must be a finite number >= 0 (s); got {overhead_s!r}")
+    if layout not in LAYOUTS:
+        raise AntsimError(f"tensor layout: one of {', '.join(LAYOUTS)}; got {layout!r}")
     spec = gpu if isinstance(gpu, GpuSpec) else load_gpu(gpu)
     conv = estimate_gpu(spec, layers, phases, precision, workload=workload, **conv_options)
     net = network if network is not None else (workload or {}).get("network")
@@ -264,14 +312,25 @@ def estimate_step(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer]
     roles = layer_roles(convs, net)
     kernels = {role.layer.name: role_kernels(role, precision) for role in roles}
     kernels |= {g.name: gemm_step_kernels(g, precision) for g in layers if isinstance(g, GemmLayer)}
-    records = tuple(_with_kernels(spec, record, [kernel_time(spec, k, overhead_s) for k in kernels[record.layer]
+    by_name = {layer.name: layer for layer in convs}
+    records = tuple(_with_kernels(spec, record, [kernel_time(spec, k, overhead_s) for k in
+                                                 [*kernels[record.layer], *_record_layout_kernels(
+                                                     record, by_name, precision, layout)]
                                                  if k.phase == record.phase])
                     for record in conv.records)
     meta = {**conv.meta, "scope": "step", "step_model": STEP_MODEL,
             "step": {"network": net, "pre_activation": bool(roles and roles[0].pre_activation),
-                     "kernel_overhead_s": overhead_s}}
+                     "kernel_overhead_s": overhead_s, "layout": layout}}
     return NetworkResult(design=f"{conv.design}-step", backend=conv.backend, records=records, spec=conv.spec,
                          workload=conv.workload, area_mm2=conv.area_mm2, meta=meta)
+
+
+def _record_layout_kernels(record: LayerResult, convs: Mapping[str, Layer], precision: Precision,
+                           layout: TensorLayout) -> list[Kernel]:
+    layer = convs.get(record.layer)
+    if layer is None:  # a GEMM layer: its operands have no NCHW/NHWC layout
+        return []
+    return layout_kernels(layer, record.phase, precision, bool(GpuLayerDetails.of(record).tensor_cores), layout)
 
 
 def _with_kernels(gpu: GpuSpec, record: LayerResult, times: Sequence[KernelTime]) -> LayerResult:
@@ -294,4 +353,5 @@ def result_scope(result: NetworkResult) -> str:
     return str(result.meta.get("scope", "conv"))
 
 
-__all__ = ["LayerRole", "Pool", "estimate_step", "gemm_step_kernels", "layer_roles", "result_scope", "role_kernels"]
+__all__ = ["DEFAULT_LAYOUT", "LAYOUTS", "LayerRole", "Pool", "TensorLayout", "estimate_step", "gemm_step_kernels",
+           "layer_roles", "layout_kernels", "result_scope", "role_kernels"]

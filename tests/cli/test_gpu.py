@@ -272,3 +272,28 @@ def test_rows_precision_models_a_files_rows_at_another_precision(tmp_path: Path,
                  "--out", str(tmp_path / "r.json")]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--rows-precision goes with --check" in err
+
+
+def test_step_layout_option(tmp_path: Path, layers_csv: Path, capsys: pytest.CaptureFixture) -> None:
+    times = {}
+    for layout in ("nhwc", "nchw"):
+        out = tmp_path / f"{layout}.json"
+        assert main(["gpu", "--gpu", "v100", "--precision", "fp16", "--layers-csv", str(layers_csv), "--step",
+                     "--layout", layout, "--out", str(out), "--no-progress"]) == 0
+        assert f"; {layout} tensors)" in capsys.readouterr().out
+        result = json.loads(out.read_text())
+        assert result["meta"]["step"]["layout"] == layout
+        times[layout] = sum(r["time_s"] for r in result["records"])
+    assert times["nchw"] > times["nhwc"]  # tensor-core convolutions on NCHW tensors pay cuDNN's transposes
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["--step", "--layout", "NCHW"], "--layout: one of nchw, nhwc; got 'NCHW'"),
+    (["--layout", "nchw"], "--layout goes with --step"),
+])
+def test_bad_layout_exits_2_with_one_line(tmp_path: Path, layers_csv: Path, capsys: pytest.CaptureFixture,
+                                          args: list, expected: str) -> None:
+    out = tmp_path / "r.json"
+    code = main(["gpu", "--gpu", "v100", *args, "--layers-csv", str(layers_csv), "--out", str(out), "--no-progress"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and expected in err and err.count("\n") == 0 and not out.exists()

@@ -153,3 +153,56 @@ def test_a_bad_kernel_overhead_is_refused_in_one_line(overhead: float) -> None:
     with pytest.raises(AntsimError, match="overhead_s: must be a finite number >= 0") as info:
         estimate_step("v100", _layers("resnet18-cifar", 1), overhead_s=overhead)
     assert "\n" not in str(info.value)
+
+
+# ---- the framework's tensor layout: cuDNN's NCHW <-> NHWC transposes around tensor-core convolutions ----
+
+def test_layout_transposes_move_each_phase_tensors_once_each_way() -> None:
+    from antsim.gpu.step import layout_kernels
+    from antsim.workloads.layers import Layer
+
+    layer = Layer("c", N=8, C=64, K=128, H=28, W=28, R=3, S=3, stride=1, pad=1)
+    x, y, w = 8 * 64 * 28 * 28, 8 * 128 * 28 * 28, 128 * 64 * 3 * 3
+    moved = {"fprop": x + w, "dgrad": y + w + x, "wgrad": x + y + w}  # fprop writes NCHW in its epilogue
+    for phase, elements in moved.items():
+        for precision, e in (("fp16", 2), ("tf32", 4)):
+            (k,) = layout_kernels(layer, phase, precision, True, "nchw")
+            assert k.bytes == 2 * e * elements and k.flops == 0 and k.phase == phase  # read + write each tensor
+            assert k.launches == (2 if phase == "fprop" else 3)
+        assert layout_kernels(layer, phase, "fp16", True, "nhwc") == []
+        assert layout_kernels(layer, phase, "fp32", False, "nchw") == []  # SIMT kernels read NCHW
+
+
+def test_nchw_step_adds_bytes_over_bandwidth_plus_launches_on_tensor_core_records_only() -> None:
+    from antsim.gpu import load_gpu
+
+    v100 = load_gpu("v100")
+    layers = _layers("resnet18-cifar", 8)
+    nhwc = estimate_step(v100, layers, precision="fp16", network="resnet18-cifar")
+    nchw = estimate_step(v100, layers, precision="fp16", network="resnet18-cifar", layout="nchw")
+    assert nhwc.meta["step"]["layout"] == "nhwc" and nchw.meta["step"]["layout"] == "nchw"
+    by_name = {layer.name: layer for layer in layers}
+    e = 2
+    for a, b in zip(nhwc.records, nchw.records, strict=True):
+        layer = by_name[a.layer]
+        x, y, w = (layer.N * layer.C * layer.H * layer.W, layer.N * layer.K * layer.P * layer.Q,
+                   layer.K * layer.C * layer.R * layer.S)
+        tensors = {"fprop": (x, w), "dgrad": (y, w, x), "wgrad": (x, y, w)}[a.phase]
+        expected = (2 * e * sum(tensors) / v100.dram_bytes_per_s + len(tensors) * KERNEL_OVERHEAD_S
+                    if a.details["tensor_cores"] else 0.0)
+        assert b.time_s - a.time_s == pytest.approx(expected, rel=1e-9, abs=1e-15)
+    assert any(r.details["tensor_cores"] for r in nchw.records)
+
+
+@pytest.mark.parametrize(("gpu", "precision"), [("v100", "fp32"), ("p100", "fp16"), ("titanxp", "fp16_pseudo")])
+def test_simt_convolutions_pay_no_transposes(gpu: str, precision: str) -> None:
+    layers = _layers("resnet18-cifar", 4)
+    nhwc = estimate_step(gpu, layers, precision=precision, network="resnet18-cifar", layout="nhwc")
+    nchw = estimate_step(gpu, layers, precision=precision, network="resnet18-cifar", layout="nchw")
+    assert not any(r.details["tensor_cores"] for r in nchw.records)
+    assert [r.time_s for r in nchw.records] == [r.time_s for r in nhwc.records]
+
+
+def test_unknown_layout_is_refused() -> None:
+    with pytest.raises(AntsimError, match="tensor layout: one of nchw, nhwc; got 'chwn'"):
+        estimate_step("v100", _layers("resnet18-cifar", 1), layout="chwn")  # type: ignore[arg-type]
