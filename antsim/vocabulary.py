@@ -31,6 +31,8 @@ Precision = Literal["fp32", "tf32", "fp16", "bf16", "fp16_pseudo"]
 Selection = Literal["timed", "heuristic"]
 Library = Literal["cudnn5", "cudnn6", "cudnn7", "cudnn7.6", "cudnn8"]
 TimingModel = Literal["events", "closed_form"]
+# The framework's tensor layout around a GPU training step's convolutions (``antsim.gpu.step``).
+TensorLayout = Literal["nchw", "nhwc"]
 
 #: The values of each vocabulary, in the order of its type (``PHASES`` is also the canonical run order).
 PHASES: tuple[Phase, ...] = get_args(Phase)
@@ -40,6 +42,7 @@ PRECISION_NAMES: tuple[Precision, ...] = get_args(Precision)
 SELECTIONS: tuple[Selection, ...] = get_args(Selection)
 LIBRARIES: tuple[Library, ...] = get_args(Library)
 TIMING_MODELS: tuple[TimingModel, ...] = get_args(TimingModel)
+LAYOUTS: tuple[TensorLayout, ...] = get_args(TensorLayout)
 
 _Word = TypeVar("_Word", bound=str)
 
@@ -88,7 +91,8 @@ def parse_phases(values: object, what: str = "phases") -> tuple[Phase, ...]:
 
 
 __all__ = [
-    "FIDELITIES", "LIBRARIES", "PHASES", "POLICIES", "PRECISION_NAMES", "SELECTIONS", "TIMING_MODELS", "Fidelity",
-    "Library", "Phase", "Policy", "Precision", "Selection", "TimingModel", "parse_fidelity", "parse_phase",
+    "FIDELITIES", "LAYOUTS", "LIBRARIES", "PHASES", "POLICIES", "PRECISION_NAMES", "SELECTIONS", "TIMING_MODELS",
+    "Fidelity", "Library", "Phase", "Policy", "Precision", "Selection", "TensorLayout", "TimingModel",
+    "parse_fidelity", "parse_phase",
     "parse_phases", "parse_policy", "parse_timing", "parse_word",
 ]

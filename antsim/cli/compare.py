@@ -28,7 +28,7 @@ from antsim.cli._common import (
 from antsim.errors import AntsimError
 from antsim.gpu.learned import CORRECTIONS, DEFAULT_CORRECTION
 from antsim.gpu.menus import DEFAULT_LIBRARY, DEFAULT_SELECTION, LIBRARIES, SELECTIONS
-from antsim.vocabulary import parse_timing
+from antsim.vocabulary import LAYOUTS, parse_timing
 
 if TYPE_CHECKING:
     from antsim.compare import ArchDesign, DesignComparison, GpuDesign, GpuOptions, SimulationOptions
@@ -55,6 +55,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="model each GPU's whole training step: the convolutions plus BatchNorm, ReLU, residual"
                              " add, pooling and the SGD-momentum update (designs named GPU[-PRECISION]-step;"
                              " default: convolutions only)")
+    parser.add_argument("--gpu-layout", default=None, choices=LAYOUTS,
+                        help="with --gpu-step: the framework's tensor layout (antsim gpu --layout): nchw = every "
+                             "tensor-core conv also pays cuDNN's NCHW<->NHWC transposes | nhwc = none (default)")
     parser.add_argument("--gpu-selection", default=DEFAULT_SELECTION, choices=SELECTIONS,
                         help="GPU kernel selection: timed = fastest plan of the library's menu (cudnn.benchmark; "
                              "default) | heuristic = the library's algorithm family")
@@ -151,6 +154,8 @@ def gather_results(args: argparse.Namespace) -> DesignComparison:
     if not args.gpu and (args.gpu_precision or args.gpu_structured or args.gpu_step
                          or args.gpu_correction != DEFAULT_CORRECTION):
         raise AntsimError("--gpu-precision / --gpu-structured / --gpu-step / --gpu-correction need --gpu NAME")
+    if args.gpu_layout is not None and not args.gpu_step:
+        raise AntsimError("--gpu-layout goes with --gpu-step (the tensor layout's transposes are step kernels)")
     archs, gpus = _load_specs(args)
     if not (archs or gpus):
         return compare_designs(results=results, sources=sources, baseline=args.baseline)
@@ -184,14 +189,16 @@ def _load_specs(args: argparse.Namespace) -> tuple[list[ArchDesign], list[GpuDes
 def _gpu_options(args: argparse.Namespace) -> GpuOptions:
     from antsim.compare import GpuOptions
 
+    layout = {} if args.gpu_layout is None else {"layout": args.gpu_layout}
     return GpuOptions(structured=args.gpu_structured, step=args.gpu_step, selection=args.gpu_selection,
-                      library=args.gpu_library, correction=args.gpu_correction)
+                      library=args.gpu_library, correction=args.gpu_correction, **layout)
 
 
 def _gpu_source(args: argparse.Namespace, name: str, precision: str) -> str:
     """The flags that reproduce one GPU design (the comparison's source of its result)."""
     structured = f" --gpu-structured {args.gpu_structured}" if args.gpu_structured else ""
     step = " --gpu-step" if args.gpu_step else ""
+    step += f" --gpu-layout {args.gpu_layout}" if args.gpu_layout else ""
     menu = f" --gpu-selection {args.gpu_selection} --gpu-library {args.gpu_library}"
     correction = f" --gpu-correction {args.gpu_correction}" if args.gpu_correction != DEFAULT_CORRECTION else ""
     return f"--gpu {name} --gpu-precision {precision}{structured}{step}{menu}{correction}"

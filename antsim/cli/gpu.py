@@ -12,7 +12,7 @@ from antsim.cli._common import add_workload_arguments, check_out_path, parse_pha
 from antsim.gpu.learned import CORRECTIONS, DEFAULT_CORRECTION, resolve_correction
 from antsim.gpu.menus import DEFAULT_LIBRARY, DEFAULT_SELECTION, LIBRARIES, SELECTIONS
 from antsim.results import GpuLayerDetails
-from antsim.vocabulary import PHASES
+from antsim.vocabulary import LAYOUTS, PHASES, parse_word
 
 if TYPE_CHECKING:
     from antsim.gpu.check import CheckRow
@@ -118,11 +118,9 @@ def run(args: argparse.Namespace) -> int:
     estimate: Callable[..., NetworkResult] = estimate_gpu
     step_options: dict[str, str] = {}
     if args.step:
-        from antsim.gpu.step import DEFAULT_LAYOUT, LAYOUTS, estimate_step
+        from antsim.gpu.step import DEFAULT_LAYOUT, estimate_step
 
-        layout = DEFAULT_LAYOUT if args.layout is None else args.layout
-        if layout not in LAYOUTS:
-            raise AntsimError(f"--layout: one of {', '.join(LAYOUTS)}; got {layout!r}")
+        layout = DEFAULT_LAYOUT if args.layout is None else parse_word("--layout", args.layout, LAYOUTS)
         estimate, step_options = estimate_step, {"layout": layout}
     result = estimate(gpu, layers, phases, args.precision, workload=workload, progress=bar,
                       structured=args.structured, selection=args.selection, library=args.library,

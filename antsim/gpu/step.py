@@ -63,7 +63,7 @@ from antsim.gpu.energy import energy_breakdown
 from antsim.gpu.estimate import estimate_gpu
 from antsim.gpu.spec import PRECISIONS, GpuSpec, load_gpu
 from antsim.results import GpuLayerDetails, LayerResult, NetworkResult
-from antsim.vocabulary import Phase, Precision
+from antsim.vocabulary import LAYOUTS, Phase, Precision, TensorLayout, parse_word
 from antsim.workloads.gemm import Gemm as GemmLayer
 from antsim.workloads.layers import PHASES, Layer
 
@@ -112,8 +112,6 @@ UNSCALE_BYTES = 2 * MASTER_BYTES  # GradScaler.unscale_: read and write each fp3
 TRANSPOSE_PASSES = 2  # read the tensor, write it in the other layout
 TRANSPOSED: dict[Phase, tuple[str, ...]] = {"fprop": ("x", "w"), "dgrad": ("dy", "w", "dx"),
                                             "wgrad": ("x", "dy", "dw")}
-TensorLayout = Literal["nchw", "nhwc"]
-LAYOUTS: tuple[TensorLayout, ...] = ("nchw", "nhwc")
 DEFAULT_LAYOUT: TensorLayout = "nhwc"
 
 _BLOCK_MEMBER = re.compile(r"^(?P<prefix>.+)\.(?P<member>conv(?P<index>\d+)|downsample)$")
@@ -236,9 +234,7 @@ def layout_kernels(layer: Layer, phase: Phase, precision: Precision, tensor_core
     """cuDNN's layout transposes around one conv call (see ``TRANSPOSED``): one kernel per moved tensor, each
     ``TRANSPOSE_PASSES`` × its bytes at the precision's storage size, when a tensor-core kernel runs on NCHW
     tensors; none for NHWC tensors or a SIMT kernel."""
-    if layout not in LAYOUTS:
-        raise AntsimError(f"tensor layout: one of {', '.join(LAYOUTS)}; got {layout!r}")
-    if layout == "nhwc" or not tensor_cores:
+    if parse_word("tensor layout", layout, LAYOUTS) == "nhwc" or not tensor_cores:
         return []
     e = PRECISIONS[precision][0]
     size = {"x": layer.N * layer.C * layer.H * layer.W, "dx": layer.N * layer.C * layer.H * layer.W,
@@ -303,8 +299,7 @@ def estimate_step(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer]
     """
     if not (math.isfinite(overhead_s) and overhead_s >= 0):
         raise AntsimError(f"step kernel overhead_s: must be a finite number >= 0 (s); got {overhead_s!r}")
-    if layout not in LAYOUTS:
-        raise AntsimError(f"tensor layout: one of {', '.join(LAYOUTS)}; got {layout!r}")
+    layout = parse_word("tensor layout", layout, LAYOUTS)
     spec = gpu if isinstance(gpu, GpuSpec) else load_gpu(gpu)
     conv = estimate_gpu(spec, layers, phases, precision, workload=workload, **conv_options)
     net = network if network is not None else (workload or {}).get("network")

@@ -100,6 +100,26 @@ def test_compare_models_each_gpu_at_each_precision(tmp_path: Path) -> None:
     assert designs["v100-fp16"]["speedup"] > 1  # tensor cores over v100's fp32 lanes (the baseline)
 
 
+def test_compare_passes_the_tensor_layout_to_the_gpu_step(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # NCHW tensors: each tensor-core conv also pays cuDNN's transposes (antsim.gpu.step.layout_kernels), so the
+    # step takes longer by their time; the comparison's source names the flag that reproduces it
+    times = {}
+    for layout in ("nchw", "nhwc"):
+        out = tmp_path / f"{layout}.json"
+        assert main(["compare", "--gpu", "v100", "--gpu-precision", "fp16", "--gpu-step", "--gpu-layout", layout,
+                     "--layers-csv", str(_layers(tmp_path)), "--batch", "8", "--no-progress", "--out", str(out)]) == 0
+        design = json.loads(out.read_text())["designs"][0]
+        assert design["design"] == "v100-fp16-step" and f"--gpu-layout {layout}" in design["source"]
+        times[layout] = design["time_s"]
+    assert times["nchw"] > times["nhwc"]
+    capsys.readouterr()
+    status = main(["compare", "--gpu", "v100", "--gpu-layout", "nchw", "--layers-csv", str(_layers(tmp_path)),
+                   "--out", str(tmp_path / "x.json")])
+    err = capsys.readouterr().err.strip()
+    assert status == 2 and "--gpu-layout goes with --gpu-step" in err and "\n" not in err
+    assert not (tmp_path / "x.json").exists()
+
+
 def test_gpu_options_without_a_gpu_are_a_user_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     status = main(["compare", "--arch", ARCHS[0], "--gpu-precision", "fp16", "--layers-csv", str(_layers(tmp_path)),
                    "--out", str(tmp_path / "x.json")])

@@ -288,7 +288,7 @@ def test_step_layout_option(tmp_path: Path, layers_csv: Path, capsys: pytest.Cap
 
 
 @pytest.mark.parametrize(("args", "expected"), [
-    (["--step", "--layout", "NCHW"], "--layout: one of nchw, nhwc; got 'NCHW'"),
+    (["--step", "--layout", "NCHW"], "--layout: unknown 'NCHW'; known: nchw, nhwc"),
     (["--layout", "nchw"], "--layout goes with --step"),
 ])
 def test_bad_layout_exits_2_with_one_line(tmp_path: Path, layers_csv: Path, capsys: pytest.CaptureFixture,

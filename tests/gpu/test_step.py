@@ -204,5 +204,5 @@ def test_simt_convolutions_pay_no_transposes(gpu: str, precision: str) -> None:
 
 
 def test_unknown_layout_is_refused() -> None:
-    with pytest.raises(AntsimError, match="tensor layout: one of nchw, nhwc; got 'chwn'"):
+    with pytest.raises(AntsimError, match="tensor layout: unknown 'chwn'; known: nchw, nhwc"):
         estimate_step("v100", _layers("resnet18-cifar", 1), layout="chwn")  # type: ignore[arg-type]
