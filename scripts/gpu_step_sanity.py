@@ -5,12 +5,12 @@ same GPU, precision and per-GPU batch with ``estimate_step`` (convolutions + Bat
 pooling, SGD-momentum update) and print model images/s = batch / step time next to the published figure.
 
 The published runs differ from the model in ways the ratio absorbs: they include the FC layer, the loss and
-the input pipeline (DALI; small at these batch sizes), XLA-fused elementwise kernels (TensorFlow), and were
-measured on DGX boards (V100 SXM2 16 GB, A100 SXM4). The DGX
-A100 of the PyTorch table is the 80 GB part (2039 GB/s); it is modelled as the builtin a100 with that
-bandwidth. Each row is modelled in its run's tensor layout (``LAYOUTS_NOTE`` below): the AMP runs NHWC, the
+the input pipeline (DALI; small at these batch sizes), and were measured on DGX boards (V100 SXM2 16 GB,
+A100 SXM4). The DGX A100 of the PyTorch table is the 80 GB part (2039 GB/s); it is modelled as the builtin a100
+with that bandwidth. Each row is modelled in its run's tensor layout (``LAYOUTS_NOTE`` below): the AMP runs NHWC, the
 FP32 and TF32 runs NCHW, where cuDNN transposes around every tensor-core convolution (TF32; the FP32 rows run
-SIMT kernels and pay none).
+SIMT kernels and pay none), and in its framework's fusion (``Published.fusion``: the TensorFlow + XLA rows
+with ReLU and residual adds fused into BatchNorm's kernels, PyTorch eager one kernel per op).
 
 Usage::
 
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from antsim.gpu import estimate_gpu, gpu_from_dict, load_gpu
 from antsim.gpu.spec import GpuSpec
-from antsim.gpu.step import TensorLayout, estimate_step
+from antsim.gpu.step import Fusion, TensorLayout, estimate_step
 from antsim.workloads.zoo import network
 
 PYTORCH = ("https://github.com/NVIDIA/DeepLearningExamples/blob/master/PyTorch/Classification/ConvNets/"
@@ -50,6 +50,11 @@ class Published:
     setup: str
     source: str
     layout: TensorLayout
+
+    @property
+    def fusion(self) -> Fusion:
+        """``xla`` for the TensorFlow + XLA runs, ``eager`` for PyTorch (antsim.gpu.step ``Fusion``)."""
+        return "xla" if "XLA" in self.setup else "eager"
 
 
 # Single-GPU rows. PyTorch: "Training performance" tables (pytorch-21.03 NGC container); per-GPU batch sizes
@@ -88,7 +93,8 @@ def model_row(row: Published) -> tuple[float, float, float]:
     """(step img/s, conv-only img/s, share of the step in memory-bound kernels)."""
     spec = gpu_spec(row.gpu)
     layers = [layer.with_batch(row.batch) for layer in network(NETWORK)]
-    step = estimate_step(spec, layers, precision=row.precision, network=NETWORK, layout=row.layout)
+    step = estimate_step(spec, layers, precision=row.precision, network=NETWORK, layout=row.layout,
+                         fusion=row.fusion)
     conv = estimate_gpu(spec, layers, precision=row.precision)
     extra = math.fsum(r.details["step_time_s"] for r in step.records)
     return row.batch / step.totals["time_s"], row.batch / conv.totals["time_s"], extra / step.totals["time_s"]

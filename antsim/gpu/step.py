@@ -114,6 +114,23 @@ TRANSPOSED: dict[Phase, tuple[str, ...]] = {"fprop": ("x", "w"), "dgrad": ("dy",
                                             "wgrad": ("x", "dy", "dw")}
 DEFAULT_LAYOUT: TensorLayout = "nhwc"
 
+# How the framework runs the memory-bound kernels (``fusion``): ``eager`` launches each op on its own (PyTorch
+# eager mode: cuDNN/ATen BatchNorm, a separate in-place ReLU, ``out += identity``); ``xla`` compiles them with XLA
+# (TensorFlow + XLA, as NVIDIA's TF ResNet-50 rows ran). XLA's GPU compiler expands BatchNorm training and its
+# gradient into reductions and elementwise HLOs (``BatchNormExpander``; cuDNN BatchNorm is off by default,
+# flag ``xla_gpu_use_cudnn_batchnorm``, tensorflow/tensorflow ``debug_options_flags.cc`` and
+# ``nvptx_compiler.cc``), and its instruction fusion merges elementwise consumers into them. Counted per element:
+# the ReLU forward runs inside the normalising pass (no pass, no launch of its own); a residual add there too,
+# reading the shortcut once (``FUSED_ADD_PASSES``, counted in ``bn_forward``); the ReLU backward's mask is read
+# inside both BatchNorm backward passes (``FUSED_RELU_BACKWARD_PASSES``, no launch). [assumption: the BatchNorm
+# statistics and the normalise stay two passes as in eager mode; the gradient sum at a block's input and the
+# pools stay separate kernels; not checked against an XLA HLO dump of ResNet-50.]
+Fusion = Literal["eager", "xla"]
+FUSIONS: tuple[Fusion, ...] = ("eager", "xla")
+DEFAULT_FUSION: Fusion = "eager"
+FUSED_ADD_PASSES = 1            # read the shortcut inside BN's normalise (+ ReLU) pass
+FUSED_RELU_BACKWARD_PASSES = 2  # the forward output (the ReLU mask) read in BN backward's two reading passes
+
 _BLOCK_MEMBER = re.compile(r"^(?P<prefix>.+)\.(?P<member>conv(?P<index>\d+)|downsample)$")
 
 PoolKind = Literal["max", "avg", "global"]
@@ -202,20 +219,26 @@ def _pool_after(layers: Sequence[Layer], i: int, kind: PoolKind) -> Pool | None:
     return None
 
 
-def role_kernels(role: LayerRole, precision: Precision) -> list[Kernel]:
-    """The memory-bound kernels of one conv layer's training step (bytes, FLOPs, launches)."""
+def role_kernels(role: LayerRole, precision: Precision, fusion: Fusion = DEFAULT_FUSION) -> list[Kernel]:
+    """The memory-bound kernels of one conv layer's training step (bytes, FLOPs, launches); ``fusion`` as
+    ``FUSIONS`` (``xla``: ReLU and the residual add run inside BatchNorm's kernels, see ``Fusion``)."""
+    if fusion not in FUSIONS:
+        raise AntsimError(f"step fusion: unknown {fusion!r}; known: {', '.join(FUSIONS)}")
+    fused = fusion == "xla"
     e = PRECISIONS[precision][0]  # activation storage bytes
     layer = role.layer
     out = layer.N * layer.K * layer.P * layer.Q
     inp = layer.N * layer.C * layer.H * layer.W
     norm = inp if role.pre_activation else out  # elements BN and ReLU act on
     params = layer.K * layer.C * layer.R * layer.S + 2 * layer.K  # conv weights + BN scale and shift
-    ks = [Kernel("bn_forward", "fprop", BN_FORWARD_PASSES * norm * e, FLOPS_BN_FORWARD * norm),
-          Kernel("bn_backward", "dgrad", BN_BACKWARD_PASSES * norm * e, FLOPS_BN_BACKWARD * norm)]
-    if role.relu:
+    bn_backward = BN_BACKWARD_PASSES + (FUSED_RELU_BACKWARD_PASSES if fused and role.relu else 0)
+    shortcut = FUSED_ADD_PASSES * out * e if fused and role.residual_add else 0  # read in BN's normalise pass
+    ks = [Kernel("bn_forward", "fprop", BN_FORWARD_PASSES * norm * e + shortcut, FLOPS_BN_FORWARD * norm),
+          Kernel("bn_backward", "dgrad", bn_backward * norm * e, FLOPS_BN_BACKWARD * norm)]
+    if role.relu and not fused:
         ks += [Kernel("relu_forward", "fprop", RELU_FORWARD_PASSES * norm * e, FLOPS_ELEMENTWISE * norm),
                Kernel("relu_backward", "dgrad", RELU_BACKWARD_PASSES * norm * e, FLOPS_ELEMENTWISE * norm)]
-    if role.residual_add:
+    if role.residual_add and not fused:
         ks.append(Kernel("residual_add", "fprop", ADD_PASSES * out * e, FLOPS_ELEMENTWISE * out))
     if role.shortcut_fork:
         ks.append(Kernel("residual_grad_add", "dgrad", ADD_PASSES * inp * e, FLOPS_ELEMENTWISE * inp))
@@ -271,7 +294,8 @@ def _pool_kernels(pool: Pool, layer: Layer, out: int, e: int) -> list[Kernel]:
 def estimate_step(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer], phases: Iterable[Phase] = PHASES,
                   precision: Precision = "fp32", workload: Mapping[str, Any] | None = None, *,
                   network: str | None = None, overhead_s: float = KERNEL_OVERHEAD_S,
-                  layout: TensorLayout = DEFAULT_LAYOUT, **conv_options: Any) -> NetworkResult:
+                  layout: TensorLayout = DEFAULT_LAYOUT, fusion: Fusion = DEFAULT_FUSION,
+                  **conv_options: Any) -> NetworkResult:
     """Predict a whole training step: ``estimate_gpu``'s conv records, each plus its step kernels.
 
     Args:
@@ -286,6 +310,8 @@ def estimate_step(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer]
         overhead_s: Launch + idle time per memory-bound kernel (default Lin et al.'s 5 µs).
         layout: The framework's tensor layout, ``nchw`` | ``nhwc`` (default): on ``nchw`` every conv record
             that ran on tensor cores also holds cuDNN's transposes (``layout_kernels``).
+        fusion: ``eager`` (default: one kernel per op, PyTorch eager) | ``xla`` (ReLU and residual adds fused
+            into BatchNorm's kernels, see ``Fusion``).
         conv_options: Passed on to ``estimate_gpu`` (``calibration``, ``progress``, ``structured``, …).
 
     Returns:
@@ -295,17 +321,19 @@ def estimate_step(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer]
         ``meta["scope"] = "step"``; design ``gpu_design_name(...) + "-step"``.
 
     Raises:
-        AntsimError: a negative or non-finite ``overhead_s``; an unknown ``layout``; see ``estimate_gpu``.
+        AntsimError: a negative or non-finite ``overhead_s``; an unknown ``layout`` or ``fusion``; see ``estimate_gpu``.
     """
     if not (math.isfinite(overhead_s) and overhead_s >= 0):
         raise AntsimError(f"step kernel overhead_s: must be a finite number >= 0 (s); got {overhead_s!r}")
     layout = parse_word("tensor layout", layout, LAYOUTS)
+    if fusion not in FUSIONS:
+        raise AntsimError(f"step fusion: unknown {fusion!r}; known: {', '.join(FUSIONS)}")
     spec = gpu if isinstance(gpu, GpuSpec) else load_gpu(gpu)
     conv = estimate_gpu(spec, layers, phases, precision, workload=workload, **conv_options)
     net = network if network is not None else (workload or {}).get("network")
     convs = [layer for layer in layers if not isinstance(layer, GemmLayer)]
     roles = layer_roles(convs, net)
-    kernels = {role.layer.name: role_kernels(role, precision) for role in roles}
+    kernels = {role.layer.name: role_kernels(role, precision, fusion) for role in roles}
     kernels |= {g.name: gemm_step_kernels(g, precision) for g in layers if isinstance(g, GemmLayer)}
     by_name = {layer.name: layer for layer in convs}
     records = tuple(_with_kernels(spec, record, [kernel_time(spec, k, overhead_s) for k in
@@ -315,7 +343,8 @@ def estimate_step(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer]
                     for record in conv.records)
     meta = {**conv.meta, "scope": "step", "step_model": STEP_MODEL,
             "step": {"network": net, "pre_activation": bool(roles and roles[0].pre_activation),
-                     "kernel_overhead_s": overhead_s, "layout": layout}}
+                     "kernel_overhead_s": overhead_s, "layout": layout,
+                     "fusion": fusion}}
     return NetworkResult(design=f"{conv.design}-step", backend=conv.backend, records=records, spec=conv.spec,
                          workload=conv.workload, area_mm2=conv.area_mm2, meta=meta)
 
@@ -348,5 +377,6 @@ def result_scope(result: NetworkResult) -> str:
     return str(result.meta.get("scope", "conv"))
 
 
-__all__ = ["DEFAULT_LAYOUT", "LAYOUTS", "LayerRole", "Pool", "TensorLayout", "estimate_step", "gemm_step_kernels",
+__all__ = ["DEFAULT_FUSION", "DEFAULT_LAYOUT", "FUSIONS", "LAYOUTS", "Fusion",
+           "LayerRole", "Pool", "TensorLayout", "estimate_step", "gemm_step_kernels",
            "layer_roles", "layout_kernels", "result_scope", "role_kernels"]

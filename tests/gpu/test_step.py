@@ -206,3 +206,41 @@ def test_simt_convolutions_pay_no_transposes(gpu: str, precision: str) -> None:
 def test_unknown_layout_is_refused() -> None:
     with pytest.raises(AntsimError, match="tensor layout: unknown 'chwn'; known: nchw, nhwc"):
         estimate_step("v100", _layers("resnet18-cifar", 1), layout="chwn")  # type: ignore[arg-type]
+
+
+def test_xla_fusion_folds_relu_and_residual_add_into_batchnorm_closed_forms() -> None:
+    layers = _layers("resnet50-imagenet", 2)
+    roles = {r.layer.name: r for r in layer_roles(layers, "resnet50-imagenet")}
+    out = 2 * 256 * 56 * 56  # layer1.0.conv3 output elements at batch 2 (ReLU after the residual add)
+    fused = {k.name: k for k in role_kernels(roles["layer1.0.conv3"], "fp16", "xla")}
+    assert "relu_forward" not in fused and "relu_backward" not in fused and "residual_add" not in fused
+    assert fused["bn_forward"].bytes == (3 + 1) * out * 2  # stats read, normalise read + shortcut read, write
+    assert fused["bn_backward"].bytes == (5 + 2) * out * 2  # + the ReLU mask read in both reading passes
+    assert fused["bn_forward"].launches == fused["bn_backward"].launches == 1
+    shortcut = {k.name: k for k in role_kernels(roles["layer1.0.downsample"], "fp16", "xla")}
+    assert shortcut["bn_backward"].bytes == 5 * out * 2  # no ReLU on a projection shortcut: nothing to fold
+    eager = role_kernels(roles["layer1.0.conv3"], "fp16")
+    saved = sum(k.bytes for k in eager) - sum(k.bytes for k in fused.values())
+    assert saved == (2 + 3 + 3 - 1 - 2) * out * 2  # ReLU fwd 2, bwd 3, add 3 passes; minus the fused reads
+    assert sum(k.launches for k in eager) - sum(k.launches for k in fused.values()) == 3
+
+
+def test_xla_step_is_eager_minus_the_saved_bytes_and_launches() -> None:
+    layers = _layers("resnet50-imagenet", 4)
+    eager = estimate_step("v100", layers, precision="fp16", network="resnet50-imagenet")
+    xla = estimate_step("v100", layers, precision="fp16", network="resnet50-imagenet", fusion="xla")
+    assert xla.meta["step"]["fusion"] == "xla" and eager.meta["step"]["fusion"] == "eager"
+    roles = layer_roles(layers, "resnet50-imagenet")
+    saved_bytes = sum(k.bytes for r in roles for k in role_kernels(r, "fp16")) - \
+        sum(k.bytes for r in roles for k in role_kernels(r, "fp16", "xla"))
+    saved_launches = sum(k.launches for r in roles for k in role_kernels(r, "fp16")) - \
+        sum(k.launches for r in roles for k in role_kernels(r, "fp16", "xla"))
+    bw = estimate_gpu("v100", layers[:1]).spec["dram"]["achievable_gbs"] * 1e9
+    expected = saved_bytes / bw + saved_launches * KERNEL_OVERHEAD_S
+    assert eager.totals["time_s"] - xla.totals["time_s"] == pytest.approx(expected, rel=1e-6)
+    assert [r.details["conv_time_s"] for r in xla.records] == [r.details["conv_time_s"] for r in eager.records]
+
+
+def test_unknown_fusion_is_refused() -> None:
+    with pytest.raises(AntsimError, match="step fusion: unknown 'jit'; known: eager, xla"):
+        estimate_step("v100", _layers("resnet18-cifar", 1), fusion="jit")  # type: ignore[arg-type]
