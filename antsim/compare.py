@@ -29,7 +29,7 @@ from antsim.gpu.estimate import check_structured, estimate_gpu
 from antsim.gpu.learned import DEFAULT_CORRECTION, Correction, resolve_correction
 from antsim.gpu.menus import DEFAULT_LIBRARY, DEFAULT_SELECTION, check_library, check_selection
 from antsim.gpu.spec import GpuSpec
-from antsim.gpu.step import DEFAULT_LAYOUT, estimate_step
+from antsim.gpu.step import DEFAULT_FUSION, DEFAULT_LAYOUT, estimate_step
 from antsim.guard import guard_run
 from antsim.parallel import one_blas_thread_per_worker
 from antsim.progress import Progress
@@ -39,7 +39,7 @@ from antsim.results import NetworkResult
 from antsim.simulate import DEFAULT_DENSITIES, check_dram_technology, simulate_network
 from antsim.sparsity.tensors import Tensors
 from antsim.spec.arch import ArchSpec
-from antsim.vocabulary import Fidelity, Library, Precision, Selection, TensorLayout, TimingModel
+from antsim.vocabulary import Fidelity, Library, Precision, Selection, StepFusion, TensorLayout, TimingModel
 from antsim.workloads.layers import Layer
 
 Note = Callable[[str], None]
@@ -92,13 +92,14 @@ class GpuDesign:
 @dataclass(frozen=True)
 class GpuOptions:
     """How every GPU is modelled (``antsim.gpu``): 2:4 structured-sparse weights or not, the whole
-    training step or the convolutions only (and, for the step, the framework's tensor layout:
-    ``antsim.gpu.step``), the kernel selection, the library generation and the kernel-time correction
+    training step or the convolutions only (and, for the step, the framework's tensor layout and kernel
+    fusion: ``antsim.gpu.step``), the kernel selection, the library generation and the kernel-time correction
     (``antsim.gpu.learned``)."""
 
     structured: str | None = None
     step: bool = False
     layout: TensorLayout = DEFAULT_LAYOUT
+    fusion: StepFusion = DEFAULT_FUSION
     selection: Selection = DEFAULT_SELECTION
     library: Library = DEFAULT_LIBRARY
     correction: Correction = DEFAULT_CORRECTION
@@ -245,7 +246,7 @@ def model_gpu(design: GpuDesign, layers: Sequence[Layer], workload: Mapping[str,
     estimate: Callable[..., NetworkResult] = estimate_gpu
     step_options: dict[str, Any] = {}
     if options.step:
-        estimate, step_options = estimate_step, {"layout": options.layout}
+        estimate, step_options = estimate_step, {"layout": options.layout, "fusion": options.fusion}
     return estimate(design.gpu, layers, phases=tuple(workload["phases"]), precision=design.precision,
                     workload=workload, structured=options.structured, selection=options.selection,
                     library=options.library, correction=resolve_correction(options.correction), **step_options)

@@ -33,6 +33,8 @@ Library = Literal["cudnn5", "cudnn6", "cudnn7", "cudnn7.6", "cudnn8"]
 TimingModel = Literal["events", "closed_form"]
 # The framework's tensor layout around a GPU training step's convolutions (``antsim.gpu.step``).
 TensorLayout = Literal["nchw", "nhwc"]
+# How the framework runs a GPU training step's memory-bound kernels: one per op, or XLA-fused (``antsim.gpu.step``).
+StepFusion = Literal["eager", "xla"]
 
 #: The values of each vocabulary, in the order of its type (``PHASES`` is also the canonical run order).
 PHASES: tuple[Phase, ...] = get_args(Phase)
@@ -43,6 +45,7 @@ SELECTIONS: tuple[Selection, ...] = get_args(Selection)
 LIBRARIES: tuple[Library, ...] = get_args(Library)
 TIMING_MODELS: tuple[TimingModel, ...] = get_args(TimingModel)
 LAYOUTS: tuple[TensorLayout, ...] = get_args(TensorLayout)
+STEP_FUSIONS: tuple[StepFusion, ...] = get_args(StepFusion)
 
 _Word = TypeVar("_Word", bound=str)
 
@@ -91,8 +94,9 @@ def parse_phases(values: object, what: str = "phases") -> tuple[Phase, ...]:
 
 
 __all__ = [
-    "FIDELITIES", "LAYOUTS", "LIBRARIES", "PHASES", "POLICIES", "PRECISION_NAMES", "SELECTIONS", "TIMING_MODELS",
-    "Fidelity", "Library", "Phase", "Policy", "Precision", "Selection", "TensorLayout", "TimingModel",
+    "FIDELITIES", "LAYOUTS", "LIBRARIES", "PHASES", "POLICIES", "PRECISION_NAMES", "SELECTIONS", "STEP_FUSIONS",
+    "TIMING_MODELS", "Fidelity", "Library", "Phase", "Policy", "Precision", "Selection", "StepFusion",
+    "TensorLayout", "TimingModel",
     "parse_fidelity", "parse_phase",
     "parse_phases", "parse_policy", "parse_timing", "parse_word",
 ]

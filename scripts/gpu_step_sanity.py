@@ -24,7 +24,8 @@ from dataclasses import dataclass
 
 from antsim.gpu import estimate_gpu, gpu_from_dict, load_gpu
 from antsim.gpu.spec import GpuSpec
-from antsim.gpu.step import Fusion, TensorLayout, estimate_step
+from antsim.gpu.step import estimate_step
+from antsim.vocabulary import StepFusion, TensorLayout
 from antsim.workloads.zoo import network
 
 PYTORCH = ("https://github.com/NVIDIA/DeepLearningExamples/blob/master/PyTorch/Classification/ConvNets/"
@@ -52,8 +53,8 @@ class Published:
     layout: TensorLayout
 
     @property
-    def fusion(self) -> Fusion:
-        """``xla`` for the TensorFlow + XLA runs, ``eager`` for PyTorch (antsim.gpu.step ``Fusion``)."""
+    def fusion(self) -> StepFusion:
+        """``xla`` for the TensorFlow + XLA runs, ``eager`` for PyTorch (antsim.gpu.step ``DEFAULT_FUSION``)."""
         return "xla" if "XLA" in self.setup else "eager"
 
 

@@ -28,7 +28,7 @@ from antsim.cli._common import (
 from antsim.errors import AntsimError
 from antsim.gpu.learned import CORRECTIONS, DEFAULT_CORRECTION
 from antsim.gpu.menus import DEFAULT_LIBRARY, DEFAULT_SELECTION, LIBRARIES, SELECTIONS
-from antsim.vocabulary import LAYOUTS, parse_timing
+from antsim.vocabulary import LAYOUTS, STEP_FUSIONS, parse_timing
 
 if TYPE_CHECKING:
     from antsim.compare import ArchDesign, DesignComparison, GpuDesign, GpuOptions, SimulationOptions
@@ -58,6 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--gpu-layout", default=None, choices=LAYOUTS,
                         help="with --gpu-step: the framework's tensor layout (antsim gpu --layout): nchw = every "
                              "tensor-core conv also pays cuDNN's NCHW<->NHWC transposes | nhwc = none (default)")
+    parser.add_argument("--gpu-fusion", default=None, choices=STEP_FUSIONS,
+                        help="with --gpu-step: how the framework runs the memory-bound kernels (antsim gpu --fusion):"
+                             " eager = one kernel per op (default) | xla = ReLU and residual adds fused into BatchNorm")
     parser.add_argument("--gpu-selection", default=DEFAULT_SELECTION, choices=SELECTIONS,
                         help="GPU kernel selection: timed = fastest plan of the library's menu (cudnn.benchmark; "
                              "default) | heuristic = the library's algorithm family")
@@ -154,8 +157,9 @@ def gather_results(args: argparse.Namespace) -> DesignComparison:
     if not args.gpu and (args.gpu_precision or args.gpu_structured or args.gpu_step
                          or args.gpu_correction != DEFAULT_CORRECTION):
         raise AntsimError("--gpu-precision / --gpu-structured / --gpu-step / --gpu-correction need --gpu NAME")
-    if args.gpu_layout is not None and not args.gpu_step:
-        raise AntsimError("--gpu-layout goes with --gpu-step (the tensor layout's transposes are step kernels)")
+    for flag, value in (("--gpu-layout", args.gpu_layout), ("--gpu-fusion", args.gpu_fusion)):
+        if value is not None and not args.gpu_step:
+            raise AntsimError(f"{flag} goes with --gpu-step (the step's memory-bound kernels)")
     archs, gpus = _load_specs(args)
     if not (archs or gpus):
         return compare_designs(results=results, sources=sources, baseline=args.baseline)
@@ -189,9 +193,9 @@ def _load_specs(args: argparse.Namespace) -> tuple[list[ArchDesign], list[GpuDes
 def _gpu_options(args: argparse.Namespace) -> GpuOptions:
     from antsim.compare import GpuOptions
 
-    layout = {} if args.gpu_layout is None else {"layout": args.gpu_layout}
+    step = {key: value for key, value in (("layout", args.gpu_layout), ("fusion", args.gpu_fusion)) if value}
     return GpuOptions(structured=args.gpu_structured, step=args.gpu_step, selection=args.gpu_selection,
-                      library=args.gpu_library, correction=args.gpu_correction, **layout)
+                      library=args.gpu_library, correction=args.gpu_correction, **step)
 
 
 def _gpu_source(args: argparse.Namespace, name: str, precision: str) -> str:
@@ -199,6 +203,7 @@ def _gpu_source(args: argparse.Namespace, name: str, precision: str) -> str:
     structured = f" --gpu-structured {args.gpu_structured}" if args.gpu_structured else ""
     step = " --gpu-step" if args.gpu_step else ""
     step += f" --gpu-layout {args.gpu_layout}" if args.gpu_layout else ""
+    step += f" --gpu-fusion {args.gpu_fusion}" if args.gpu_fusion else ""
     menu = f" --gpu-selection {args.gpu_selection} --gpu-library {args.gpu_library}"
     correction = f" --gpu-correction {args.gpu_correction}" if args.gpu_correction != DEFAULT_CORRECTION else ""
     return f"--gpu {name} --gpu-precision {precision}{structured}{step}{menu}{correction}"

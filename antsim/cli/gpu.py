@@ -12,7 +12,7 @@ from antsim.cli._common import add_workload_arguments, check_out_path, parse_pha
 from antsim.gpu.learned import CORRECTIONS, DEFAULT_CORRECTION, resolve_correction
 from antsim.gpu.menus import DEFAULT_LIBRARY, DEFAULT_SELECTION, LIBRARIES, SELECTIONS
 from antsim.results import GpuLayerDetails
-from antsim.vocabulary import LAYOUTS, PHASES, parse_word
+from antsim.vocabulary import LAYOUTS, PHASES, STEP_FUSIONS, parse_word
 
 if TYPE_CHECKING:
     from antsim.gpu.check import CheckRow
@@ -54,6 +54,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "TensorFlow's for fp32/TF32 convolutions): every conv that runs on tensor cores also "
                              "pays cuDNN's NCHW<->NHWC transposes (antsim.gpu.step.layout_kernels); nhwc "
                              "(channels_last, NVIDIA's AMP recipes; default): none. SIMT convolutions pay none")
+    parser.add_argument("--fusion", default=None, metavar="eager|xla",
+                        help="with --step: how the framework runs the memory-bound kernels. eager (PyTorch; "
+                             "default): one kernel per op | xla (TensorFlow + XLA): ReLU and residual adds fused "
+                             "into BatchNorm's kernels (antsim.gpu.step.DEFAULT_FUSION)")
     parser.add_argument("--selection", default=DEFAULT_SELECTION, choices=SELECTIONS,
                         help="how the library picks a kernel: timed = the fastest plan of the menu (cudnn.benchmark; "
                              "default) | heuristic = the library's algorithm family (DeepBench), fastest within it")
@@ -92,11 +96,10 @@ def run(args: argparse.Namespace) -> int:
     if args.check is not None:
         if args.step:
             raise AntsimError("--step goes without --check (the check compares convolution kernels)")
-        if args.layout is not None:
-            raise AntsimError("--layout goes with --step (the tensor layout's transposes are step kernels)")
+        _refuse_step_options(args)
         return _run_check(args)
-    if args.layout is not None and not args.step:
-        raise AntsimError("--layout goes with --step (the tensor layout's transposes are step kernels)")
+    if not args.step:
+        _refuse_step_options(args)
     if args.floor:
         raise AntsimError("--floor goes with --check MEASURED.csv")
     if args.host_overhead_us != "0":
@@ -118,16 +121,26 @@ def run(args: argparse.Namespace) -> int:
     estimate: Callable[..., NetworkResult] = estimate_gpu
     step_options: dict[str, str] = {}
     if args.step:
-        from antsim.gpu.step import DEFAULT_LAYOUT, estimate_step
+        from antsim.gpu.step import DEFAULT_FUSION, DEFAULT_LAYOUT, estimate_step
 
         layout = DEFAULT_LAYOUT if args.layout is None else parse_word("--layout", args.layout, LAYOUTS)
-        estimate, step_options = estimate_step, {"layout": layout}
+        fusion = DEFAULT_FUSION if args.fusion is None else parse_word("--fusion", args.fusion, STEP_FUSIONS)
+        estimate, step_options = estimate_step, {"layout": layout, "fusion": fusion}
     result = estimate(gpu, layers, phases, args.precision, workload=workload, progress=bar,
                       structured=args.structured, selection=args.selection, library=args.library,
                       correction=correction, **step_options)
     result.write_csv(out) if out.suffix.lower() == ".csv" else result.write_json(out)
     _print_summary(result, out)
     return 0
+
+
+def _refuse_step_options(args: argparse.Namespace) -> None:
+    """The options of ``--step`` alone are a user error without it (their kernels are step kernels)."""
+    from antsim.errors import AntsimError
+
+    for flag, value in (("--layout", args.layout), ("--fusion", args.fusion)):
+        if value is not None:
+            raise AntsimError(f"{flag} goes with --step (the step's memory-bound kernels)")
 
 
 def _print_summary(result: NetworkResult, out: Path) -> None:

@@ -63,7 +63,7 @@ from antsim.gpu.energy import energy_breakdown
 from antsim.gpu.estimate import estimate_gpu
 from antsim.gpu.spec import PRECISIONS, GpuSpec, load_gpu
 from antsim.results import GpuLayerDetails, LayerResult, NetworkResult
-from antsim.vocabulary import LAYOUTS, Phase, Precision, TensorLayout, parse_word
+from antsim.vocabulary import LAYOUTS, STEP_FUSIONS, Phase, Precision, StepFusion, TensorLayout, parse_word
 from antsim.workloads.gemm import Gemm as GemmLayer
 from antsim.workloads.layers import PHASES, Layer
 
@@ -125,9 +125,7 @@ DEFAULT_LAYOUT: TensorLayout = "nhwc"
 # inside both BatchNorm backward passes (``FUSED_RELU_BACKWARD_PASSES``, no launch). [assumption: the BatchNorm
 # statistics and the normalise stay two passes as in eager mode; the gradient sum at a block's input and the
 # pools stay separate kernels; not checked against an XLA HLO dump of ResNet-50.]
-Fusion = Literal["eager", "xla"]
-FUSIONS: tuple[Fusion, ...] = ("eager", "xla")
-DEFAULT_FUSION: Fusion = "eager"
+DEFAULT_FUSION: StepFusion = "eager"
 FUSED_ADD_PASSES = 1            # read the shortcut inside BN's normalise (+ ReLU) pass
 FUSED_RELU_BACKWARD_PASSES = 2  # the forward output (the ReLU mask) read in BN backward's two reading passes
 
@@ -219,12 +217,10 @@ def _pool_after(layers: Sequence[Layer], i: int, kind: PoolKind) -> Pool | None:
     return None
 
 
-def role_kernels(role: LayerRole, precision: Precision, fusion: Fusion = DEFAULT_FUSION) -> list[Kernel]:
+def role_kernels(role: LayerRole, precision: Precision, fusion: StepFusion = DEFAULT_FUSION) -> list[Kernel]:
     """The memory-bound kernels of one conv layer's training step (bytes, FLOPs, launches); ``fusion`` as
-    ``FUSIONS`` (``xla``: ReLU and the residual add run inside BatchNorm's kernels, see ``Fusion``)."""
-    if fusion not in FUSIONS:
-        raise AntsimError(f"step fusion: unknown {fusion!r}; known: {', '.join(FUSIONS)}")
-    fused = fusion == "xla"
+    ``STEP_FUSIONS`` (``xla``: ReLU and the residual add run inside BatchNorm's kernels, see ``DEFAULT_FUSION``)."""
+    fused = parse_word("step fusion", fusion, STEP_FUSIONS) == "xla"
     e = PRECISIONS[precision][0]  # activation storage bytes
     layer = role.layer
     out = layer.N * layer.K * layer.P * layer.Q
@@ -294,7 +290,7 @@ def _pool_kernels(pool: Pool, layer: Layer, out: int, e: int) -> list[Kernel]:
 def estimate_step(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer], phases: Iterable[Phase] = PHASES,
                   precision: Precision = "fp32", workload: Mapping[str, Any] | None = None, *,
                   network: str | None = None, overhead_s: float = KERNEL_OVERHEAD_S,
-                  layout: TensorLayout = DEFAULT_LAYOUT, fusion: Fusion = DEFAULT_FUSION,
+                  layout: TensorLayout = DEFAULT_LAYOUT, fusion: StepFusion = DEFAULT_FUSION,
                   **conv_options: Any) -> NetworkResult:
     """Predict a whole training step: ``estimate_gpu``'s conv records, each plus its step kernels.
 
@@ -311,7 +307,7 @@ def estimate_step(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer]
         layout: The framework's tensor layout, ``nchw`` | ``nhwc`` (default): on ``nchw`` every conv record
             that ran on tensor cores also holds cuDNN's transposes (``layout_kernels``).
         fusion: ``eager`` (default: one kernel per op, PyTorch eager) | ``xla`` (ReLU and residual adds fused
-            into BatchNorm's kernels, see ``Fusion``).
+            into BatchNorm's kernels, see ``DEFAULT_FUSION``).
         conv_options: Passed on to ``estimate_gpu`` (``calibration``, ``progress``, ``structured``, …).
 
     Returns:
@@ -326,8 +322,7 @@ def estimate_step(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer]
     if not (math.isfinite(overhead_s) and overhead_s >= 0):
         raise AntsimError(f"step kernel overhead_s: must be a finite number >= 0 (s); got {overhead_s!r}")
     layout = parse_word("tensor layout", layout, LAYOUTS)
-    if fusion not in FUSIONS:
-        raise AntsimError(f"step fusion: unknown {fusion!r}; known: {', '.join(FUSIONS)}")
+    fusion = parse_word("step fusion", fusion, STEP_FUSIONS)
     spec = gpu if isinstance(gpu, GpuSpec) else load_gpu(gpu)
     conv = estimate_gpu(spec, layers, phases, precision, workload=workload, **conv_options)
     net = network if network is not None else (workload or {}).get("network")
@@ -343,8 +338,7 @@ def estimate_step(gpu: GpuSpec | str | Path, layers: Sequence[Layer | GemmLayer]
                     for record in conv.records)
     meta = {**conv.meta, "scope": "step", "step_model": STEP_MODEL,
             "step": {"network": net, "pre_activation": bool(roles and roles[0].pre_activation),
-                     "kernel_overhead_s": overhead_s, "layout": layout,
-                     "fusion": fusion}}
+                     "kernel_overhead_s": overhead_s, "layout": layout, "fusion": fusion}}
     return NetworkResult(design=f"{conv.design}-step", backend=conv.backend, records=records, spec=conv.spec,
                          workload=conv.workload, area_mm2=conv.area_mm2, meta=meta)
 
@@ -377,6 +371,5 @@ def result_scope(result: NetworkResult) -> str:
     return str(result.meta.get("scope", "conv"))
 
 
-__all__ = ["DEFAULT_FUSION", "DEFAULT_LAYOUT", "FUSIONS", "LAYOUTS", "Fusion",
-           "LayerRole", "Pool", "TensorLayout", "estimate_step", "gemm_step_kernels",
-           "layer_roles", "layout_kernels", "result_scope", "role_kernels"]
+__all__ = ["DEFAULT_FUSION", "DEFAULT_LAYOUT", "LayerRole", "Pool", "estimate_step", "gemm_step_kernels", "layer_roles",
+           "layout_kernels", "result_scope", "role_kernels"]

@@ -112,6 +112,11 @@ def test_compare_passes_the_tensor_layout_to_the_gpu_step(tmp_path: Path, capsys
         assert design["design"] == "v100-fp16-step" and f"--gpu-layout {layout}" in design["source"]
         times[layout] = design["time_s"]
     assert times["nchw"] > times["nhwc"]
+    out = tmp_path / "xla.json"  # the step's fusion goes through the same way
+    assert main(["compare", "--gpu", "v100", "--gpu-precision", "fp16", "--gpu-step", "--gpu-fusion", "xla",
+                 "--layers-csv", str(_layers(tmp_path)), "--batch", "8", "--no-progress", "--out", str(out)]) == 0
+    design = json.loads(out.read_text())["designs"][0]
+    assert "--gpu-fusion xla" in design["source"] and design["time_s"] < times["nhwc"]  # nhwc + eager: the defaults
     capsys.readouterr()
     status = main(["compare", "--gpu", "v100", "--gpu-layout", "nchw", "--layers-csv", str(_layers(tmp_path)),
                    "--out", str(tmp_path / "x.json")])

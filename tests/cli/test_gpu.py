@@ -287,9 +287,25 @@ def test_step_layout_option(tmp_path: Path, layers_csv: Path, capsys: pytest.Cap
     assert times["nchw"] > times["nhwc"]  # tensor-core convolutions on NCHW tensors pay cuDNN's transposes
 
 
+def test_step_fusion_option(tmp_path: Path, layers_csv: Path) -> None:
+    # xla: ReLU and the residual add run inside BatchNorm's kernels (antsim.gpu.step.role_kernels), so the step
+    # has fewer memory-bound launches than eager's one kernel per op; the result says which it used
+    launches = {}
+    for fusion in ("eager", "xla"):
+        out = tmp_path / f"{fusion}.json"
+        assert main(["gpu", "--gpu", "v100", "--precision", "fp16", "--layers-csv", str(layers_csv), "--step",
+                     "--fusion", fusion, "--out", str(out), "--no-progress"]) == 0
+        result = json.loads(out.read_text())
+        assert result["meta"]["step"]["fusion"] == fusion
+        launches[fusion] = sum(k["launches"] for r in result["records"] for k in r["details"]["step_kernels"])
+    assert launches["xla"] < launches["eager"]
+
+
 @pytest.mark.parametrize(("args", "expected"), [
     (["--step", "--layout", "NCHW"], "--layout: unknown 'NCHW'; known: nchw, nhwc"),
     (["--layout", "nchw"], "--layout goes with --step"),
+    (["--fusion", "xla"], "--fusion goes with --step"),
+    (["--step", "--fusion", "XLA"], "--fusion: unknown 'XLA'; known: eager, xla"),
 ])
 def test_bad_layout_exits_2_with_one_line(tmp_path: Path, layers_csv: Path, capsys: pytest.CaptureFixture,
                                           args: list, expected: str) -> None:
