@@ -44,20 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --check: also the plan-space floor per phase — the error if every row were "
                              "predicted by the model's plan (GEMM form, tile, split-K) closest to it, i.e. what "
                              "better kernel selection alone could reach")
-    parser.add_argument("--step", action="store_true",
-                        help="a whole training step: each conv record also holds its layer's memory-bound kernels "
-                             "(BatchNorm, ReLU, residual add, pooling, SGD-momentum update; a weight GEMM layer: "
-                             "its update only) and their launch overheads; the design is named "
-                             "GPU[-PRECISION]-step (default: the conv and GEMM kernels only)")
-    parser.add_argument("--layout", default=None, metavar="nchw|nhwc",
-                        help="with --step: the framework's tensor layout. nchw (PyTorch's default memory format; "
-                             "TensorFlow's for fp32/TF32 convolutions): every conv that runs on tensor cores also "
-                             "pays cuDNN's NCHW<->NHWC transposes (antsim.gpu.step.layout_kernels); nhwc "
-                             "(channels_last, NVIDIA's AMP recipes; default): none. SIMT convolutions pay none")
-    parser.add_argument("--fusion", default=None, metavar="eager|xla",
-                        help="with --step: how the framework runs the memory-bound kernels. eager (PyTorch; "
-                             "default): one kernel per op | xla (TensorFlow + XLA): ReLU and residual adds fused "
-                             "into BatchNorm's kernels (antsim.gpu.step.DEFAULT_FUSION)")
+    _add_step_arguments(parser)
     parser.add_argument("--selection", default=DEFAULT_SELECTION, choices=SELECTIONS,
                         help="how the library picks a kernel: timed = the fastest plan of the menu (cudnn.benchmark; "
                              "default) | heuristic = the library's algorithm family (DeepBench), fastest within it")
@@ -86,6 +73,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "the table was fitted on another version of the physical model. Experimental: it "
                              "lowers the error on the GPUs it was fitted on, not on a GPU held out")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+
+
+def _add_step_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--step`` and the options that go with it."""
+    parser.add_argument("--step", action="store_true",
+                        help="a whole training step: each conv record also holds its layer's memory-bound kernels "
+                             "(BatchNorm, ReLU, residual add, pooling, SGD-momentum update; a weight GEMM layer: "
+                             "its update only) and their launch overheads; the design is named "
+                             "GPU[-PRECISION]-step (default: the conv and GEMM kernels only)")
+    parser.add_argument("--layout", default=None, metavar="nchw|nhwc",
+                        help="with --step: the framework's tensor layout. nchw (PyTorch's default memory format; "
+                             "TensorFlow's for fp32/TF32 convolutions): every conv that runs on tensor cores also "
+                             "pays cuDNN's NCHW<->NHWC transposes (antsim.gpu.step.layout_kernels); nhwc "
+                             "(channels_last, NVIDIA's AMP recipes; default): none. SIMT convolutions pay none")
+    parser.add_argument("--fusion", default=None, metavar="eager|xla",
+                        help="with --step: how the framework runs the memory-bound kernels. eager (PyTorch; "
+                             "default): one kernel per op | xla (TensorFlow + XLA): ReLU and residual adds fused "
+                             "into BatchNorm's kernels (antsim.gpu.step.DEFAULT_FUSION)")
 
 
 def run(args: argparse.Namespace) -> int:
