@@ -220,8 +220,8 @@ def test_refitting_on_tests_data_reproduces_the_shipped_correction(test_rows: li
 
 
 # Leave-one-GPU-out on tests/data (λ chosen without the held-out GPU, nested), as reached: the mean over the
-# 24 (file, phase) groups and the worst group, rounded up (docs/gpu_learned.md §3).
-LOO_REACHED_MEAN, LOO_REACHED_MAX = 0.24, 0.32
+# 24 (file, phase) groups and the worst group, rounded up (docs/gpu_learned.md §3; session 13: 16.1 % and 22.6 %).
+LOO_REACHED_MEAN, LOO_REACHED_MAX = 0.20, 0.25
 
 
 @pytest.fixture(scope="module")
@@ -239,8 +239,8 @@ def test_leave_one_gpu_out_on_tests_data_as_reached(loo: dict[str, float], test_
 
 @pytest.mark.slow
 @pytest.mark.xfail(strict=True, reason="since wgrad's short DRAM runs (docs/gpu_scale.md §6.2) the physical model "
-                                       "alone is as good held out (tests/data, with NeuSight's per-file host "
-                                       "times: both 22.0 %; full files 22.0 vs 22.1 %) (docs/gpu_learned.md §3)")
+                                       "alone is as good held out (session 13, tests/data and full files: physical "
+                                       "15.7 %, held out 16.1 %) (docs/gpu_learned.md §3)")
 def test_held_out_the_option_beats_the_physical_model_on_average(loo: dict[str, float],
                                                                   test_rows: list[FitRow]) -> None:
     physical = group_errors(None, test_rows)
