@@ -163,9 +163,11 @@ def _print_summary(result: NetworkResult, out: Path) -> None:
             assert len(energies) == len(recs), "the GPU model prices every record"
             lines.append(f"  {phase}: {sum(r.time_s for r in recs) * 1e3:.3f} ms, {sum(energies):.4g} J")
     if result.meta.get("scope") == "step":
+        step = result.meta["step"]
         kernels = [k for r in result.records for k in GpuLayerDetails.of(r).step_kernels or ()]
         lines.append(f"  of which memory-bound step kernels: {sum(k['time_s'] for k in kernels) * 1e3:.3f} ms "
-                     f"({sum(k['launches'] for k in kernels)} launches; {result.meta['step'].get('layout')} tensors)")
+                     f"({sum(k['launches'] for k in kernels)} launches; {step['layout']} tensors, "
+                     f"{step['fusion']} kernels)")
     lines.append(f"wrote {out}")
     sys.stdout.write("\n".join(lines) + "\n")
 

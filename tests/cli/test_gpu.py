@@ -280,14 +280,14 @@ def test_step_layout_option(tmp_path: Path, layers_csv: Path, capsys: pytest.Cap
         out = tmp_path / f"{layout}.json"
         assert main(["gpu", "--gpu", "v100", "--precision", "fp16", "--layers-csv", str(layers_csv), "--step",
                      "--layout", layout, "--out", str(out), "--no-progress"]) == 0
-        assert f"; {layout} tensors)" in capsys.readouterr().out
+        assert f"; {layout} tensors, eager kernels)" in capsys.readouterr().out
         result = json.loads(out.read_text())
         assert result["meta"]["step"]["layout"] == layout
         times[layout] = sum(r["time_s"] for r in result["records"])
     assert times["nchw"] > times["nhwc"]  # tensor-core convolutions on NCHW tensors pay cuDNN's transposes
 
 
-def test_step_fusion_option(tmp_path: Path, layers_csv: Path) -> None:
+def test_step_fusion_option(tmp_path: Path, layers_csv: Path, capsys: pytest.CaptureFixture) -> None:
     # xla: ReLU and the residual add run inside BatchNorm's kernels (antsim.gpu.step.role_kernels), so the step
     # has fewer memory-bound launches than eager's one kernel per op; the result says which it used
     launches = {}
@@ -295,6 +295,7 @@ def test_step_fusion_option(tmp_path: Path, layers_csv: Path) -> None:
         out = tmp_path / f"{fusion}.json"
         assert main(["gpu", "--gpu", "v100", "--precision", "fp16", "--layers-csv", str(layers_csv), "--step",
                      "--fusion", fusion, "--out", str(out), "--no-progress"]) == 0
+        assert f"nhwc tensors, {fusion} kernels)" in capsys.readouterr().out  # the summary names what was used
         result = json.loads(out.read_text())
         assert result["meta"]["step"]["fusion"] == fusion
         launches[fusion] = sum(k["launches"] for r in result["records"] for k in r["details"]["step_kernels"])
